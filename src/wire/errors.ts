@@ -1,0 +1,97 @@
+// Named errors: one envelope on every door, one table from code to HTTP status and MCP form.
+
+export type ErrorCode =
+  | 'unauthenticated'
+  | 'unattested'
+  | 'foreign_user'
+  | 'forbidden_origin'
+  | 'permission_denied'
+  | 'malformed'
+  | 'too_large'
+  | 'unknown_participant'
+  | 'unknown_session'
+  | 'unknown_room'
+  | 'unknown_message'
+  | 'unknown_route'
+  | 'method_not_allowed'
+  | 'session_ended'
+  | 'not_addressed_to_you'
+  | 'idempotency_conflict'
+  | 'already_exists'
+  | 'rate_limited'
+  | 'store_unavailable'
+  | 'internal';
+
+/** How an error travels over MCP: refused at the HTTP layer before JSON-RPC is read (credential,
+ *  origin, attestation), or as a tool result with `isError: true` that a model can read and act on. */
+export type McpForm = 'http' | 'tool_error';
+
+export interface ErrorSpec {
+  http: number;
+  mcp: McpForm;
+  /** One line for docs/protocol.md. */
+  meaning: string;
+}
+
+export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
+  unauthenticated: { http: 401, mcp: 'http', meaning: 'no bearer secret, or one that names no account' },
+  unattested: { http: 403, mcp: 'http', meaning: 'the connection could not be attested to one process {reason}' },
+  foreign_user: { http: 403, mcp: 'http', meaning: 'the peer process belongs to another OS user' },
+  forbidden_origin: { http: 403, mcp: 'http', meaning: 'Host or Origin is not exactly the daemon\'s own {field}' },
+  permission_denied: { http: 403, mcp: 'tool_error', meaning: 'the account lacks a permission {need}' },
+  malformed: { http: 400, mcp: 'tool_error', meaning: 'a field is missing, of the wrong type, or not allowed {field, reason}' },
+  too_large: { http: 413, mcp: 'tool_error', meaning: 'a field is over its byte or count limit {field, limit, actual}' },
+  unknown_participant: { http: 404, mcp: 'tool_error', meaning: 'no such account {participant}' },
+  unknown_session: { http: 404, mcp: 'tool_error', meaning: 'no such session of that account {participant, session, candidates?}' },
+  unknown_room: { http: 404, mcp: 'tool_error', meaning: 'no such room {room}' },
+  unknown_message: { http: 404, mcp: 'tool_error', meaning: 'no such message {message_id}' },
+  unknown_route: { http: 404, mcp: 'http', meaning: 'no such route' },
+  method_not_allowed: { http: 405, mcp: 'http', meaning: 'the route exists but not for this method' },
+  session_ended: { http: 410, mcp: 'tool_error', meaning: 'the session ended and has no successor; write to {account}' },
+  not_addressed_to_you: { http: 403, mcp: 'tool_error', meaning: 'the message exists but the caller may not read it' },
+  idempotency_conflict: { http: 409, mcp: 'tool_error', meaning: 'the idempotency key was used for a different message {message_id}' },
+  already_exists: { http: 409, mcp: 'tool_error', meaning: 'the name is taken {field}' },
+  rate_limited: { http: 429, mcp: 'tool_error', meaning: 'too many parked waits or requests; retry {retry_after} seconds later' },
+  store_unavailable: { http: 503, mcp: 'tool_error', meaning: 'the store failed {operation}; the cause is logged, not returned' },
+  internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
+};
+
+export type ErrorDetails = Record<string, string | number | boolean | string[] | null>;
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string } & ErrorDetails;
+}
+
+/** The one error type that crosses layers. Inputs go in `details` and appear beside `code`. */
+export class MailError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetails = {},
+  ) {
+    super(message);
+    this.name = 'MailError';
+  }
+
+  toBody(): ErrorBody {
+    return { error: { ...this.details, code: this.code, message: this.message } };
+  }
+
+  get httpStatus(): number {
+    return ERROR_TABLE[this.code].http;
+  }
+}
+
+export function isErrorCode(s: unknown): s is ErrorCode {
+  return typeof s === 'string' && Object.hasOwn(ERROR_TABLE, s);
+}
+
+/** Rebuild a MailError from an envelope received over the wire (clients use this). */
+export function errorFromBody(body: unknown, fallbackStatus: number): MailError {
+  const e = (body as { error?: Record<string, unknown> } | null)?.error;
+  if (e && isErrorCode(e.code)) {
+    const { code, message, ...rest } = e;
+    return new MailError(code, typeof message === 'string' ? message : code, rest as ErrorDetails);
+  }
+  return new MailError('internal', `unexpected response (HTTP ${fallbackStatus})`);
+}

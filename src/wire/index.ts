@@ -1,0 +1,7 @@
+export * from './errors.js';
+export * from './limits.js';
+export * from './address.js';
+export * from './ops.js';
+export * from './admin.js';
+export { parseInput } from './validate.js';
+export { selectorProblem, utf8Bytes } from './text.js';

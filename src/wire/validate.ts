@@ -1,0 +1,26 @@
+// Turn zod's verdict into the named error of the wire contract.
+import type { z } from 'zod';
+import { MailError } from './errors.js';
+
+function fieldOf(path: readonly PropertyKey[]): string {
+  return path.length ? path.map(String).join('.') : '(body)';
+}
+
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  if (!issue) throw new MailError('malformed', 'invalid input', { field: '(body)', reason: 'invalid' });
+  const field = fieldOf(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] ?? '?';
+    const full = field === '(body)' ? key : `${field}.${key}`;
+    const reason = key === 'from' ? 'there is no from field: the sender is derived from your credential and process' : 'unknown field';
+    throw new MailError('malformed', `${full}: ${reason}`, { field: full, reason });
+  }
+  const params = (issue as { params?: { m4a?: string; limit?: number; actual?: number } }).params;
+  if (params?.m4a === 'too_large') {
+    throw new MailError('too_large', `${field} is over its limit of ${params.limit}`, { field, limit: params.limit ?? 0, actual: params.actual ?? 0 });
+  }
+  throw new MailError('malformed', `${field}: ${issue.message}`, { field, reason: issue.message });
+}
