@@ -1,0 +1,110 @@
+// Allow-listed facts about the session: its cwd, which agent it is, its model and the agent's own
+// session id. Only these values leave this file; the raw argv and environment never do.
+import { baseName, cleanValue, isNodeBase, nodeScriptIndex } from './cmdline.js';
+import { exeBase, readCmdline, readCwd, readEnvVars } from './proc-facts.js';
+import { nodeScriptPath } from './transparent.js';
+import type { Corroborated, ProcessFacts } from './types.js';
+
+/** Variables an agent sets for the tools it spawns, and the provider each implies. */
+const ENV_IDS: ReadonlyArray<readonly [string, string]> = [
+  ['CLAUDE_CODE_SESSION_ID', 'claude'],
+  ['CODEX_THREAD_ID', 'codex'],
+  ['GEMINI_SESSION_ID', 'gemini'],
+];
+const ENV_NAMES = ENV_IDS.map(([n]) => n);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A plausible id token: no spaces, not an option. */
+const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+
+/** Provider from executable / script paths (exe, argv[0], script as written, script resolved). */
+export function providerFromPaths(paths: readonly string[]): string | undefined {
+  for (const p of paths) {
+    if (p === '') continue;
+    const base = baseName(p).replace(/\.(c|m)?js$/, '');
+    if (p.includes('claude-code') || base === 'claude') return 'claude';
+    if (base === 'codex' || p.includes('@openai/codex')) return 'codex';
+    if (base === 'gemini' || p.includes('@google/gemini-cli')) return 'gemini';
+    if (base === 'cursor-agent' || base === 'cursor') return 'cursor';
+    if (base === 'omp') return 'omp';
+  }
+  return undefined;
+}
+
+/** Value of `--name X` / `--name=X` (and the short aliases) in args, first occurrence. */
+function option(args: readonly string[], names: readonly string[]): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? '';
+    if (a === '--') return undefined;
+    for (const n of names) {
+      if (a === n) {
+        const v = args[i + 1];
+        return v !== undefined && !v.startsWith('-') ? v : undefined;
+      }
+      if (n.startsWith('--') && a.startsWith(`${n}=`)) return a.slice(n.length + 1);
+    }
+  }
+  return undefined;
+}
+
+/** model and provider session id from the agent's own arguments (after node's script, if any). */
+export function argvFacts(provider: string | undefined, args: readonly string[]): Corroborated {
+  const out: Corroborated = {};
+  const model = option(args, provider === 'codex' ? ['--model', '-m'] : ['--model']);
+  if (model !== undefined) out.model = model;
+  if (provider === 'claude') {
+    const id = option(args, ['--resume', '-r', '--session-id']);
+    if (id !== undefined && TOKEN.test(id)) out.provider_session_id = id;
+  } else if (provider === 'codex') {
+    const i = args.indexOf('resume');
+    const id = i === -1 ? undefined : args[i + 1];
+    if (id !== undefined && UUID.test(id)) out.provider_session_id = id;
+  }
+  return out;
+}
+
+/** The agent id a helper's environment carries. A value the session itself already had was inherited
+ *  from an outer agent, not set by this session, and is skipped; so is one naming a provider other
+ *  than the one the session's executable shows. */
+export function envFacts(
+  helperEnvs: ReadonlyArray<ReadonlyMap<string, string>>,
+  sessionEnv: ReadonlyMap<string, string>,
+  provider: string | undefined,
+): { provider: string; id: string } | undefined {
+  for (const env of helperEnvs) {
+    for (const [name, implied] of ENV_IDS) {
+      const v = env.get(name);
+      if (v === undefined || v === '' || sessionEnv.get(name) === v) continue;
+      if (provider !== undefined && provider !== implied) continue;
+      return { provider: implied, id: v };
+    }
+  }
+  return undefined;
+}
+
+export function corroborate(session: ProcessFacts, passed: readonly ProcessFacts[]): Corroborated {
+  const argv = readCmdline(session.pid);
+  const base = exeBase(session.exe);
+  const scripted = isNodeBase(base);
+  const si = isNodeBase(base) ? nodeScriptIndex(argv) : -1;
+  const paths = [session.exe, argv[0] ?? ''];
+  if (si !== -1) paths.push(argv[si] ?? '', nodeScriptPath(session.pid, argv) ?? '');
+  const provider = providerFromPaths(paths);
+  const args = scripted ? (si === -1 ? [] : argv.slice(si + 1)) : argv.slice(1);
+  const facts = argvFacts(provider, args);
+
+  // Nearest to the session first: the helper the session spawned directly speaks for it best.
+  const helpers = [...passed].reverse().map((p) => readEnvVars(p.pid, ENV_NAMES));
+  const fromEnv = envFacts(helpers, readEnvVars(session.pid, ENV_NAMES), provider);
+
+  const out: Corroborated = {};
+  const cwd = readCwd(session.pid);
+  if (cwd !== '') out.cwd = cleanValue(cwd, 4096);
+  const p = fromEnv?.provider ?? provider;
+  if (p !== undefined) out.provider = p;
+  const id = fromEnv?.id ?? facts.provider_session_id;
+  if (id !== undefined) out.provider_session_id = cleanValue(id);
+  if (facts.model !== undefined) out.model = cleanValue(facts.model);
+  for (const k of ['provider_session_id', 'model'] as const) if (out[k] === '') delete out[k];
+  return out;
+}

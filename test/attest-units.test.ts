@@ -1,0 +1,124 @@
+// Pure parts of the attest layer: /proc/net encodings, argv reading, provider facts.
+import assert from 'node:assert/strict';
+import { endianness } from 'node:os';
+import { test } from 'node:test';
+import { cleanValue, nodeScriptIndex } from '../src/attest/cmdline.js';
+import { argvFacts, envFacts, providerFromPaths } from '../src/attest/corroborate.js';
+import { clientRowKeys, encodings, findRow, isLoopback, rowFinder } from '../src/attest/proc-net.js';
+import { isInitLike, isRunner } from '../src/attest/transparent.js';
+
+const le = { skip: endianness() !== 'LE' && 'encodings below are little-endian' };
+
+test('isLoopback', () => {
+  for (const a of ['127.0.0.1', '127.9.8.7', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '0:0:0:0:0:0:0:1']) {
+    assert.equal(isLoopback(a), true, a);
+  }
+  for (const a of ['10.0.0.1', '128.0.0.1', '::', '::2', '::ffff:10.0.0.1', 'fe80::1', 'localhost', '']) {
+    assert.equal(isLoopback(a), false, a);
+  }
+});
+
+test('encodings as the kernel prints them', le, () => {
+  assert.deepEqual(encodings('127.0.0.1'), { tcp: '0100007F', tcp6: '0000000000000000FFFF00000100007F' });
+  assert.deepEqual(encodings('::ffff:127.0.0.1'), encodings('127.0.0.1'));
+  assert.deepEqual(encodings('::1'), { tcp6: '00000000000000000000000001000000' });
+});
+
+test('clientRowKeys swaps the ends: the client local pair is the daemon remote pair', le, () => {
+  const k = clientRowKeys({ localAddress: '127.0.0.1', localPort: 8080, remoteAddress: '127.0.0.1', remotePort: 40000 });
+  assert.equal(k.tcp, '0100007F:9C40 0100007F:1F90');
+  const k6 = clientRowKeys({ localAddress: '::1', localPort: 1, remoteAddress: '::1', remotePort: 2 });
+  assert.equal(k6.tcp, undefined);
+  assert.equal(k6.tcp6, '00000000000000000000000001000000:0002 00000000000000000000000001000000:0001');
+});
+
+test('findRow: exact columns, inode, closed rows', () => {
+  const table = [
+    '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+    '   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1 0 100 0 0 10 0',
+    '   1: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 222 1 0 20 4 30 10 -1',
+    '   2: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 333 1 0 20 4 30 10 -1',
+    '   3: 0100007F:9C41 0100007F:1F90 06 00000000:00000000 03:00000F5F 00000000     0        0 0 3 0',
+    '',
+  ].join('\n');
+  assert.deepEqual(findRow(table, '0100007F:9C40 0100007F:1F90'), { inode: '333' });
+  assert.equal(findRow(table, '0100007F:9C41 0100007F:1F90'), 'closed');
+  assert.equal(findRow(table, '0100007F:9C42 0100007F:1F90'), null);
+  // Many keys: the one-pass index must agree with the string search.
+  const indexed = rowFinder(table, 100);
+  for (const k of ['0100007F:9C40 0100007F:1F90', '0100007F:9C41 0100007F:1F90', '0100007F:9C42 0100007F:1F90', '0100007F:1F90 0100007F:9C40']) {
+    assert.deepEqual(indexed(k), findRow(table, k), k);
+  }
+});
+
+test('nodeScriptIndex skips node options and their values', () => {
+  assert.equal(nodeScriptIndex(['node', 'a.js', 'x']), 1);
+  assert.equal(nodeScriptIndex(['node', '--import', 'tsx', '-r', 'x', '--loader', 'l', 'src/cli/main.ts']), 7);
+  assert.equal(nodeScriptIndex(['node', '--experimental-loader', 'l', '--input-type', 'module', 'm.js']), 5);
+  assert.equal(nodeScriptIndex(['node', '--import=tsx', '--enable-source-maps', 'm.js']), 3);
+  assert.equal(nodeScriptIndex(['node', '--', 'm.js']), 2);
+  assert.equal(nodeScriptIndex(['node', '-e', 'code', 'x.js']), -1);
+  assert.equal(nodeScriptIndex(['node']), -1);
+});
+
+test('package runners count only when they run this package', () => {
+  assert.equal(isRunner('node', ['node', '/usr/lib/node_modules/npm/bin/npx-cli.js', 'm4a', 'send']), true);
+  assert.equal(isRunner('node', ['node', '/x/npm/bin/npm-cli.js', 'exec', 'mail4agent@0.1.0']), true);
+  assert.equal(isRunner('node', ['node', '/x/pnpm/bin/pnpm.cjs', 'dlx', 'mail4agent']), true);
+  assert.equal(isRunner('node', ['node', '/x/npm/bin/npx-cli.js', 'prettier']), false);
+  assert.equal(isRunner('node', ['node', '/x/other.js', 'm4a']), false);
+  assert.equal(isRunner('bun', ['bunx', 'm4a']), true);
+  assert.equal(isRunner('bun', ['bun', 'x', 'mail4agent']), true);
+  assert.equal(isRunner('bun', ['bun', 'run', 'm4a']), false);
+  assert.equal(isRunner('deno', ['deno', 'run', 'm4a']), false);
+});
+
+test('init-like executables', () => {
+  for (const b of ['systemd', 'init', 'tini', 'dumb-init', 'docker-init', 'containerd-shim-runc-v2', 's6-svscan', 'runit']) {
+    assert.equal(isInitLike(b), true, b);
+  }
+  assert.equal(isInitLike('bash'), false);
+});
+
+test('provider from executable and script paths', () => {
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/usr/lib/node_modules/@anthropic-ai/claude-code/cli.js']), 'claude');
+  assert.equal(providerFromPaths(['/home/u/.local/share/claude/versions/2.0.1', 'claude']), 'claude');
+  assert.equal(providerFromPaths(['/x/@openai/codex/vendor/codex-x86_64-unknown-linux-musl']), 'codex');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/bin/codex.js']), 'codex');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/@google/gemini-cli/dist/index.js']), 'gemini');
+  assert.equal(providerFromPaths(['/opt/cursor-agent']), 'cursor');
+  assert.equal(providerFromPaths(['/usr/local/bin/omp']), 'omp');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/tmp/test.js']), undefined);
+});
+
+test('argv facts: model and provider session id', () => {
+  assert.deepEqual(argvFacts('claude', ['--model', 'opus', '--resume', 'abc-1']), { model: 'opus', provider_session_id: 'abc-1' });
+  assert.deepEqual(argvFacts('claude', ['--model=opus', '-r', 'x1']), { model: 'opus', provider_session_id: 'x1' });
+  assert.deepEqual(argvFacts('claude', ['--session-id=s9']), { provider_session_id: 's9' });
+  assert.deepEqual(argvFacts('claude', ['--resume', '--model', 'm']), { model: 'm' });
+  assert.deepEqual(argvFacts('claude', ['-m', 'x']), {}, '-m is codex only');
+  const id = '0199a2b3-c4d5-7e6f-8a9b-0c1d2e3f4a5b';
+  assert.deepEqual(argvFacts('codex', ['-m', 'gpt-5', 'resume', id]), { model: 'gpt-5', provider_session_id: id });
+  assert.deepEqual(argvFacts('codex', ['resume', '--last']), {});
+  assert.deepEqual(argvFacts('codex', ['resume', 'fix the bug']), {});
+});
+
+test('env facts: nearest helper wins, inherited or contradicting values are skipped', () => {
+  const none = new Map<string, string>();
+  const h = (o: Record<string, string>) => new Map(Object.entries(o));
+  assert.deepEqual(envFacts([h({ CLAUDE_CODE_SESSION_ID: 'a' })], none, undefined), { provider: 'claude', id: 'a' });
+  assert.deepEqual(envFacts([h({ CODEX_THREAD_ID: 't' }), h({ CLAUDE_CODE_SESSION_ID: 'a' })], none, undefined), { provider: 'codex', id: 't' });
+  // The session itself carries the outer agent's id: inherited, not this session's.
+  assert.equal(envFacts([h({ CLAUDE_CODE_SESSION_ID: 'a' })], h({ CLAUDE_CODE_SESSION_ID: 'a' }), undefined), undefined);
+  // A codex session under an outer claude: the claude id is not codex's.
+  assert.deepEqual(envFacts([h({ CLAUDE_CODE_SESSION_ID: 'a', CODEX_THREAD_ID: 't' })], none, 'codex'), { provider: 'codex', id: 't' });
+  assert.equal(envFacts([h({ GEMINI_SESSION_ID: 'g' })], none, 'claude'), undefined);
+});
+
+test('cleanValue drops control characters and caps bytes without splitting a character', () => {
+  assert.equal(cleanValue('a\u0000b\nc\u001b[0m\u007f'), 'abc[0m');
+  assert.equal(cleanValue('x'.repeat(300)).length, 256);
+  const capped = cleanValue('é'.repeat(200)); // 2 bytes each
+  assert.equal(Buffer.byteLength(capped), 256);
+  assert.equal(cleanValue('ab€', 4), 'ab'); // € is 3 bytes
+});
