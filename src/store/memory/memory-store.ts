@@ -1,0 +1,391 @@
+// The in-memory store: plain maps and arrays, for tests and throwaway daemons. It keeps the same
+// counters as the SQLite store so every result (unread included) is identical; records are
+// copied in and out so callers never share state with the store.
+import {
+  ackKeyFor,
+  keyOfAccount,
+  keyOfRoom,
+  readKeys,
+  type AccountRecord,
+  type AckItem,
+  type AckResult,
+  type AppendOutcome,
+  type CommitEvent,
+  type Corroborated,
+  type Declared,
+  type MailKey,
+  type NewMessage,
+  type NewSession,
+  type PagedMessage,
+  type PageQuery,
+  type ReaderScope,
+  type RoomRecord,
+  type SessionRecord,
+  type Store,
+  type StoredMessage,
+} from '../types.js';
+
+interface Room {
+  createdAt: number;
+  /** account -> how many of the room's messages it has acknowledged. */
+  members: Map<string, number>;
+}
+
+interface Ack {
+  ackedAt: number;
+  toKey: MailKey;
+}
+
+/** Only the fields that are set, as a store that keeps them in columns would give them back. */
+function defined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+const copyAccount = (a: AccountRecord): AccountRecord => ({ ...a, permissions: { ...a.permissions } });
+const copySession = (s: SessionRecord): SessionRecord => ({
+  ...s,
+  corroborated: { ...s.corroborated },
+  declared: { ...s.declared },
+});
+const copyMessage = (m: StoredMessage): StoredMessage => ({ ...m, refs: m.refs.map((r) => ({ ...r })) });
+const sessionKey = (account: string, id: string) => `${account}\n${id}`;
+
+/** Index of the first message with seq > after (messages are in seq order). */
+function firstAfter(list: StoredMessage[], after: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as StoredMessage).seq <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function createMemoryStore(): Store {
+  return new MemoryStore();
+}
+
+class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  private readonly meta = new Map<string, string>();
+  private readonly accounts = new Map<string, AccountRecord>();
+  private readonly rooms = new Map<string, Room>();
+  private readonly listeners = new Map<string, string>();
+  /** Insertion order is registration order, which lists and ties follow. */
+  private readonly sessions = new Map<string, SessionRecord>();
+  private readonly messages: StoredMessage[] = [];
+  private readonly byId = new Map<string, StoredMessage>();
+  private readonly byKey = new Map<MailKey, StoredMessage[]>();
+  private readonly byThread = new Map<string, StoredMessage[]>();
+  private readonly byIdempotency = new Map<string, StoredMessage[]>();
+  /** ack key -> seq -> ack */
+  private readonly acks = new Map<MailKey, Map<number, Ack>>();
+  /** Per mailbox key: delivered, and not acked under the key itself (see sqlite migrations). */
+  private readonly mailboxCounts = new Map<MailKey, { total: number; unacked: number }>();
+  private readonly commitListeners = new Set<(e: CommitEvent) => void>();
+  private seq = 0;
+
+  async close(): Promise<void> {}
+
+  async getMeta(key: string): Promise<string | null> {
+    return this.meta.get(key) ?? null;
+  }
+
+  async initMeta(key: string, value: string): Promise<string> {
+    if (!this.meta.has(key)) this.meta.set(key, value);
+    return this.meta.get(key) as string;
+  }
+
+  async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
+    if (this.accounts.has(rec.id)) return 'exists';
+    this.accounts.set(rec.id, copyAccount(rec));
+    return 'ok';
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | null> {
+    const a = this.accounts.get(id);
+    return a ? copyAccount(a) : null;
+  }
+
+  async findAccountByDigest(digest: string): Promise<AccountRecord | null> {
+    for (const a of this.accounts.values()) if (a.secretDigest === digest) return copyAccount(a);
+    return null;
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
+    return [...this.accounts.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(copyAccount);
+  }
+
+  async setAccountSecret(id: string, digest: string): Promise<boolean> {
+    const a = this.accounts.get(id);
+    if (!a) return false;
+    a.secretDigest = digest;
+    return true;
+  }
+
+  async removeAccount(id: string): Promise<boolean> {
+    const existed = this.accounts.delete(id);
+    for (const room of this.rooms.values()) room.members.delete(id);
+    this.listeners.delete(id);
+    for (const [k, s] of this.sessions) if (s.account === id) this.sessions.delete(k);
+    return existed;
+  }
+
+  async addRoom(name: string, at: number): Promise<'ok' | 'exists'> {
+    if (this.rooms.has(name)) return 'exists';
+    this.rooms.set(name, { createdAt: at, members: new Map() });
+    return 'ok';
+  }
+
+  async removeRoom(name: string): Promise<boolean> {
+    return this.rooms.delete(name);
+  }
+
+  async getRoom(name: string): Promise<RoomRecord | null> {
+    const r = this.rooms.get(name);
+    return r ? { name, createdAt: r.createdAt, members: [...r.members.keys()].sort() } : null;
+  }
+
+  async listRooms(): Promise<RoomRecord[]> {
+    const names = [...this.rooms.keys()].sort();
+    return Promise.all(names.map(async (n) => (await this.getRoom(n)) as RoomRecord));
+  }
+
+  async roomsOf(account: string): Promise<string[]> {
+    return [...this.rooms].filter(([, r]) => r.members.has(account)).map(([n]) => n).sort();
+  }
+
+  async addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
+    const r = this.rooms.get(room);
+    if (!r) return 'no_room';
+    if (!this.accounts.has(account)) return 'no_account';
+    if (r.members.has(account)) return 'exists';
+    const roomKey = keyOfRoom(room);
+    let acked = 0;
+    for (const a of this.acks.get(keyOfAccount(account))?.values() ?? []) if (a.toKey === roomKey) acked++;
+    r.members.set(account, acked);
+    return 'ok';
+  }
+
+  async removeMember(room: string, account: string): Promise<boolean> {
+    return this.rooms.get(room)?.members.delete(account) ?? false;
+  }
+
+  async setListener(account: string, url: string): Promise<boolean> {
+    if (!this.accounts.has(account)) return false;
+    this.listeners.set(account, url);
+    return true;
+  }
+
+  async removeListener(account: string): Promise<boolean> {
+    return this.listeners.delete(account);
+  }
+
+  async getListener(account: string): Promise<string | null> {
+    return this.listeners.get(account) ?? null;
+  }
+
+  async registerSession(s: NewSession): Promise<SessionRecord> {
+    const existing = this.sessions.get(sessionKey(s.account, s.id));
+    if (existing) return copySession(existing);
+    let lineage = s.id;
+    if (s.predecessor !== null) {
+      const pred = this.sessions.get(sessionKey(s.account, s.predecessor));
+      if (pred && pred.successor === null) {
+        pred.successor = s.id;
+        pred.endedAt ??= s.createdAt;
+        lineage = pred.lineage;
+      }
+    }
+    const rec: SessionRecord = {
+      account: s.account,
+      id: s.id,
+      lineage,
+      hostId: s.hostId,
+      pid: s.pid,
+      startTime: s.startTime,
+      exe: s.exe,
+      uid: s.uid,
+      corroborated: defined<Corroborated>(s.corroborated),
+      declared: {},
+      createdAt: s.createdAt,
+      lastSeen: s.createdAt,
+      endedAt: null,
+      successor: null,
+    };
+    this.sessions.set(sessionKey(s.account, s.id), rec);
+    return copySession(rec);
+  }
+
+  async getSession(account: string, id: string): Promise<SessionRecord | null> {
+    const s = this.sessions.get(sessionKey(account, id));
+    return s ? copySession(s) : null;
+  }
+
+  async listSessions(): Promise<SessionRecord[]> {
+    return [...this.sessions.values()].map(copySession);
+  }
+
+  async findByProviderSession(account: string, provider: string, providerSessionId: string): Promise<SessionRecord[]> {
+    return [...this.sessions.values()]
+      .filter(
+        (s) =>
+          s.account === account &&
+          s.corroborated.provider === provider &&
+          s.corroborated.providerSessionId === providerSessionId,
+      )
+      .reverse() // newest registration first among equal createdAt (sort is stable)
+      .sort((a, b) => b.createdAt - a.createdAt)
+      .map(copySession);
+  }
+
+  async touchSessions(seen: { account: string; id: string; at: number }[]): Promise<void> {
+    for (const t of seen) {
+      const s = this.sessions.get(sessionKey(t.account, t.id));
+      if (s) s.lastSeen = Math.max(s.lastSeen, t.at);
+    }
+  }
+
+  async endSession(account: string, id: string, at: number): Promise<void> {
+    const s = this.sessions.get(sessionKey(account, id));
+    if (s) s.endedAt ??= at;
+  }
+
+  async setDeclared(account: string, id: string, declared: Declared): Promise<SessionRecord | null> {
+    const s = this.sessions.get(sessionKey(account, id));
+    if (!s) return null;
+    s.declared = defined<Declared>({ workingOn: declared.workingOn, role: declared.role, parent: declared.parent });
+    return copySession(s);
+  }
+
+  async pruneSessions(before: number): Promise<number> {
+    let n = 0;
+    for (const [k, s] of this.sessions) {
+      if (s.endedAt !== null && s.endedAt < before) {
+        this.sessions.delete(k);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  async appendMessage(m: NewMessage, idempotentSince: number): Promise<AppendOutcome> {
+    const idemKey = m.idempotencyKey === null ? null : `${m.fromAccount}\n${m.idempotencyKey}`;
+    if (idemKey !== null) {
+      const prior = (this.byIdempotency.get(idemKey) ?? []).findLast((p) => p.createdAt >= idempotentSince);
+      if (prior) {
+        return { kind: prior.fingerprint === m.fingerprint ? 'duplicate' : 'conflict', message: copyMessage(prior) };
+      }
+    }
+    if (this.byId.has(m.id)) throw new Error(`message id ${m.id} already exists`);
+    // Stored as a store with columns would give it back (refs through JSON).
+    const stored: StoredMessage = { ...m, refs: JSON.parse(JSON.stringify(m.refs)) as StoredMessage['refs'], seq: ++this.seq };
+    this.messages.push(stored);
+    this.byId.set(stored.id, stored);
+    push(this.byKey, stored.toKey, stored);
+    push(this.byThread, stored.threadId, stored);
+    if (idemKey !== null) push(this.byIdempotency, idemKey, stored);
+    const c = this.mailboxCounts.get(stored.toKey);
+    if (c) {
+      c.total++;
+      c.unacked++;
+    } else this.mailboxCounts.set(stored.toKey, { total: 1, unacked: 1 });
+    const event: CommitEvent = { keys: [stored.toKey], seq: stored.seq };
+    queueMicrotask(() => this.emit(event));
+    return { kind: 'created', message: copyMessage(stored) };
+  }
+
+  async getMessage(id: string): Promise<StoredMessage | null> {
+    const m = this.byId.get(id);
+    return m ? copyMessage(m) : null;
+  }
+
+  async getThread(threadId: string): Promise<StoredMessage[]> {
+    return (this.byThread.get(threadId) ?? []).map(copyMessage);
+  }
+
+  async headSeq(): Promise<number> {
+    return this.seq;
+  }
+
+  async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
+    if (q.limit <= 0) return [];
+    const out: PagedMessage[] = [];
+    for (const key of new Set(readKeys(scope))) {
+      const acks = this.acks.get(ackKeyFor(scope, key));
+      const list = this.byKey.get(key) ?? [];
+      let taken = 0;
+      for (let i = firstAfter(list, q.after ?? 0); i < list.length && taken < q.limit; i++) {
+        const m = list[i] as StoredMessage;
+        if (q.threadId !== null && m.threadId !== q.threadId) continue;
+        const ackedAt = acks?.get(m.seq)?.ackedAt ?? null;
+        if (q.pendingOnly && ackedAt !== null) continue;
+        out.push({ ...copyMessage(m), ackedAt });
+        taken++;
+      }
+    }
+    return out.sort((a, b) => a.seq - b.seq).slice(0, q.limit);
+  }
+
+  async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {
+    return items.map((item) => {
+      const ackKey = ackKeyFor(scope, item.toKey);
+      let acks = this.acks.get(ackKey);
+      if (!acks) this.acks.set(ackKey, (acks = new Map()));
+      const prior = acks.get(item.seq);
+      if (prior) return { seq: item.seq, ackedAt: prior.ackedAt, fresh: false };
+      acks.set(item.seq, { ackedAt: at, toKey: item.toKey });
+      if (ackKey === item.toKey) {
+        const c = this.mailboxCounts.get(item.toKey);
+        if (c) c.unacked--;
+      } else if (item.toKey.startsWith('r:')) {
+        const members = this.rooms.get(item.toKey.slice(2))?.members;
+        const n = members?.get(scope.account);
+        if (members && n !== undefined) members.set(scope.account, n + 1);
+      }
+      return { seq: item.seq, ackedAt: at, fresh: true };
+    });
+  }
+
+  async unread(scope: ReaderScope): Promise<number> {
+    let n = 0;
+    for (const key of new Set(readKeys(scope))) {
+      const c = this.mailboxCounts.get(key);
+      if (key.startsWith('r:')) {
+        n += (c?.total ?? 0) - (this.rooms.get(key.slice(2))?.members.get(scope.account) ?? 0);
+      } else n += c?.unacked ?? 0;
+    }
+    return n;
+  }
+
+  async ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    for (const item of items) {
+      const a = this.acks.get(ackKeyFor(scope, item.toKey))?.get(item.seq);
+      if (a) out.set(item.seq, a.ackedAt);
+    }
+    return out;
+  }
+
+  onCommit(listener: (e: CommitEvent) => void): () => void {
+    this.commitListeners.add(listener);
+    return () => this.commitListeners.delete(listener);
+  }
+
+  private emit(e: CommitEvent): void {
+    for (const l of [...this.commitListeners]) {
+      try {
+        l(e);
+      } catch {
+        // A wake-up is a hint: a failing listener must not break the store.
+      }
+    }
+  }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}

@@ -1,0 +1,128 @@
+import type Database from 'better-sqlite3';
+
+// Numbered and append-only: never edit a shipped entry, add the next one. `PRAGMA user_version`
+// records how many have run, so a database opened by an older build is brought forward in order.
+export const MIGRATIONS: readonly string[] = [
+  // 1: the initial schema.
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+  CREATE TABLE accounts (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    perm_send INTEGER NOT NULL,
+    perm_read INTEGER NOT NULL,
+    perm_urgent INTEGER NOT NULL,
+    perm_operator INTEGER NOT NULL,
+    bind_provider TEXT,
+    secret_digest TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX accounts_by_digest ON accounts(secret_digest);
+
+  CREATE TABLE rooms (name TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;
+  -- acked: how many of the room's messages this member's account has acknowledged (unread counter).
+  CREATE TABLE members (
+    room TEXT NOT NULL,
+    account TEXT NOT NULL,
+    acked INTEGER NOT NULL,
+    PRIMARY KEY (room, account)
+  ) WITHOUT ROWID;
+  CREATE INDEX members_by_account ON members(account, room);
+
+  CREATE TABLE listeners (account TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
+
+  -- Keeps its rowid: it is the registration order that breaks createdAt ties.
+  CREATE TABLE sessions (
+    account TEXT NOT NULL,
+    id TEXT NOT NULL,
+    lineage TEXT NOT NULL,
+    host_id TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    start_time INTEGER NOT NULL,
+    exe TEXT NOT NULL,
+    uid INTEGER NOT NULL,
+    c_provider TEXT,
+    c_provider_session_id TEXT,
+    c_model TEXT,
+    c_cwd TEXT,
+    d_working_on TEXT,
+    d_role TEXT,
+    d_parent TEXT,
+    created_at INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL,
+    ended_at INTEGER,
+    successor TEXT,
+    PRIMARY KEY (account, id)
+  );
+  CREATE INDEX sessions_by_provider ON sessions(account, c_provider, c_provider_session_id, created_at);
+  CREATE INDEX sessions_by_end ON sessions(ended_at) WHERE ended_at IS NOT NULL;
+
+  -- AUTOINCREMENT: a seq is never reused, so cursors stay valid for ever.
+  CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    thread_id TEXT NOT NULL,
+    from_account TEXT NOT NULL,
+    from_session TEXT,
+    from_kind TEXT NOT NULL,
+    to_address TEXT NOT NULL,
+    to_key TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    reply_to TEXT,
+    correlation TEXT,
+    refs TEXT NOT NULL,
+    priority TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    idempotency_key TEXT,
+    fingerprint TEXT
+  );
+  CREATE INDEX messages_by_key ON messages(to_key, seq);
+  CREATE INDEX messages_by_thread ON messages(thread_id, seq);
+  CREATE INDEX messages_by_idempotency ON messages(from_account, idempotency_key, seq)
+    WHERE idempotency_key IS NOT NULL;
+
+  -- to_key is kept so a rejoining member's acked count is one indexed COUNT.
+  CREATE TABLE acks (
+    ack_key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    to_key TEXT NOT NULL,
+    acked_at INTEGER NOT NULL,
+    PRIMARY KEY (ack_key, seq)
+  ) WITHOUT ROWID;
+  CREATE INDEX acks_by_to_key ON acks(ack_key, to_key);
+
+  -- Every message of to_key with seq <= floor is acked under ack_key: pending scans start there.
+  CREATE TABLE ack_floors (
+    ack_key TEXT NOT NULL,
+    to_key TEXT NOT NULL,
+    floor INTEGER NOT NULL,
+    PRIMARY KEY (ack_key, to_key)
+  ) WITHOUT ROWID;
+
+  -- Per mailbox key: messages ever delivered, and those not acked under the key itself
+  -- (a: and s: mail). Rooms use total minus members.acked. Kept apart from rooms so a room
+  -- removed and created again still counts the mail its key holds.
+  CREATE TABLE mailbox_counts (
+    to_key TEXT PRIMARY KEY,
+    total INTEGER NOT NULL,
+    unacked INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
+];
+
+export function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`database schema version ${current} is newer than this build (${MIGRATIONS.length})`);
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    const sql = MIGRATIONS[v] as string;
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

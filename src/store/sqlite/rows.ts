@@ -1,0 +1,204 @@
+// Row shapes as better-sqlite3 returns them, and their mapping to and from domain records.
+import type {
+  AccountKind,
+  AccountRecord,
+  Corroborated,
+  Declared,
+  NewMessage,
+  NewSession,
+  PagedMessage,
+  Priority,
+  Ref,
+  SessionRecord,
+  StoredMessage,
+} from '../types.js';
+
+export interface AccountRow {
+  id: string;
+  kind: string;
+  label: string;
+  perm_send: number;
+  perm_read: number;
+  perm_urgent: number;
+  perm_operator: number;
+  bind_provider: string | null;
+  secret_digest: string;
+  created_at: number;
+}
+
+export function toAccount(r: AccountRow): AccountRecord {
+  return {
+    id: r.id,
+    kind: r.kind as AccountKind,
+    label: r.label,
+    permissions: {
+      send: r.perm_send === 1,
+      read: r.perm_read === 1,
+      urgent: r.perm_urgent === 1,
+      operator: r.perm_operator === 1,
+    },
+    bindProvider: r.bind_provider,
+    secretDigest: r.secret_digest,
+    createdAt: r.created_at,
+  };
+}
+
+export function accountParams(a: AccountRecord): AccountRow {
+  return {
+    id: a.id,
+    kind: a.kind,
+    label: a.label,
+    perm_send: a.permissions.send ? 1 : 0,
+    perm_read: a.permissions.read ? 1 : 0,
+    perm_urgent: a.permissions.urgent ? 1 : 0,
+    perm_operator: a.permissions.operator ? 1 : 0,
+    bind_provider: a.bindProvider,
+    secret_digest: a.secretDigest,
+    created_at: a.createdAt,
+  };
+}
+
+export interface SessionRow {
+  account: string;
+  id: string;
+  lineage: string;
+  host_id: string;
+  pid: number;
+  start_time: number;
+  exe: string;
+  uid: number;
+  c_provider: string | null;
+  c_provider_session_id: string | null;
+  c_model: string | null;
+  c_cwd: string | null;
+  d_working_on: string | null;
+  d_role: string | null;
+  d_parent: string | null;
+  created_at: number;
+  last_seen: number;
+  ended_at: number | null;
+  successor: string | null;
+}
+
+export function toSession(r: SessionRow): SessionRecord {
+  const corroborated: Corroborated = {};
+  if (r.c_provider !== null) corroborated.provider = r.c_provider;
+  if (r.c_provider_session_id !== null) corroborated.providerSessionId = r.c_provider_session_id;
+  if (r.c_model !== null) corroborated.model = r.c_model;
+  if (r.c_cwd !== null) corroborated.cwd = r.c_cwd;
+  const declared: Declared = {};
+  if (r.d_working_on !== null) declared.workingOn = r.d_working_on;
+  if (r.d_role !== null) declared.role = r.d_role;
+  if (r.d_parent !== null) declared.parent = r.d_parent;
+  return {
+    account: r.account,
+    id: r.id,
+    lineage: r.lineage,
+    hostId: r.host_id,
+    pid: r.pid,
+    startTime: r.start_time,
+    exe: r.exe,
+    uid: r.uid,
+    corroborated,
+    declared,
+    createdAt: r.created_at,
+    lastSeen: r.last_seen,
+    endedAt: r.ended_at,
+    successor: r.successor,
+  };
+}
+
+export function newSessionParams(s: NewSession, lineage: string): SessionRow {
+  return {
+    account: s.account,
+    id: s.id,
+    lineage,
+    host_id: s.hostId,
+    pid: s.pid,
+    start_time: s.startTime,
+    exe: s.exe,
+    uid: s.uid,
+    c_provider: s.corroborated.provider ?? null,
+    c_provider_session_id: s.corroborated.providerSessionId ?? null,
+    c_model: s.corroborated.model ?? null,
+    c_cwd: s.corroborated.cwd ?? null,
+    d_working_on: null,
+    d_role: null,
+    d_parent: null,
+    created_at: s.createdAt,
+    last_seen: s.createdAt,
+    ended_at: null,
+    successor: null,
+  };
+}
+
+export interface MessageRow {
+  seq: number;
+  id: string;
+  thread_id: string;
+  from_account: string;
+  from_session: string | null;
+  from_kind: string;
+  to_address: string;
+  to_key: string;
+  subject: string;
+  body: string;
+  reply_to: string | null;
+  correlation: string | null;
+  refs: string;
+  priority: string;
+  created_at: number;
+  idempotency_key: string | null;
+  fingerprint: string | null;
+}
+
+export type PagedRow = MessageRow & { acked_at: number | null };
+
+export function toMessage(r: MessageRow): StoredMessage {
+  return {
+    seq: r.seq,
+    id: r.id,
+    threadId: r.thread_id,
+    fromAccount: r.from_account,
+    fromSession: r.from_session,
+    fromKind: r.from_kind as AccountKind,
+    toAddress: r.to_address,
+    toKey: r.to_key,
+    subject: r.subject,
+    body: r.body,
+    replyTo: r.reply_to,
+    correlation: r.correlation,
+    refs: r.refs === '[]' ? [] : (JSON.parse(r.refs) as Ref[]),
+    priority: r.priority as Priority,
+    createdAt: r.created_at,
+    idempotencyKey: r.idempotency_key,
+    fingerprint: r.fingerprint,
+  };
+}
+
+export function toPaged(r: PagedRow): PagedMessage {
+  const m = toMessage(r) as PagedMessage;
+  m.ackedAt = r.acked_at;
+  return m;
+}
+
+export function messageParams(m: NewMessage): Omit<MessageRow, 'seq'> {
+  return {
+    id: m.id,
+    thread_id: m.threadId,
+    from_account: m.fromAccount,
+    from_session: m.fromSession,
+    from_kind: m.fromKind,
+    to_address: m.toAddress,
+    to_key: m.toKey,
+    subject: m.subject,
+    body: m.body,
+    reply_to: m.replyTo,
+    correlation: m.correlation,
+    refs: JSON.stringify(m.refs),
+    priority: m.priority,
+    created_at: m.createdAt,
+    idempotency_key: m.idempotencyKey,
+    fingerprint: m.fingerprint,
+  };
+}

@@ -1,0 +1,410 @@
+// The SQLite store: one process, one connection, WAL with synchronous=FULL so a resolved send is on
+// disk. Reads are synchronous better-sqlite3 calls behind async methods; appends are grouped per
+// event-loop turn into one transaction (group-commit.ts) to pay one fsync per burst.
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  ackKeyFor,
+  keyOfAccount,
+  keyOfRoom,
+  readKeys,
+  type AccountRecord,
+  type AckItem,
+  type AckResult,
+  type AppendOutcome,
+  type CommitEvent,
+  type Declared,
+  type NewMessage,
+  type NewSession,
+  type PagedMessage,
+  type PageQuery,
+  type ReaderScope,
+  type RoomRecord,
+  type SessionRecord,
+  type Store,
+  type StoredMessage,
+} from '../types.js';
+import { GroupCommit } from './group-commit.js';
+import { migrate } from './migrations.js';
+import { PageStatements } from './page-query.js';
+import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toPaged, toSession } from './rows.js';
+import { prepareStatements, type Statements } from './statements.js';
+
+export interface SqliteStoreOptions {
+  /** A file path, or ':memory:' (unit tests only: nothing survives close). */
+  path: string;
+  busyTimeoutMs?: number;
+}
+
+export interface SqliteStoreStats {
+  /** Write transactions committed (an append batch counts once). */
+  commits: number;
+  /** Append batches committed, and the appends they carried. */
+  appendBatches: number;
+  appends: number;
+}
+
+interface AppendInput {
+  m: NewMessage;
+  since: number;
+}
+
+export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
+  return new SqliteStore(opts);
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly st: Statements;
+  private readonly pages: PageStatements;
+  /** One transaction wrapper, reused: better-sqlite3 rolls back if the callback throws. */
+  private readonly inTx: (fn: () => unknown) => unknown;
+  private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
+  private readonly listeners = new Set<(e: CommitEvent) => void>();
+  private readonly counts: SqliteStoreStats = { commits: 0, appendBatches: 0, appends: 0 };
+  private closed = false;
+
+  constructor(opts: SqliteStoreOptions) {
+    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+    this.db = new Database(opts.path, { timeout: opts.busyTimeoutMs ?? 5000 });
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma('foreign_keys = OFF');
+      // The indexes of a large mailbox store (random idempotency keys, many to_keys) outgrow the
+      // 2 MiB default cache; keeping their inner pages cached keeps a send's cost flat as it grows.
+      this.db.pragma('cache_size = -65536');
+      migrate(this.db);
+      this.st = prepareStatements(this.db);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+    this.pages = new PageStatements(this.db);
+    this.inTx = this.db.transaction((fn: () => unknown) => fn());
+    this.appends = new GroupCommit(
+      (inputs) => {
+        const out = this.tx(() => inputs.map((i) => this.appendOne(i)));
+        this.counts.appendBatches++;
+        this.counts.appends += inputs.length;
+        return out;
+      },
+      (outs) => {
+        for (const o of outs) if (o.kind === 'created') this.emit({ keys: [o.message.toKey], seq: o.message.seq });
+      },
+    );
+  }
+
+  stats(): SqliteStoreStats {
+    return { ...this.counts };
+  }
+
+  /** Flushes queued appends, then closes the connection. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.appends.flush();
+    this.closed = true;
+    this.db.close();
+  }
+
+  /** Runs fn in a write transaction and counts the commit. */
+  private tx<R>(fn: () => R): R {
+    const r = this.inTx(fn) as R;
+    this.counts.commits++;
+    return r;
+  }
+
+  // ---- meta
+
+  async getMeta(key: string): Promise<string | null> {
+    return this.st.getMeta.get(key)?.value ?? null;
+  }
+
+  async initMeta(key: string, value: string): Promise<string> {
+    return this.tx(() => {
+      this.st.initMeta.run(key, value);
+      return (this.st.getMeta.get(key) as { value: string }).value;
+    });
+  }
+
+  // ---- accounts
+
+  async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
+    return this.tx(() => (this.st.insertAccount.run(accountParams(rec)).changes > 0 ? 'ok' : 'exists'));
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | null> {
+    const r = this.st.getAccount.get(id);
+    return r ? toAccount(r) : null;
+  }
+
+  async findAccountByDigest(digest: string): Promise<AccountRecord | null> {
+    const r = this.st.findAccountByDigest.get(digest);
+    return r ? toAccount(r) : null;
+  }
+
+  async listAccounts(): Promise<AccountRecord[]> {
+    return this.st.listAccounts.all().map(toAccount);
+  }
+
+  async setAccountSecret(id: string, digest: string): Promise<boolean> {
+    return this.tx(() => this.st.setAccountSecret.run(digest, id).changes > 0);
+  }
+
+  async removeAccount(id: string): Promise<boolean> {
+    return this.tx(() => {
+      const existed = this.st.deleteAccount.run(id).changes > 0;
+      this.st.deleteMembershipsOf.run(id);
+      this.st.deleteListener.run(id);
+      this.st.deleteSessionsOf.run(id);
+      return existed;
+    });
+  }
+
+  // ---- rooms
+
+  async addRoom(name: string, at: number): Promise<'ok' | 'exists'> {
+    return this.tx(() => (this.st.insertRoom.run(name, at).changes > 0 ? 'ok' : 'exists'));
+  }
+
+  async removeRoom(name: string): Promise<boolean> {
+    return this.tx(() => {
+      const existed = this.st.deleteRoom.run(name).changes > 0;
+      this.st.deleteMembersOfRoom.run(name);
+      return existed;
+    });
+  }
+
+  async getRoom(name: string): Promise<RoomRecord | null> {
+    const r = this.st.getRoom.get(name);
+    if (!r) return null;
+    return { name: r.name, createdAt: r.created_at, members: this.st.membersOf.all(name).map((m) => m.account) };
+  }
+
+  async listRooms(): Promise<RoomRecord[]> {
+    const rooms = new Map<string, RoomRecord>();
+    for (const r of this.st.listRooms.all()) rooms.set(r.name, { name: r.name, createdAt: r.created_at, members: [] });
+    for (const m of this.st.allMembers.all()) rooms.get(m.room)?.members.push(m.account);
+    return [...rooms.values()];
+  }
+
+  async roomsOf(account: string): Promise<string[]> {
+    return this.st.roomsOf.all(account).map((r) => r.room);
+  }
+
+  async addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
+    return this.tx(() => {
+      if (!this.st.getRoom.get(room)) return 'no_room';
+      if (!this.st.getAccount.get(account)) return 'no_account';
+      if (this.st.memberExists.get(room, account)) return 'exists';
+      // A rejoining member keeps the acks it made before: count them once, here.
+      const acked = (this.st.countAcksOfKey.get(keyOfAccount(account), keyOfRoom(room)) as { n: number }).n;
+      this.st.insertMember.run(room, account, acked);
+      return 'ok';
+    });
+  }
+
+  async removeMember(room: string, account: string): Promise<boolean> {
+    return this.tx(() => this.st.deleteMember.run(room, account).changes > 0);
+  }
+
+  // ---- listeners
+
+  async setListener(account: string, url: string): Promise<boolean> {
+    return this.tx(() => {
+      if (!this.st.getAccount.get(account)) return false;
+      this.st.setListener.run(account, url);
+      return true;
+    });
+  }
+
+  async removeListener(account: string): Promise<boolean> {
+    return this.tx(() => this.st.deleteListener.run(account).changes > 0);
+  }
+
+  async getListener(account: string): Promise<string | null> {
+    return this.st.getListener.get(account)?.url ?? null;
+  }
+
+  // ---- sessions
+
+  async registerSession(s: NewSession): Promise<SessionRecord> {
+    return this.tx(() => {
+      const existing = this.st.getSession.get(s.account, s.id);
+      if (existing) return toSession(existing);
+      let lineage = s.id;
+      if (s.predecessor !== null) {
+        const pred = this.st.getSession.get(s.account, s.predecessor);
+        // Only the first successor inherits; a second one starts its own lineage.
+        if (pred && pred.successor === null) {
+          this.st.setSuccessor.run(s.id, s.createdAt, s.account, pred.id);
+          lineage = pred.lineage;
+        }
+      }
+      const row = newSessionParams(s, lineage);
+      this.st.insertSession.run(row);
+      return toSession(row);
+    });
+  }
+
+  async getSession(account: string, id: string): Promise<SessionRecord | null> {
+    const r = this.st.getSession.get(account, id);
+    return r ? toSession(r) : null;
+  }
+
+  async listSessions(): Promise<SessionRecord[]> {
+    return this.st.listSessions.all().map(toSession);
+  }
+
+  async findByProviderSession(account: string, provider: string, providerSessionId: string): Promise<SessionRecord[]> {
+    return this.st.findByProviderSession.all(account, provider, providerSessionId).map(toSession);
+  }
+
+  async touchSessions(seen: { account: string; id: string; at: number }[]): Promise<void> {
+    if (seen.length === 0) return;
+    this.tx(() => {
+      for (const s of seen) this.st.touchSession.run(s.at, s.account, s.id);
+    });
+  }
+
+  async endSession(account: string, id: string, at: number): Promise<void> {
+    this.tx(() => this.st.endSession.run(at, account, id));
+  }
+
+  async setDeclared(account: string, id: string, d: Declared): Promise<SessionRecord | null> {
+    return this.tx(() => {
+      const r = this.st.setDeclared.run(d.workingOn ?? null, d.role ?? null, d.parent ?? null, account, id);
+      if (r.changes === 0) return null;
+      const row = this.st.getSession.get(account, id);
+      return row ? toSession(row) : null;
+    });
+  }
+
+  async pruneSessions(before: number): Promise<number> {
+    return this.tx(() => this.st.pruneSessions.run(before).changes);
+  }
+
+  // ---- messages
+
+  appendMessage(m: NewMessage, idempotentSince: number): Promise<AppendOutcome> {
+    return this.appends.submit({ m, since: idempotentSince });
+  }
+
+  /** One append inside the batch transaction; later entries see earlier ones. */
+  private appendOne({ m, since }: AppendInput): AppendOutcome {
+    if (m.idempotencyKey !== null) {
+      const prior = this.st.findIdempotent.get(m.fromAccount, m.idempotencyKey, since);
+      if (prior) {
+        return { kind: prior.fingerprint === m.fingerprint ? 'duplicate' : 'conflict', message: toMessage(prior) };
+      }
+    }
+    const params = messageParams(m);
+    const seq = Number(this.st.insertMessage.run(params).lastInsertRowid);
+    this.st.countDelivered.run(m.toKey);
+    return { kind: 'created', message: toMessage({ ...params, seq }) };
+  }
+
+  async getMessage(id: string): Promise<StoredMessage | null> {
+    const r = this.st.getMessage.get(id);
+    return r ? toMessage(r) : null;
+  }
+
+  async getThread(threadId: string): Promise<StoredMessage[]> {
+    return this.st.getThread.all(threadId).map(toMessage);
+  }
+
+  async headSeq(): Promise<number> {
+    return this.st.headSeq.get()?.seq ?? 0;
+  }
+
+  async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
+    if (q.limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
+    const keys = [...new Set(readKeys(scope))];
+    const params: unknown[] = [];
+    for (const key of keys) {
+      const ackKey = ackKeyFor(scope, key);
+      let lower = q.after ?? 0;
+      if (q.pendingOnly) lower = Math.max(lower, this.st.getFloor.get(ackKey, key)?.floor ?? 0);
+      params.push(ackKey, key, lower);
+      if (q.threadId !== null) params.push(q.threadId);
+      params.push(q.limit);
+    }
+    params.push(q.limit);
+    const stmt = this.pages.get({ keys: keys.length, pendingOnly: q.pendingOnly, thread: q.threadId !== null });
+    return stmt.all(...params).map(toPaged);
+  }
+
+  async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {
+    if (items.length === 0) return [];
+    return this.tx(() => {
+      const results: AckResult[] = [];
+      const touched = new Map<string, [ackKey: string, toKey: string]>();
+      for (const item of items) {
+        const ackKey = ackKeyFor(scope, item.toKey);
+        const prior = this.st.getAck.get(ackKey, item.seq);
+        if (prior) {
+          results.push({ seq: item.seq, ackedAt: prior.acked_at, fresh: false });
+          continue;
+        }
+        this.st.insertAck.run(ackKey, item.seq, item.toKey, at);
+        if (ackKey === item.toKey) this.st.countAcked.run(item.toKey);
+        // A non-member's ack of room mail matches no membership row and changes no counter.
+        else if (item.toKey.startsWith('r:')) this.st.bumpMemberAcked.run(item.toKey.slice(2), scope.account);
+        touched.set(`${ackKey}\n${item.toKey}`, [ackKey, item.toKey]);
+        results.push({ seq: item.seq, ackedAt: at, fresh: true });
+      }
+      for (const [ackKey, toKey] of touched.values()) this.advanceFloor(ackKey, toKey);
+      return results;
+    });
+  }
+
+  /** Moves the ack floor past every consecutive acked message; amortised over the acks made. */
+  private advanceFloor(ackKey: string, toKey: string): void {
+    const start = this.st.getFloor.get(ackKey, toKey)?.floor ?? 0;
+    let floor = start;
+    for (;;) {
+      const rows = this.st.nextAboveFloor.all(ackKey, toKey, floor);
+      const gap = rows.findIndex((r) => r.acked === 0);
+      const upTo = gap < 0 ? rows.length : gap;
+      if (upTo > 0) floor = (rows[upTo - 1] as { seq: number }).seq;
+      if (gap >= 0 || rows.length === 0) break;
+    }
+    if (floor !== start) this.st.setFloor.run(ackKey, toKey, floor);
+  }
+
+  async unread(scope: ReaderScope): Promise<number> {
+    let n = 0;
+    for (const key of new Set(readKeys(scope))) {
+      n += key.startsWith('r:')
+        ? (this.st.roomUnread.get(key, key.slice(2), scope.account)?.n ?? 0)
+        : (this.st.unackedOf.get(key)?.unacked ?? 0);
+    }
+    return n;
+  }
+
+  async ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    for (const item of items) {
+      const r = this.st.getAck.get(ackKeyFor(scope, item.toKey), item.seq);
+      if (r) out.set(item.seq, r.acked_at);
+    }
+    return out;
+  }
+
+  onCommit(listener: (e: CommitEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(e: CommitEvent): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(e);
+      } catch {
+        // A wake-up is a hint: a failing listener must not undo or block the commit.
+      }
+    }
+  }
+}

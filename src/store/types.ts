@@ -1,0 +1,225 @@
+// The store speaks the domain. Every operation is atomic and async, so SQLite (one process) and
+// PostgreSQL (many daemons) fit behind the same interface. No SQL or handle crosses it.
+// Stores report outcomes (a tagged result or null); the engine owns the named errors.
+
+export type AccountKind = 'agent' | 'human' | 'service';
+
+export interface Permissions {
+  send: boolean;
+  read: boolean;
+  urgent: boolean;
+  operator: boolean;
+}
+
+export interface AccountRecord {
+  id: string;
+  kind: AccountKind;
+  label: string;
+  permissions: Permissions;
+  bindProvider: string | null;
+  /** Hex SHA-256 of the bearer secret; the secret itself is never stored. */
+  secretDigest: string;
+  createdAt: number;
+}
+
+export interface Corroborated {
+  provider?: string | undefined;
+  providerSessionId?: string | undefined;
+  model?: string | undefined;
+  cwd?: string | undefined;
+}
+
+export interface Declared {
+  workingOn?: string | undefined;
+  role?: string | undefined;
+  parent?: string | undefined;
+}
+
+export interface SessionRecord {
+  account: string;
+  /** `s-` + 64 hex; one OS process (per account presented). */
+  id: string;
+  /** The first session of a chain of successors; mail to any of them is kept under this id. */
+  lineage: string;
+  hostId: string;
+  pid: number;
+  startTime: number;
+  exe: string;
+  uid: number;
+  corroborated: Corroborated;
+  declared: Declared;
+  createdAt: number;
+  lastSeen: number;
+  endedAt: number | null;
+  successor: string | null;
+}
+
+export type NewSession = Omit<SessionRecord, 'lineage' | 'declared' | 'endedAt' | 'successor' | 'lastSeen'> & {
+  /** An ended session of the same account and provider session this one succeeds, if any. */
+  predecessor: string | null;
+};
+
+export type Priority = 'normal' | 'urgent';
+
+export interface Ref {
+  kind: string;
+  locator: string;
+  digest?: string | undefined;
+}
+
+/** Wake keys: which mailboxes a message lands in and which a reader watches.
+ *  `a:<account>` direct mail, `s:<account>/<lineage>` session mail, `r:<room>` room mail. */
+export type MailKey = string;
+
+export const keyOfAccount = (account: string): MailKey => `a:${account}`;
+export const keyOfLineage = (account: string, lineage: string): MailKey => `s:${account}/${lineage}`;
+export const keyOfRoom = (room: string): MailKey => `r:${room}`;
+
+export interface NewMessage {
+  id: string;
+  threadId: string;
+  fromAccount: string;
+  fromSession: string | null;
+  fromKind: AccountKind;
+  /** The compact address the message is delivered to (after any redirect). */
+  toAddress: string;
+  toKey: MailKey;
+  subject: string;
+  body: string;
+  replyTo: string | null;
+  correlation: string | null;
+  refs: Ref[];
+  priority: Priority;
+  createdAt: number;
+  idempotencyKey: string | null;
+  /** Digest of the fields an idempotent retry must repeat exactly. */
+  fingerprint: string | null;
+}
+
+export interface StoredMessage extends NewMessage {
+  /** Store-assigned, strictly increasing in commit order; cursors are built from it. */
+  seq: number;
+}
+
+export type AppendOutcome =
+  | { kind: 'created'; message: StoredMessage }
+  | { kind: 'duplicate'; message: StoredMessage }
+  | { kind: 'conflict'; message: StoredMessage };
+
+/** What one reader (a session of an account) may read, and under which keys it acknowledges. */
+export interface ReaderScope {
+  account: string;
+  /** keyOfLineage(account, lineage) of the reading session, or null for a caller without a session. */
+  sessionKey: MailKey | null;
+  rooms: string[];
+}
+
+export interface PageQuery {
+  /** Only messages with seq > after. */
+  after: number | null;
+  /** Leave out messages acknowledged by the reader's scope. */
+  pendingOnly: boolean;
+  limit: number;
+  threadId: string | null;
+}
+
+export interface PagedMessage extends StoredMessage {
+  ackedAt: number | null;
+}
+
+export interface AckItem {
+  seq: number;
+  /** The key the message was delivered to. */
+  toKey: MailKey;
+}
+
+export interface AckResult {
+  seq: number;
+  ackedAt: number;
+  /** False when an earlier ack stood and was returned unchanged. */
+  fresh: boolean;
+}
+
+export interface RoomRecord {
+  name: string;
+  members: string[];
+  createdAt: number;
+}
+
+export interface CommitEvent {
+  keys: MailKey[];
+  seq: number;
+}
+
+export interface Store {
+  readonly kind: 'memory' | 'sqlite' | 'postgres';
+  close(): Promise<void>;
+
+  getMeta(key: string): Promise<string | null>;
+  /** Sets the value only if absent; returns the value that stands. */
+  initMeta(key: string, value: string): Promise<string>;
+
+  addAccount(rec: AccountRecord): Promise<'ok' | 'exists'>;
+  getAccount(id: string): Promise<AccountRecord | null>;
+  findAccountByDigest(digest: string): Promise<AccountRecord | null>;
+  listAccounts(): Promise<AccountRecord[]>;
+  setAccountSecret(id: string, digest: string): Promise<boolean>;
+  /** Removes the account, its memberships, listener and sessions; mail stays. */
+  removeAccount(id: string): Promise<boolean>;
+
+  addRoom(name: string, at: number): Promise<'ok' | 'exists'>;
+  removeRoom(name: string): Promise<boolean>;
+  getRoom(name: string): Promise<RoomRecord | null>;
+  listRooms(): Promise<RoomRecord[]>;
+  roomsOf(account: string): Promise<string[]>;
+  addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'>;
+  removeMember(room: string, account: string): Promise<boolean>;
+
+  setListener(account: string, url: string): Promise<boolean>;
+  removeListener(account: string): Promise<boolean>;
+  getListener(account: string): Promise<string | null>;
+
+  /** Registers a session, or returns the existing record unchanged (refreshing nothing). With a
+   *  predecessor that has no successor yet, the new session joins its lineage atomically. */
+  registerSession(s: NewSession): Promise<SessionRecord>;
+  getSession(account: string, id: string): Promise<SessionRecord | null>;
+  listSessions(): Promise<SessionRecord[]>;
+  /** Sessions of an account with this provider session id, newest first. */
+  findByProviderSession(account: string, provider: string, providerSessionId: string): Promise<SessionRecord[]>;
+  touchSessions(seen: { account: string; id: string; at: number }[]): Promise<void>;
+  endSession(account: string, id: string, at: number): Promise<void>;
+  setDeclared(account: string, id: string, declared: Declared): Promise<SessionRecord | null>;
+  /** Deletes sessions ended before `before`; returns how many. Mail is never deleted. */
+  pruneSessions(before: number): Promise<number>;
+
+  /** Appends a message atomically, honouring the idempotency key of (fromAccount, key) for
+   *  messages created at or after `idempotentSince`. Resolves only once durable. */
+  appendMessage(m: NewMessage, idempotentSince: number): Promise<AppendOutcome>;
+  getMessage(id: string): Promise<StoredMessage | null>;
+  getThread(threadId: string): Promise<StoredMessage[]>;
+  /** Readable messages for the scope, oldest first, with the scope's ack time. */
+  page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]>;
+  /** Acknowledge for the scope; idempotent: a second ack returns the first unchanged. */
+  ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]>;
+  /** Readable, unacknowledged mail for the scope, from counters (same cost at any size). */
+  unread(scope: ReaderScope): Promise<number>;
+  /** The ack time of each seq in the scope (for get). */
+  ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>>;
+  headSeq(): Promise<number>;
+
+  /** Called after every commit that adds mail (in this process or, for shared stores, any daemon). */
+  onCommit(listener: (e: CommitEvent) => void): () => void;
+}
+
+/** The key a reader acknowledges a message under: session mail per session lineage, everything
+ *  else (direct and room mail) once for the whole account, like a shared queue. */
+export function ackKeyFor(scope: ReaderScope, toKey: MailKey): MailKey {
+  return toKey.startsWith('s:') ? toKey : keyOfAccount(scope.account);
+}
+
+/** Every key a scope reads. */
+export function readKeys(scope: ReaderScope): MailKey[] {
+  const keys = [keyOfAccount(scope.account), ...scope.rooms.map(keyOfRoom)];
+  if (scope.sessionKey) keys.push(scope.sessionKey);
+  return keys;
+}

@@ -1,0 +1,856 @@
+// One behaviour suite that every store runs (memory, sqlite, and any later one): the store
+// contract written as tests. Each case gets a fresh store from `make`.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import {
+  ackKeyFor,
+  keyOfAccount,
+  keyOfLineage,
+  keyOfRoom,
+  readKeys,
+  type AccountRecord,
+  type AckItem,
+  type AckResult,
+  type CommitEvent,
+  type NewMessage,
+  type NewSession,
+  type PageQuery,
+  type ReaderScope,
+  type Store,
+  type StoredMessage,
+} from '../../src/store/types.js';
+
+// ---- fixtures (exported for store-specific tests)
+
+export const digestOf = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+
+export function account(id: string, over: Partial<AccountRecord> = {}): AccountRecord {
+  return {
+    id,
+    kind: 'agent',
+    label: `label of ${id}`,
+    permissions: { send: true, read: true, urgent: false, operator: false },
+    bindProvider: null,
+    secretDigest: digestOf(`secret-${id}`),
+    createdAt: 1_000,
+    ...over,
+  };
+}
+
+export function session(acct: string, id: string, over: Partial<NewSession> = {}): NewSession {
+  return {
+    account: acct,
+    id,
+    hostId: 'host-1',
+    pid: 4242,
+    startTime: 77,
+    exe: '/usr/bin/agent',
+    uid: 1000,
+    corroborated: { provider: 'claude', providerSessionId: `ps-${id}` },
+    createdAt: 2_000,
+    predecessor: null,
+    ...over,
+  };
+}
+
+let counter = 0;
+export function message(toKey: string, over: Partial<NewMessage> = {}): NewMessage {
+  counter++;
+  return {
+    id: `msg-${counter}-${Math.random().toString(36).slice(2)}`,
+    threadId: `thread-${counter}`,
+    fromAccount: 'zed',
+    fromSession: null,
+    fromKind: 'agent',
+    toAddress: toKey.slice(2),
+    toKey,
+    subject: `subject ${counter}`,
+    body: `body ${counter}`,
+    replyTo: null,
+    correlation: null,
+    refs: [],
+    priority: 'normal',
+    createdAt: 10_000,
+    idempotencyKey: null,
+    fingerprint: null,
+    ...over,
+  };
+}
+
+/** Appends and insists it was created. */
+export async function send(store: Store, toKey: string, over: Partial<NewMessage> = {}): Promise<StoredMessage> {
+  const out = await store.appendMessage(message(toKey, over), 0);
+  if (out.kind !== 'created') throw new Error(`expected created, got ${out.kind}`);
+  return out.message;
+}
+
+export function scope(acct: string, lineage: string | null = null, rooms: string[] = []): ReaderScope {
+  return { account: acct, sessionKey: lineage === null ? null : keyOfLineage(acct, lineage), rooms };
+}
+
+export const A = keyOfAccount;
+export const R = keyOfRoom;
+export const seqs = (ms: { seq: number }[]): number[] => ms.map((m) => m.seq);
+export const item = (m: { seq: number; toKey: string }): AckItem => ({ seq: m.seq, toKey: m.toKey });
+export const q = (over: Partial<PageQuery> = {}): PageQuery => ({ after: null, pendingOnly: false, limit: 100, threadId: null, ...over });
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A small seeded PRNG (mulberry32), so a failing random run replays exactly. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---- the suite
+
+export function runStoreConformance(name: string, make: () => Promise<Store>): void {
+  describe(`store conformance: ${name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await make();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+
+    describe('meta', () => {
+      it('sets a value only if absent and returns the one that stands', async () => {
+        assert.equal(await store.getMeta('k'), null);
+        assert.equal(await store.initMeta('k', 'v1'), 'v1');
+        assert.equal(await store.initMeta('k', 'v2'), 'v1');
+        assert.equal(await store.getMeta('k'), 'v1');
+      });
+    });
+
+    describe('accounts', () => {
+      it('adds and reads an account, refusing a second one with the same id', async () => {
+        const rec = account('alice', { kind: 'human', bindProvider: 'claude', createdAt: 123 });
+        assert.equal(await store.addAccount(rec), 'ok');
+        assert.equal(await store.addAccount(account('alice', { label: 'other' })), 'exists');
+        assert.deepEqual(await store.getAccount('alice'), rec);
+        assert.equal(await store.getAccount('nobody'), null);
+      });
+
+      it('keeps each of the four permissions on its own', async () => {
+        const names = ['send', 'read', 'urgent', 'operator'] as const;
+        for (const only of names) {
+          const permissions = { send: false, read: false, urgent: false, operator: false, [only]: true };
+          await store.addAccount(account(`p-${only}`, { permissions }));
+          assert.deepEqual((await store.getAccount(`p-${only}`))?.permissions, permissions, only);
+        }
+      });
+
+      it('finds an account by the digest of its secret and follows a new secret', async () => {
+        await store.addAccount(account('alice'));
+        await store.addAccount(account('bob'));
+        assert.equal((await store.findAccountByDigest(digestOf('secret-bob')))?.id, 'bob');
+        assert.equal(await store.findAccountByDigest(digestOf('nope')), null);
+        assert.equal(await store.setAccountSecret('bob', digestOf('new')), true);
+        assert.equal(await store.findAccountByDigest(digestOf('secret-bob')), null);
+        assert.equal((await store.findAccountByDigest(digestOf('new')))?.id, 'bob');
+        assert.equal(await store.setAccountSecret('nobody', digestOf('x')), false);
+      });
+
+      it('lists accounts sorted by id', async () => {
+        for (const id of ['carol', 'alice', 'bob']) await store.addAccount(account(id));
+        assert.deepEqual((await store.listAccounts()).map((a) => a.id), ['alice', 'bob', 'carol']);
+      });
+
+      it('removes an account with its memberships, listener and sessions, keeping its mail', async () => {
+        await store.addAccount(account('alice'));
+        await store.addAccount(account('bob'));
+        await store.addRoom('lobby', 1);
+        await store.addMember('lobby', 'alice');
+        await store.addMember('lobby', 'bob');
+        await store.setListener('alice', 'http://127.0.0.1:9/wake');
+        await store.registerSession(session('alice', 's1'));
+        await store.registerSession(session('bob', 's2'));
+        const mail = await send(store, A('alice'));
+        assert.equal(await store.removeAccount('alice'), true);
+        assert.equal(await store.getAccount('alice'), null);
+        assert.deepEqual(await store.roomsOf('alice'), []);
+        assert.deepEqual((await store.getRoom('lobby'))?.members, ['bob']);
+        assert.equal(await store.getListener('alice'), null);
+        assert.equal(await store.getSession('alice', 's1'), null);
+        assert.notEqual(await store.getSession('bob', 's2'), null);
+        assert.deepEqual(await store.getMessage(mail.id), mail);
+        assert.equal(await store.removeAccount('alice'), false);
+      });
+    });
+
+    describe('listeners', () => {
+      it('sets, replaces, reads and removes a listener; none for an unknown account', async () => {
+        await store.addAccount(account('alice'));
+        assert.equal(await store.getListener('alice'), null);
+        assert.equal(await store.setListener('alice', 'http://a/1'), true);
+        assert.equal(await store.setListener('alice', 'http://a/2'), true);
+        assert.equal(await store.getListener('alice'), 'http://a/2');
+        assert.equal(await store.setListener('nobody', 'http://a/3'), false);
+        assert.equal(await store.getListener('nobody'), null);
+        assert.equal(await store.removeListener('alice'), true);
+        assert.equal(await store.removeListener('alice'), false);
+        assert.equal(await store.getListener('alice'), null);
+      });
+    });
+
+    describe('rooms', () => {
+      it('adds a room once', async () => {
+        assert.equal(await store.addRoom('lobby', 5), 'ok');
+        assert.equal(await store.addRoom('lobby', 6), 'exists');
+        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [] });
+        assert.equal(await store.getRoom('nowhere'), null);
+      });
+
+      it('reports each outcome of adding a member', async () => {
+        await store.addAccount(account('alice'));
+        await store.addRoom('lobby', 1);
+        assert.equal(await store.addMember('nowhere', 'alice'), 'no_room');
+        assert.equal(await store.addMember('lobby', 'nobody'), 'no_account');
+        assert.equal(await store.addMember('lobby', 'alice'), 'ok');
+        assert.equal(await store.addMember('lobby', 'alice'), 'exists');
+      });
+
+      it('lists rooms, members and an account\'s rooms sorted', async () => {
+        for (const id of ['carol', 'alice', 'bob']) await store.addAccount(account(id));
+        for (const r of ['zeta', 'alpha', 'mid']) await store.addRoom(r, 1);
+        for (const [r, a] of [['zeta', 'carol'], ['zeta', 'alice'], ['alpha', 'alice'], ['mid', 'bob']] as const) {
+          await store.addMember(r, a);
+        }
+        assert.deepEqual(await store.roomsOf('alice'), ['alpha', 'zeta']);
+        assert.deepEqual(await store.roomsOf('nobody'), []);
+        assert.deepEqual((await store.getRoom('zeta'))?.members, ['alice', 'carol']);
+        assert.deepEqual(await store.listRooms(), [
+          { name: 'alpha', createdAt: 1, members: ['alice'] },
+          { name: 'mid', createdAt: 1, members: ['bob'] },
+          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'] },
+        ]);
+      });
+
+      it('removes a member', async () => {
+        await store.addAccount(account('alice'));
+        await store.addRoom('lobby', 1);
+        await store.addMember('lobby', 'alice');
+        assert.equal(await store.removeMember('lobby', 'alice'), true);
+        assert.equal(await store.removeMember('lobby', 'alice'), false);
+        assert.deepEqual(await store.roomsOf('alice'), []);
+      });
+
+      it('removes a room with its memberships; its mail stays', async () => {
+        await store.addAccount(account('alice'));
+        await store.addRoom('lobby', 1);
+        await store.addMember('lobby', 'alice');
+        const mail = await send(store, R('lobby'));
+        assert.equal(await store.removeRoom('lobby'), true);
+        assert.equal(await store.removeRoom('lobby'), false);
+        assert.equal(await store.getRoom('lobby'), null);
+        assert.deepEqual(await store.roomsOf('alice'), []);
+        assert.deepEqual(await store.getMessage(mail.id), mail);
+        assert.equal(await store.unread(scope('alice', null, await store.roomsOf('alice'))), 0);
+      });
+    });
+
+    describe('sessions', () => {
+      it('registers a session as the start of its own lineage', async () => {
+        const corroborated = { provider: 'claude', providerSessionId: 'p1', model: 'opus', cwd: '/w' };
+        const rec = await store.registerSession(session('alice', 's1', { createdAt: 2_000, corroborated }));
+        assert.deepEqual(rec, {
+          account: 'alice', id: 's1', lineage: 's1', hostId: 'host-1', pid: 4242, startTime: 77,
+          exe: '/usr/bin/agent', uid: 1000, corroborated, declared: {}, createdAt: 2_000,
+          lastSeen: 2_000, endedAt: null, successor: null,
+        });
+        assert.deepEqual(await store.getSession('alice', 's1'), rec);
+        assert.equal(await store.getSession('bob', 's1'), null);
+      });
+
+      it('returns an existing registration unchanged', async () => {
+        const first = await store.registerSession(session('alice', 's1'));
+        await store.registerSession(session('alice', 's0'));
+        const again = await store.registerSession(session('alice', 's1', { pid: 9, createdAt: 9_999, predecessor: 's0' }));
+        assert.deepEqual(again, first);
+        assert.equal((await store.getSession('alice', 's0'))?.successor, null);
+      });
+
+      it('keys sessions by account and id', async () => {
+        await store.registerSession(session('alice', 'same', { pid: 1 }));
+        await store.registerSession(session('bob', 'same', { pid: 2 }));
+        assert.equal((await store.getSession('alice', 'same'))?.pid, 1);
+        assert.equal((await store.getSession('bob', 'same'))?.pid, 2);
+      });
+
+      it('joins the lineage of a predecessor that has no successor, ending it', async () => {
+        await store.registerSession(session('alice', 's1', { createdAt: 2_000 }));
+        const s2 = await store.registerSession(session('alice', 's2', { createdAt: 3_000, predecessor: 's1' }));
+        assert.equal(s2.lineage, 's1');
+        const s1 = await store.getSession('alice', 's1');
+        assert.equal(s1?.successor, 's2');
+        assert.equal(s1?.endedAt, 3_000);
+        const s3 = await store.registerSession(session('alice', 's3', { createdAt: 4_000, predecessor: 's2' }));
+        assert.equal(s3.lineage, 's1');
+        assert.equal((await store.getSession('alice', 's2'))?.endedAt, 4_000);
+      });
+
+      it('keeps the end time of a predecessor that had already ended', async () => {
+        await store.registerSession(session('alice', 's1', { createdAt: 2_000 }));
+        await store.endSession('alice', 's1', 2_500);
+        await store.registerSession(session('alice', 's2', { createdAt: 3_000, predecessor: 's1' }));
+        const s1 = await store.getSession('alice', 's1');
+        assert.equal(s1?.endedAt, 2_500);
+        assert.equal(s1?.successor, 's2');
+      });
+
+      it('gives a second successor of the same predecessor its own lineage', async () => {
+        await store.registerSession(session('alice', 's1', { createdAt: 2_000 }));
+        await store.registerSession(session('alice', 's2', { createdAt: 3_000, predecessor: 's1' }));
+        const other = await store.registerSession(session('alice', 's2b', { createdAt: 3_500, predecessor: 's1' }));
+        assert.equal(other.lineage, 's2b');
+        const s1 = await store.getSession('alice', 's1');
+        assert.equal(s1?.successor, 's2');
+        assert.equal(s1?.endedAt, 3_000);
+      });
+
+      it('ignores a predecessor of another account or one that does not exist', async () => {
+        await store.registerSession(session('bob', 's1'));
+        const a = await store.registerSession(session('alice', 's2', { predecessor: 's1' }));
+        const b = await store.registerSession(session('alice', 's3', { predecessor: 'ghost' }));
+        assert.equal(a.lineage, 's2');
+        assert.equal(b.lineage, 's3');
+        assert.equal((await store.getSession('bob', 's1'))?.successor, null);
+      });
+
+      it('finds sessions by provider session, newest first', async () => {
+        const x = { provider: 'claude', providerSessionId: 'X' };
+        await store.registerSession(session('alice', 's1', { createdAt: 2_000, corroborated: x }));
+        await store.registerSession(session('alice', 's2', { createdAt: 3_000, corroborated: x }));
+        await store.registerSession(session('alice', 's3', { createdAt: 3_000, corroborated: { provider: 'claude', providerSessionId: 'Y' } }));
+        await store.registerSession(session('alice', 's4', { createdAt: 3_000, corroborated: { provider: 'codex', providerSessionId: 'X' } }));
+        await store.registerSession(session('bob', 's5', { createdAt: 3_000, corroborated: x }));
+        await store.registerSession(session('alice', 's6', { createdAt: 2_500, corroborated: x }));
+        const found = await store.findByProviderSession('alice', 'claude', 'X');
+        assert.deepEqual(found.map((s) => s.id), ['s2', 's6', 's1']);
+        assert.deepEqual(await store.findByProviderSession('alice', 'claude', 'none'), []);
+      });
+
+      it('moves lastSeen only forward', async () => {
+        await store.registerSession(session('alice', 's1', { createdAt: 2_000 }));
+        await store.registerSession(session('alice', 's2', { createdAt: 2_000 }));
+        await store.touchSessions([
+          { account: 'alice', id: 's1', at: 5_000 },
+          { account: 'alice', id: 's2', at: 1_000 },
+          { account: 'alice', id: 'ghost', at: 9_000 },
+        ]);
+        assert.equal((await store.getSession('alice', 's1'))?.lastSeen, 5_000);
+        assert.equal((await store.getSession('alice', 's2'))?.lastSeen, 2_000);
+        await store.touchSessions([{ account: 'alice', id: 's1', at: 4_000 }]);
+        assert.equal((await store.getSession('alice', 's1'))?.lastSeen, 5_000);
+        assert.equal(await store.getSession('alice', 'ghost'), null);
+      });
+
+      it('ends a session once', async () => {
+        await store.registerSession(session('alice', 's1'));
+        await store.endSession('alice', 's1', 7_000);
+        await store.endSession('alice', 's1', 8_000);
+        assert.equal((await store.getSession('alice', 's1'))?.endedAt, 7_000);
+      });
+
+      it('replaces the declared fields with the defined ones', async () => {
+        await store.registerSession(session('alice', 's1'));
+        const rec = await store.setDeclared('alice', 's1', { workingOn: 'parser', role: undefined, parent: 'p' });
+        assert.deepEqual(rec?.declared, { workingOn: 'parser', parent: 'p' });
+        assert.deepEqual((await store.getSession('alice', 's1'))?.declared, { workingOn: 'parser', parent: 'p' });
+        const again = await store.setDeclared('alice', 's1', { role: 'reviewer' });
+        assert.deepEqual(again?.declared, { role: 'reviewer' });
+        assert.equal(rec?.id, 's1');
+        assert.equal(await store.setDeclared('alice', 'ghost', { role: 'x' }), null);
+      });
+
+      it('prunes sessions that ended before a time, and only those', async () => {
+        for (const id of ['s1', 's2', 's3', 's4']) await store.registerSession(session('alice', id));
+        await store.endSession('alice', 's1', 100);
+        await store.endSession('alice', 's2', 200);
+        await store.endSession('alice', 's4', 150);
+        assert.equal(await store.pruneSessions(150), 1);
+        assert.deepEqual((await store.listSessions()).map((s) => s.id), ['s2', 's3', 's4']);
+        assert.equal(await store.pruneSessions(1_000), 2);
+        assert.deepEqual((await store.listSessions()).map((s) => s.id), ['s3']);
+      });
+
+      it('lists sessions in registration order', async () => {
+        await store.registerSession(session('bob', 'b1', { createdAt: 5 }));
+        await store.registerSession(session('alice', 'a1', { createdAt: 9 }));
+        await store.registerSession(session('alice', 'a0', { createdAt: 1 }));
+        assert.deepEqual((await store.listSessions()).map((s) => `${s.account}/${s.id}`), ['bob/b1', 'alice/a1', 'alice/a0']);
+      });
+    });
+
+    describe('messages', () => {
+      it('numbers messages from 1 in commit order and keeps every field', async () => {
+        assert.equal(await store.headSeq(), 0);
+        const m = message(A('bob'), {
+          fromSession: 's-1', fromKind: 'human', replyTo: 'msg-0', correlation: 'c-1', priority: 'urgent',
+          refs: [{ kind: 'file', locator: '/a', digest: 'abc' }, { kind: 'url', locator: 'http://x' }],
+          idempotencyKey: 'k', fingerprint: 'f',
+        });
+        const out = await store.appendMessage(m, 0);
+        assert.deepEqual(out, { kind: 'created', message: { ...m, seq: 1 } });
+        assert.deepEqual(await store.getMessage(m.id), { ...m, seq: 1 });
+        assert.equal((await send(store, A('bob'))).seq, 2);
+        assert.equal(await store.headSeq(), 2);
+        assert.equal(await store.getMessage('missing'), null);
+      });
+
+      it('gives concurrent appends distinct seqs in call order', async () => {
+        const ms = Array.from({ length: 20 }, (_, i) => message(A(`u${i % 3}`)));
+        const outs = await Promise.all(ms.map((m) => store.appendMessage(m, 0)));
+        assert.deepEqual(outs.map((o) => o.message.seq), Array.from({ length: 20 }, (_, i) => i + 1));
+        assert.deepEqual(outs.map((o) => o.message.id), ms.map((m) => m.id));
+      });
+
+      it('rejects a second message with an existing id and stores nothing', async () => {
+        const first = await send(store, A('bob'));
+        await assert.rejects(store.appendMessage(message(A('bob'), { id: first.id }), 0));
+        assert.equal(await store.headSeq(), 1);
+        assert.equal(await store.unread(scope('bob')), 1);
+      });
+
+      it('returns a thread in seq order', async () => {
+        const a = await send(store, A('bob'), { threadId: 'T' });
+        await send(store, A('bob'), { threadId: 'U' });
+        const b = await send(store, R('lobby'), { threadId: 'T' });
+        assert.deepEqual(await store.getThread('T'), [a, b]);
+        assert.deepEqual(await store.getThread('none'), []);
+      });
+    });
+
+    describe('idempotency', () => {
+      const keyed = (fingerprint: string, createdAt: number, over: Partial<NewMessage> = {}) =>
+        message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint, createdAt, ...over });
+
+      it('answers a retry with the same key and fingerprint as a duplicate, creating nothing', async () => {
+        const first = await store.appendMessage(keyed('f1', 100), 0);
+        assert.equal(first.kind, 'created');
+        const again = await store.appendMessage(keyed('f1', 150), 50);
+        assert.deepEqual(again, { kind: 'duplicate', message: first.message });
+        assert.equal(await store.headSeq(), 1);
+      });
+
+      it('answers the same key with another fingerprint as a conflict, creating nothing', async () => {
+        const first = await store.appendMessage(keyed('f1', 100), 0);
+        const other = keyed('f2', 150);
+        assert.deepEqual(await store.appendMessage(other, 50), { kind: 'conflict', message: first.message });
+        assert.equal(await store.getMessage(other.id), null);
+        assert.equal(await store.headSeq(), 1);
+      });
+
+      it('scopes keys to the sender and ignores messages without a key', async () => {
+        await store.appendMessage(keyed('f1', 100), 0);
+        assert.equal((await store.appendMessage(keyed('f1', 100, { fromAccount: 'carol' }), 0)).kind, 'created');
+        const plain = { idempotencyKey: null, fingerprint: null };
+        assert.equal((await store.appendMessage(keyed('f1', 100, plain), 0)).kind, 'created');
+        assert.equal((await store.appendMessage(keyed('f1', 100, plain), 0)).kind, 'created');
+        assert.equal(await store.headSeq(), 4);
+      });
+
+      it('forgets a key once its message is older than the window, then matches the newest', async () => {
+        await store.appendMessage(keyed('f1', 100), 0);
+        assert.equal((await store.appendMessage(keyed('f1', 100), 100)).kind, 'duplicate', 'the window is inclusive');
+        const renewed = await store.appendMessage(keyed('f2', 200), 101);
+        assert.equal(renewed.kind, 'created');
+        assert.equal(renewed.message.seq, 2);
+        const retry = await store.appendMessage(keyed('f2', 250), 0);
+        assert.deepEqual(retry, { kind: 'duplicate', message: renewed.message });
+      });
+
+      it('evaluates a concurrent pair with one key in order: created, then duplicate', async () => {
+        const [a, b] = await Promise.all([store.appendMessage(keyed('f1', 100), 0), store.appendMessage(keyed('f1', 100), 0)]);
+        assert.equal(a.kind, 'created');
+        assert.deepEqual(b, { kind: 'duplicate', message: a.message });
+        assert.equal(await store.headSeq(), 1);
+      });
+    });
+
+    describe('onCommit', () => {
+      it('tells listeners the key and seq once the message is readable', async () => {
+        const seen: CommitEvent[] = [];
+        const heads: Promise<number>[] = [];
+        const off = store.onCommit((e) => {
+          seen.push(e);
+          heads.push(store.headSeq());
+        });
+        await send(store, A('bob'));
+        await send(store, R('lobby'));
+        await tick();
+        assert.deepEqual(seen, [{ keys: [A('bob')], seq: 1 }, { keys: [R('lobby')], seq: 2 }]);
+        const readable = await Promise.all(heads);
+        seen.forEach((e, i) => assert.ok((readable[i] ?? 0) >= e.seq, 'the commit is visible to the listener'));
+        off();
+        await send(store, A('bob'));
+        await tick();
+        assert.equal(seen.length, 2);
+      });
+
+      it('keeps going when a listener throws', async () => {
+        const seen: number[] = [];
+        store.onCommit(() => {
+          throw new Error('listener bug');
+        });
+        store.onCommit((e) => seen.push(e.seq));
+        await send(store, A('bob'));
+        await send(store, A('bob'));
+        await tick();
+        assert.deepEqual(seen, [1, 2]);
+      });
+
+      it('announces nothing for a duplicate or a conflict', async () => {
+        const seen: number[] = [];
+        const m = message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'k', fingerprint: 'f' });
+        await store.appendMessage(m, 0);
+        await tick();
+        store.onCommit((e) => seen.push(e.seq));
+        await store.appendMessage({ ...m, id: 'retry-1' }, 0);
+        await store.appendMessage({ ...m, id: 'retry-2', fingerprint: 'other' }, 0);
+        await tick();
+        assert.deepEqual(seen, []);
+      });
+    });
+
+    describe('page', () => {
+      const alice = scope('alice', 'L1', ['dev', 'lobby']);
+      /** Mail to alice's keys (direct, session, two rooms) interleaved with mail she cannot read. */
+      async function mailbox(): Promise<StoredMessage[]> {
+        const mine: StoredMessage[] = [];
+        mine.push(await send(store, A('alice'), { threadId: 'T' }));
+        await send(store, A('bob'), { threadId: 'T' });
+        mine.push(await send(store, R('lobby')));
+        mine.push(await send(store, keyOfLineage('alice', 'L1'), { threadId: 'T' }));
+        await send(store, keyOfLineage('alice', 'L2'));
+        await send(store, R('ops'), { threadId: 'T' });
+        mine.push(await send(store, R('dev'), { threadId: 'T' }));
+        mine.push(await send(store, A('alice')));
+        return mine;
+      }
+
+      it('returns every readable message in seq order with its fields', async () => {
+        const mine = await mailbox();
+        const page = await store.page(alice, q());
+        assert.deepEqual(seqs(page), [1, 3, 4, 7, 8]);
+        assert.deepEqual(page, mine.map((m) => ({ ...m, ackedAt: null })));
+      });
+
+      it('starts after the cursor', async () => {
+        await mailbox();
+        assert.deepEqual(seqs(await store.page(alice, q({ after: 3 }))), [4, 7, 8]);
+        assert.deepEqual(seqs(await store.page(alice, q({ after: 8 }))), []);
+        assert.deepEqual(seqs(await store.page(alice, q({ after: 0 }))), [1, 3, 4, 7, 8]);
+      });
+
+      it('stops at the limit, counting across keys', async () => {
+        await mailbox();
+        assert.deepEqual(seqs(await store.page(alice, q({ limit: 2 }))), [1, 3]);
+        assert.deepEqual(seqs(await store.page(alice, q({ limit: 2, after: 3 }))), [4, 7]);
+        assert.deepEqual(seqs(await store.page(alice, q({ limit: 1, after: 4 }))), [7]);
+        assert.deepEqual(await store.page(alice, q({ limit: 0 })), []);
+      });
+
+      it('keeps to one thread when asked', async () => {
+        await mailbox();
+        assert.deepEqual(seqs(await store.page(alice, q({ threadId: 'T' }))), [1, 4, 7]);
+        assert.deepEqual(seqs(await store.page(alice, q({ threadId: 'T', after: 1, limit: 1 }))), [4]);
+        assert.deepEqual(await store.page(alice, q({ threadId: 'none' })), []);
+      });
+
+      it('reads only the keys of its scope', async () => {
+        await mailbox();
+        assert.deepEqual(seqs(await store.page(scope('alice'), q())), [1, 8]);
+        assert.deepEqual(seqs(await store.page(scope('alice', 'L2'), q())), [1, 5, 8]);
+        assert.deepEqual(seqs(await store.page(scope('bob', null, ['ops']), q())), [2, 6]);
+      });
+
+      it('leaves out acknowledged mail when pendingOnly, and shows the ack time otherwise', async () => {
+        const mine = await mailbox();
+        await store.ack(alice, [item(mine[1] as StoredMessage), item(mine[3] as StoredMessage)], 500);
+        assert.deepEqual(seqs(await store.page(alice, q({ pendingOnly: true }))), [1, 4, 8]);
+        const all = await store.page(alice, q());
+        assert.deepEqual(all.map((m) => [m.seq, m.ackedAt]), [[1, null], [3, 500], [4, null], [7, 500], [8, null]]);
+        assert.deepEqual(seqs(await store.page(alice, q({ pendingOnly: true, after: 1, limit: 1 }))), [4]);
+      });
+
+      it('finds pending mail correctly whatever order acks come in', async () => {
+        const me = scope('alice');
+        const ms: StoredMessage[] = [];
+        for (let i = 0; i < 10; i++) ms.push(await send(store, A('alice')));
+        const ackSeqs = async (...ss: number[]) => store.ack(me, ss.map((s) => ({ seq: s, toKey: A('alice') })), 1);
+        const pending = async (over: Partial<PageQuery> = {}) => seqs(await store.page(me, q({ pendingOnly: true, ...over })));
+        await ackSeqs(2, 4);
+        assert.deepEqual(await pending(), [1, 3, 5, 6, 7, 8, 9, 10]);
+        await ackSeqs(1);
+        assert.deepEqual(await pending(), [3, 5, 6, 7, 8, 9, 10]);
+        await ackSeqs(3);
+        assert.deepEqual(await pending(), [5, 6, 7, 8, 9, 10]);
+        assert.deepEqual(await pending({ limit: 2 }), [5, 6]);
+        assert.deepEqual(await pending({ after: 7 }), [8, 9, 10]);
+        assert.deepEqual(await pending({ after: 2 }), [5, 6, 7, 8, 9, 10]);
+        await ackSeqs(10, 9, 8, 7, 6, 5);
+        assert.deepEqual(await pending(), []);
+        assert.deepEqual(seqs(await store.page(me, q({ after: 3 }))), [4, 5, 6, 7, 8, 9, 10], 'acked mail still pages');
+        await send(store, A('bob'));
+        await send(store, A('alice'));
+        assert.deepEqual(await pending(), [12]);
+      });
+    });
+
+    describe('acks', () => {
+      it('acks once: a second ack returns the first time, not fresh, in item order', async () => {
+        const me = scope('bob');
+        const m1 = await send(store, A('bob'));
+        const m2 = await send(store, A('bob'));
+        const m3 = await send(store, A('bob'));
+        assert.deepEqual(await store.ack(me, [item(m3), item(m1)], 50), [
+          { seq: 3, ackedAt: 50, fresh: true },
+          { seq: 1, ackedAt: 50, fresh: true },
+        ]);
+        assert.deepEqual(await store.ack(me, [item(m1), item(m2), item(m2)], 60), [
+          { seq: 1, ackedAt: 50, fresh: false },
+          { seq: 2, ackedAt: 60, fresh: true },
+          { seq: 2, ackedAt: 60, fresh: false },
+        ] satisfies AckResult[]);
+        assert.deepEqual(await store.ack(me, [], 70), []);
+      });
+
+      it('acks direct and room mail once for the whole account', async () => {
+        const s1 = scope('alice', 'L1', ['lobby']);
+        const s2 = scope('alice', 'L2', ['lobby']);
+        const direct = await send(store, A('alice'));
+        const room = await send(store, R('lobby'));
+        await store.ack(s1, [item(direct), item(room)], 10);
+        assert.deepEqual(await store.page(s2, q({ pendingOnly: true })), []);
+        assert.deepEqual(await store.page(scope('alice', null, ['lobby']), q({ pendingOnly: true })), []);
+        assert.deepEqual([...(await store.ackedAt(s2, [item(direct), item(room)]))], [[1, 10], [2, 10]]);
+        assert.deepEqual(await store.ack(s2, [item(room)], 20), [{ seq: 2, ackedAt: 10, fresh: false }]);
+        // Another member of the room has its own acks.
+        assert.deepEqual(seqs(await store.page(scope('bob', null, ['lobby']), q({ pendingOnly: true }))), [2]);
+      });
+
+      it('acks session mail only for that session lineage', async () => {
+        const l1 = scope('alice', 'L1');
+        const mail = await send(store, keyOfLineage('alice', 'L1'));
+        assert.equal(ackKeyFor(l1, mail.toKey), mail.toKey);
+        await store.ack(l1, [item(mail)], 10);
+        // A successor in the same lineage reads under the same key: already acked.
+        assert.deepEqual(await store.page(scope('alice', 'L1'), q({ pendingOnly: true })), []);
+        assert.deepEqual(await store.page(scope('alice', 'L2'), q()), []);
+        assert.deepEqual(await store.page(scope('alice'), q()), []);
+        // The direct mailbox of the account is not acked by a session ack.
+        const direct = await send(store, A('alice'));
+        assert.deepEqual(seqs(await store.page(l1, q({ pendingOnly: true }))), [direct.seq]);
+      });
+
+      it('reports ack times only for the acknowledged items of the scope', async () => {
+        const me = scope('alice', 'L1');
+        const a = await send(store, A('alice'));
+        const b = await send(store, keyOfLineage('alice', 'L1'));
+        const c = await send(store, A('alice'));
+        await store.ack(me, [item(b)], 7);
+        await store.ack(me, [item(a)], 9);
+        assert.deepEqual([...(await store.ackedAt(me, [item(a), item(b), item(c)]))].sort(), [[1, 9], [2, 7]]);
+        // Direct mail is acked under the reader's account: another account's scope has no ack.
+        assert.equal((await store.ackedAt(scope('bob', 'L9'), [item(a)])).size, 0);
+      });
+    });
+
+    describe('unread', () => {
+      it('counts readable mail after sends, and only that', async () => {
+        const me = scope('alice', 'L1', ['lobby']);
+        assert.equal(await store.unread(me), 0);
+        await send(store, A('alice'));
+        await send(store, A('alice'));
+        await send(store, keyOfLineage('alice', 'L1'));
+        await send(store, R('lobby'));
+        await send(store, A('bob'));
+        await send(store, keyOfLineage('alice', 'L2'));
+        await send(store, R('ops'));
+        assert.equal(await store.unread(me), 4);
+        assert.equal(await store.unread(scope('alice')), 2);
+        assert.equal(await store.unread(scope('alice', 'L2')), 3);
+      });
+
+      it('drops with fresh acks only', async () => {
+        await store.addAccount(account('alice'));
+        await store.addRoom('lobby', 1);
+        await store.addMember('lobby', 'alice');
+        const me = scope('alice', 'L1', ['lobby']);
+        const d = await send(store, A('alice'));
+        const s = await send(store, keyOfLineage('alice', 'L1'));
+        const r = await send(store, R('lobby'));
+        await send(store, R('lobby'));
+        assert.equal(await store.unread(me), 4);
+        await store.ack(me, [item(d), item(s), item(r)], 5);
+        assert.equal(await store.unread(me), 1);
+        await store.ack(me, [item(d), item(s), item(r)], 6);
+        assert.equal(await store.unread(me), 1);
+        assert.equal(await store.unread(scope('alice', 'L2', ['lobby'])), 1);
+      });
+
+      it('follows room membership: join, leave, rejoin with earlier acks respected', async () => {
+        await store.addAccount(account('alice'));
+        await store.addAccount(account('bob'));
+        await store.addRoom('lobby', 1);
+        const of = async (who: string) => scope(who, null, await store.roomsOf(who));
+        const r1 = await send(store, R('lobby'));
+        const r2 = await send(store, R('lobby'));
+        await send(store, R('lobby'));
+        assert.equal(await store.unread(await of('alice')), 0);
+        await store.addMember('lobby', 'alice');
+        assert.equal(await store.unread(await of('alice')), 3, 'mail sent before joining is readable');
+        await store.ack(await of('alice'), [item(r1)], 10);
+        assert.equal(await store.unread(await of('alice')), 2);
+        await store.addMember('lobby', 'bob');
+        assert.equal(await store.unread(await of('bob')), 3);
+        await store.removeMember('lobby', 'alice');
+        assert.deepEqual((await of('alice')).rooms, []);
+        assert.equal(await store.unread(await of('alice')), 0);
+        assert.deepEqual(await store.page(await of('alice'), q()), []);
+        await send(store, R('lobby'));
+        await send(store, R('lobby'));
+        // An ack while not a member (the engine would refuse it) stands but changes no counter.
+        await store.ack(scope('alice', null, ['lobby']), [item(r2)], 11);
+        assert.equal(await store.unread(await of('bob')), 5);
+        await store.addMember('lobby', 'alice');
+        assert.equal(await store.unread(await of('alice')), 3);
+        assert.deepEqual(seqs(await store.page(await of('alice'), q({ pendingOnly: true }))), [3, 4, 5]);
+        await store.ack(await of('alice'), [item(r2)], 12);
+        assert.equal(await store.unread(await of('alice')), 3, 'a repeated ack counts nothing');
+      });
+
+      it('drops a room from the count once the room is gone', async () => {
+        await store.addAccount(account('alice'));
+        await store.addRoom('lobby', 1);
+        await store.addMember('lobby', 'alice');
+        await send(store, R('lobby'));
+        await send(store, A('alice'));
+        assert.equal(await store.unread(scope('alice', null, await store.roomsOf('alice'))), 2);
+        await store.removeRoom('lobby');
+        assert.equal(await store.unread(scope('alice', null, await store.roomsOf('alice'))), 1);
+      });
+    });
+
+    it('matches a reference model over 500 random operations', async () => {
+      await randomRun(store, 0x5eed);
+    });
+  });
+}
+
+// ---- the randomized check against a reference model
+
+interface ModelMessage {
+  seq: number;
+  toKey: string;
+  threadId: string;
+}
+
+/** The contract in its plainest form: filter every message, count by filtering. */
+class Model {
+  readonly messages: ModelMessage[] = [];
+  readonly acks = new Map<string, Map<number, number>>();
+  readonly members = new Map<string, Set<string>>();
+
+  roomsOf(acct: string): string[] {
+    return [...this.members].filter(([, m]) => m.has(acct)).map(([r]) => r).sort();
+  }
+
+  page(s: ReaderScope, pq: PageQuery): [number, number | null][] {
+    const keys = new Set(readKeys(s));
+    return this.messages
+      .filter((m) => keys.has(m.toKey) && (pq.after === null || m.seq > pq.after) && (pq.threadId === null || m.threadId === pq.threadId))
+      .map((m): [number, number | null] => [m.seq, this.acks.get(ackKeyFor(s, m.toKey))?.get(m.seq) ?? null])
+      .filter(([, at]) => !pq.pendingOnly || at === null)
+      .slice(0, Math.max(0, pq.limit));
+  }
+
+  ack(s: ReaderScope, items: AckItem[], at: number): AckResult[] {
+    return items.map((it) => {
+      const key = ackKeyFor(s, it.toKey);
+      const acks = this.acks.get(key) ?? new Map<number, number>();
+      this.acks.set(key, acks);
+      const prior = acks.get(it.seq);
+      if (prior !== undefined) return { seq: it.seq, ackedAt: prior, fresh: false };
+      acks.set(it.seq, at);
+      return { seq: it.seq, ackedAt: at, fresh: true };
+    });
+  }
+}
+
+async function randomRun(store: Store, seed: number): Promise<void> {
+  const rand = rng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+  const model = new Model();
+  const accounts = ['alice', 'bob', 'carol'];
+  const rooms = ['r1', 'r2'];
+  for (const a of accounts) await store.addAccount(account(a));
+  for (const r of rooms) {
+    await store.addRoom(r, 1);
+    model.members.set(r, new Set());
+  }
+  const keys = [
+    A('alice'), A('bob'), A('carol'), keyOfLineage('alice', 'L1'), keyOfLineage('alice', 'L2'),
+    keyOfLineage('bob', 'L3'), R('r1'), R('r2'),
+  ];
+  const readers: [string, string | null][] = [['alice', 'L1'], ['alice', 'L2'], ['alice', null], ['bob', 'L3'], ['carol', null]];
+  const threads = ['t1', 't2', 't3'];
+
+  for (let step = 1; step <= 500; step++) {
+    const where = `seed ${seed} step ${step}`;
+    const roll = rand();
+    if (roll < 0.5) {
+      const toKey = pick(keys);
+      const threadId = pick(threads);
+      const m = await send(store, toKey, { threadId });
+      model.messages.push({ seq: m.seq, toKey, threadId });
+      assert.equal(m.seq, model.messages.length, where);
+    } else if (roll < 0.88) {
+      const [who, lineage] = pick(readers);
+      const s = scope(who, lineage, model.roomsOf(who));
+      const readable = model.page(s, q({ limit: 1e9 }));
+      if (readable.length === 0) continue;
+      const items: AckItem[] = [];
+      for (let n = 1 + Math.floor(rand() * 3); n > 0; n--) {
+        const [seq] = pick(readable);
+        items.push({ seq, toKey: (model.messages[seq - 1] as ModelMessage).toKey });
+      }
+      assert.deepEqual(await store.ack(s, items, step), model.ack(s, items, step), where);
+    } else {
+      const room = pick(rooms);
+      const who = pick(accounts);
+      const members = model.members.get(room) as Set<string>;
+      if (members.has(who)) {
+        assert.equal(await store.removeMember(room, who), true, where);
+        members.delete(who);
+      } else {
+        assert.equal(await store.addMember(room, who), 'ok', where);
+        members.add(who);
+      }
+    }
+
+    for (const [who, lineage] of readers) {
+      const rs = await store.roomsOf(who);
+      assert.deepEqual(rs, model.roomsOf(who), where);
+      const s = scope(who, lineage, rs);
+      const at = `${where} reader ${who}/${lineage}`;
+      assert.equal(await store.unread(s), model.page(s, q({ pendingOnly: true, limit: 1e9 })).length, at);
+      const query = q({
+        pendingOnly: rand() < 0.5,
+        after: rand() < 0.5 ? null : Math.floor(rand() * (model.messages.length + 1)),
+        limit: 1 + Math.floor(rand() * 12),
+        threadId: rand() < 0.3 ? pick(threads) : null,
+      });
+      const got = (await store.page(s, query)).map((m): [number, number | null] => [m.seq, m.ackedAt]);
+      assert.deepEqual(got, model.page(s, query), `${at} query ${JSON.stringify(query)}`);
+    }
+  }
+}
