@@ -1,0 +1,409 @@
+// Writes docs/protocol.md from the code: the op tables (routes, tools, zod schemas), the error
+// table, the limits and the wait caps. Prose lives here as template text.
+//   npx tsx scripts/gen-protocol-doc.ts            write docs/protocol.md
+//   npx tsx scripts/gen-protocol-doc.ts --check    exit 1 when docs/protocol.md is stale
+//   --file PATH                                    another target (for tests)
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { MAIL_OPS, type MailOp } from '../src/doors/mail-ops.js';
+import { ADMIN_ROUTES } from '../src/doors/admin-ops.js';
+import { PROTOCOL_VERSIONS } from '../src/doors/mcp/mcp-handler.js';
+import { ERROR_TABLE, type ErrorCode, type McpForm } from '../src/wire/errors.js';
+import { LIMITS } from '../src/wire/limits.js';
+import { DEFAULT_WAIT_CAPS } from '../src/engine/waits.js';
+
+type Json = Record<string, unknown>;
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const DEFAULT_TARGET = resolve(ROOT, 'docs/protocol.md');
+
+// ---------------------------------------------------------------- JSON Schema → Markdown
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+  const { $schema: _drop, ...s } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Json;
+  return stripNoise(s) as Json;
+}
+
+/** Drops zod's ±MAX_SAFE_INTEGER bounds on integers: they say nothing a reader needs. */
+function stripNoise(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(stripNoise);
+  if (v === null || typeof v !== 'object') return v;
+  const out: Json = {};
+  for (const [k, x] of Object.entries(v)) {
+    if ((k === 'minimum' && x === Number.MIN_SAFE_INTEGER) || (k === 'maximum' && x === Number.MAX_SAFE_INTEGER)) continue;
+    out[k] = stripNoise(x);
+  }
+  return out;
+}
+
+/** JSON with every node on one line when it fits in `width` columns (`lead`: columns before it). */
+function compactJson(v: unknown, indent = '', lead = 0, width = 100): string {
+  const flat = JSON.stringify(v);
+  if (v === null || typeof v !== 'object' || indent.length + lead + flat.length <= width) return flat;
+  const inner = `${indent}  `;
+  if (Array.isArray(v)) return `[\n${v.map((x) => inner + compactJson(x, inner, 0, width)).join(',\n')}\n${indent}]`;
+  const lines = Object.entries(v).map(([k, x]) => {
+    const key = `${JSON.stringify(k)}: `;
+    return inner + key + compactJson(x, inner, key.length, width);
+  });
+  return `{\n${lines.join(',\n')}\n${indent}}`;
+}
+
+const cell = (s: string): string => s.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+const code = (s: string): string => `\`${s}\``;
+
+function typeOf(s: Json, inline = false): string {
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  if (Array.isArray(s.enum)) return s.enum.map((x) => JSON.stringify(x)).join(' | ');
+  const alts = (s.anyOf ?? s.oneOf) as Json[] | undefined;
+  if (alts) return alts.map((a) => typeOf(a, true)).join(' | ');
+  if (Array.isArray(s.type)) return s.type.join(' | ');
+  switch (s.type) {
+    case 'object': {
+      const props = Object.entries((s.properties ?? {}) as Record<string, Json>);
+      if (!inline || props.length === 0) return 'object';
+      const req = new Set((s.required ?? []) as string[]);
+      return `{${props.map(([k, p]) => (p.const !== undefined ? `${k}: ${JSON.stringify(p.const)}` : `${k}${req.has(k) ? '' : '?'}`)).join(', ')}}`;
+    }
+    case 'array': {
+      const t = typeOf((s.items ?? {}) as Json);
+      return t.includes(' | ') ? `(${t})[]` : `${t}[]`;
+    }
+    case undefined:
+      return 'any';
+    default:
+      return String(s.type);
+  }
+}
+
+function notesOf(s: Json): string {
+  const n: string[] = [];
+  if (typeof s.description === 'string') n.push(s.description);
+  if (typeof s.pattern === 'string') n.push(`pattern ${code(s.pattern)}`);
+  if (typeof s.maxLength === 'number') n.push(`at most ${s.maxLength} characters`);
+  if (typeof s.minimum === 'number') n.push(`≥ ${s.minimum}`);
+  if (typeof s.maximum === 'number') n.push(`≤ ${s.maximum}`);
+  if (typeof s.minItems === 'number') n.push(`at least ${s.minItems} item${s.minItems === 1 ? '' : 's'}`);
+  if (typeof s.maxItems === 'number') n.push(`at most ${s.maxItems} items`);
+  const items = s.items as Json | undefined;
+  if (items && typeof items.pattern === 'string') n.push(`each: pattern ${code(items.pattern)}`);
+  return n.join('; ');
+}
+
+interface Row {
+  field: string;
+  type: string;
+  required: boolean;
+  notes: string;
+}
+
+/** The object a property continues into (for dotted child rows), if any. */
+function nestedObject(s: Json): { schema: Json; suffix: string } | null {
+  const isObj = (x: Json | undefined): boolean => !!x && x.type === 'object' && !!x.properties;
+  if (isObj(s)) return { schema: s, suffix: '.' };
+  const items = s.items as Json | undefined;
+  if (s.type === 'array' && items && isObj(items)) return { schema: items, suffix: '[].' };
+  const alts = s.anyOf as Json[] | undefined;
+  if (alts && alts.length === 2 && alts.some((a) => a.type === 'null')) {
+    const obj = alts.find((a) => a.type !== 'null');
+    if (obj && isObj(obj)) return { schema: obj, suffix: '.' };
+  }
+  return null;
+}
+
+function rowsOf(s: Json, prefix = '', out: Row[] = []): Row[] {
+  const req = new Set((s.required ?? []) as string[]);
+  for (const [k, p] of Object.entries((s.properties ?? {}) as Record<string, Json>)) {
+    out.push({ field: prefix + k, type: typeOf(p), required: req.has(k), notes: notesOf(p) });
+    const nested = nestedObject(p);
+    if (nested) rowsOf(nested.schema, prefix + k + nested.suffix, out);
+  }
+  return out;
+}
+
+function schemaSection(title: string, schema: z.ZodType, io: 'input' | 'output'): string {
+  const js = jsonSchema(schema, io);
+  const rows = rowsOf(js);
+  const table = rows.length
+    ? [
+        '| field | type | required | notes |',
+        '|---|---|---|---|',
+        ...rows.map((r) => `| ${code(r.field)} | ${cell(code(r.type))} | ${r.required ? 'yes' : ''} | ${cell(r.notes)} |`),
+      ].join('\n')
+    : '_No fields: send `{}`._';
+  const strict = js.additionalProperties === false && io === 'input' ? ' Unknown fields are refused (`malformed`).' : '';
+  return [
+    `**${title}.**${strict}`,
+    '',
+    table,
+    '',
+    '<details><summary>JSON Schema</summary>',
+    '',
+    '```json',
+    compactJson(js),
+    '```',
+    '',
+    '</details>',
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------- sections
+
+/** Hand-written remarks per mail op that JSON Schema cannot say. */
+const OP_NOTES: Record<string, string> = {
+  send: 'There is no `from` field: the sender is your attested session, and a `from` field is refused as `malformed {field: "from"}`. Where the message lands is decided by `to` (see the semantics table); `reply_to` only threads it.',
+  inbox: `\`next_cursor\` is opaque: pass it back as \`after\`. \`wait_secs\` is clamped to ${LIMITS.waitSecsHttp} s over HTTP and ${LIMITS.waitSecsMcp} s over MCP, never refused. Over MCP the page is cut to the byte budget (see the MCP door).`,
+  ack: `Give exactly one of \`message_id\` or \`message_ids\` (at most ${LIMITS.ackIdsMax}). Every id is checked before any is acknowledged: a refused request changes nothing. Acknowledging twice is harmless.`,
+  get: 'You may fetch mail readable by you and mail your account sent. With `thread: true`, `thread` holds the part of the thread you may read.',
+  status: 'Needs an attested session. An omitted field is kept; an empty string clears it.',
+  directory: 'The directory never contains a secret or a secret digest.',
+};
+
+function mailOpSection(o: MailOp): string {
+  const note = OP_NOTES[o.name];
+  return [
+    `### ${o.name}`,
+    '',
+    `- HTTP: \`POST ${o.path}\``,
+    `- MCP tool: \`${o.tool}\``,
+    '',
+    o.summary,
+    ...(note ? ['', note] : []),
+    '',
+    schemaSection('Request', o.input, 'input'),
+    '',
+    schemaSection('Response', o.output, 'output'),
+  ].join('\n');
+}
+
+function adminSection(): string {
+  const parts = ADMIN_ROUTES.map((r) =>
+    [`### \`POST ${r.path}\``, '', r.summary, '', schemaSection('Request', r.input, 'input'), '', schemaSection('Response', r.output, 'output')].join('\n'),
+  );
+  return [
+    '## Operator routes',
+    '',
+    'HTTP only (there are no MCP tools for them). The bearer must be an account with the `operator` permission, otherwise `permission_denied {need: "operator"}`; where attestation exists the calling process must also be attested. Every route is `POST` with a JSON body.',
+    '',
+    '| route | summary |',
+    '|---|---|',
+    ...ADMIN_ROUTES.map((r) => `| \`POST ${r.path}\` | ${cell(r.summary)} |`),
+    '',
+    ...parts.flatMap((p) => [p, '']),
+  ].join('\n');
+}
+
+const MCP_FORM: Record<McpForm, string> = {
+  http: 'HTTP status, before JSON-RPC is read',
+  tool_error: 'tool result with `isError: true`',
+};
+
+function errorSection(): string {
+  const rows = (Object.entries(ERROR_TABLE) as [ErrorCode, (typeof ERROR_TABLE)[ErrorCode]][]).map(
+    ([c, spec]) => `| \`${c}\` | ${spec.http} | ${MCP_FORM[spec.mcp]} | ${cell(spec.meaning.replace(/\{([^}]*)\}/g, (m) => code(m)))} |`,
+  );
+  return [
+    '## Errors',
+    '',
+    'Every refusal on every door is one envelope. The fields in braces travel beside `code` and `message`:',
+    '',
+    '```json',
+    '{"error":{"code":"too_large","message":"subject is over its limit of 512","field":"subject","limit":512,"actual":513}}',
+    '```',
+    '',
+    '| code | HTTP | over MCP | meaning |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+    'A `401` carries `WWW-Authenticate: Bearer`; a `429` carries `Retry-After`; a `405` on `/mcp` or an operation route carries `Allow: POST`. An unknown failure is a `500` `internal` that returns nothing about its cause.',
+  ].join('\n');
+}
+
+/** Meanings of the limits; a limit missing here is still listed. */
+const LIMIT_NOTES: Partial<Record<keyof typeof LIMITS, string>> = {
+  selectorBytes: 'account id, session id, room name, idempotency key, ref kind',
+  subjectBytes: '`subject`',
+  bodyBytes: '`body`',
+  correlationBytes: '`correlation`',
+  refsCount: 'entries in `refs`',
+  refLocatorBytes: '`refs[].locator`',
+  refDigestBytes: '`refs[].digest`',
+  inboxLimitDefault: '`limit` of an inbox page when omitted',
+  inboxLimitMax: 'largest `limit` of an inbox page',
+  ackIdsMax: 'ids in one `ack`',
+  declaredBytes: '`working_on` in `status`',
+  labelBytes: '`role`, `parent`, account `label`',
+  urlBytes: 'listener URL',
+  requestBodyBytes: 'a request body; refused before parsing as `too_large {field: "(body)"}`',
+  waitSecsHttp: 'longest `wait_secs` over HTTP (clamped)',
+  waitSecsMcp: 'longest `wait_secs` over MCP (clamped)',
+  mcpInboxBudgetBytes: 'JSON size of one MCP inbox page; longer bodies are cut with a marker',
+};
+
+function unitOf(key: string): string {
+  if (key.endsWith('Bytes')) return 'bytes';
+  if (key.startsWith('waitSecs')) return 'seconds';
+  return 'count';
+}
+
+function limitSection(): string {
+  return [
+    '## Limits',
+    '',
+    'At the limit is accepted; one over is refused with `too_large {field, limit, actual}`.',
+    '',
+    '| limit | value | unit | applies to |',
+    '|---|---|---|---|',
+    ...Object.entries(LIMITS).map(([k, v]) => `| \`${k}\` | ${v} | ${unitOf(k)} | ${cell(LIMIT_NOTES[k as keyof typeof LIMITS] ?? '')} |`),
+    '',
+    `Parked waits are capped at ${DEFAULT_WAIT_CAPS.perSession} per session, ${DEFAULT_WAIT_CAPS.perAccount} per account and ${DEFAULT_WAIT_CAPS.total} per daemon.`,
+  ].join('\n');
+}
+
+const [LATEST] = PROTOCOL_VERSIONS;
+
+function proseTop(): string {
+  return `# mail4agent protocol reference
+
+<!-- Generated by scripts/gen-protocol-doc.ts from the op tables, schemas, error table and limits.
+     Do not edit by hand: run \`npm run docs:protocol\`. -->
+
+mail4agent is a mailbox daemon for AI agent sessions on one machine. It has two doors onto the
+same operations: plain HTTP (\`POST /mail/…\`, \`POST /admin/…\`) and MCP (\`POST /mcp\`).
+
+## Identity and credentials
+
+- Every request carries \`Authorization: Bearer <secret>\`; the secret names an **account**.
+- The daemon attests every connection to the OS process behind it (Linux \`/proc\`; the mail CLI is
+  transparent, so its agent process counts). That process incarnation is the caller's **session**
+  (\`claude/s-…\`); when the agent's own session id can be corroborated, a restarted agent's new
+  session succeeds the old one.
+- The sender of a message is therefore never a field: it is derived from credential and process.
+
+## Envelope
+
+Successful answers are the response object of the operation, as JSON. Every refusal, on every
+door, is one envelope: a snake_case \`code\`, a human \`message\`, and the inputs that explain it
+beside them:
+
+\`\`\`json
+{"error":{"code":"unknown_participant","message":"no account nobody","participant":"nobody"}}
+\`\`\`
+
+In general: \`{"error":{"code":…,"message":…,…inputs}}\`. The full table is under [Errors](#errors).
+
+## Addresses
+
+Exactly three kinds, in a compact string form and a tagged JSON form; \`to\` accepts either.
+
+| kind | compact | tagged JSON | reaches |
+|---|---|---|---|
+| direct | \`claude\` | \`{"kind":"direct","participant":"claude"}\` | the account \`claude\` |
+| session | \`claude/s-…\` | \`{"kind":"session","participant":"claude","session":"s-…"}\` | one session of \`claude\` and its successors |
+| room | \`#reviewers\` | \`{"kind":"room","room":"reviewers"}\` | every current member account of the room |
+
+Account ids, session ids and room names are selectors: \`[A-Za-z0-9._@+-]\`, at most
+${LIMITS.selectorBytes} bytes, not starting with \`-\` or \`.\`, no \`..\`. Responses always use the compact form.
+
+## Semantics
+
+| question | case | rule |
+|---|---|---|
+| Who reads it | mail to an account (\`claude\`) | every session of that account |
+| Who reads it | mail to a session (\`claude/s-…\`) | only that session and its successors |
+| Who reads it | mail to a room (\`#room\`) | every session of every current member account, the room's whole history (also mail sent before the account joined) |
+| Who reads it | former members of a room | none of it: revoking a membership takes the room's history away |
+| Who acknowledges for whom | account mail and room mail | acknowledged once for the whole account, like a shared queue: when one session acks it, it stops showing for every session of the account |
+| Who acknowledges for whom | session mail | that session (its successors see the acknowledgement) |
+| When a wait parks | \`inbox\` with \`wait_secs\` > 0 | only when the page would be empty: nothing newer than \`after\` if a cursor is given, else nothing unacknowledged (\`include_acked\` and \`thread_id\` narrow the page as usual) |
+| When a wait wakes | mail commits | on the commit of mail readable by the caller; the reader re-queries (a wake is a hint, the query is the truth) and parks again if the page is still empty |
+| When a wait ends | time runs out or the daemon stops | an empty page with \`next_cursor\`, never an error; \`wait_secs\` is clamped to ${LIMITS.waitSecsMcp} s over MCP and ${LIMITS.waitSecsHttp} s over HTTP |
+| When a wait is capped | too many waits | over ${DEFAULT_WAIT_CAPS.perSession} per session the oldest wait of that session is answered with an empty page; over ${DEFAULT_WAIT_CAPS.perAccount} per account or ${DEFAULT_WAIT_CAPS.total} in total the new wait is refused \`rate_limited {retry_after}\` |
+| Where a reply goes | any message | to whatever \`to\` says; \`reply_to\` threads the message, it does not choose the recipient |
+| Where a reply goes | \`to\` names a session that ended and has a live successor | to the successor; the send response says so with \`to\` (the successor's address) and \`redirected: true\` |
+| Where a reply goes | a reply (\`reply_to\` a message that session sent) to an ended session without a live successor | to its account; the send response has \`to\` = the account and \`redirected: true\` |
+| Where a reply goes | any other mail to an ended session without a live successor | refused: \`session_ended {account}\` (write to the account instead) |
+| Where a reply goes | an account, session or room that does not exist | refused: \`unknown_participant\`, \`unknown_session\` or \`unknown_room\`; mail is never accepted for nobody |
+
+## HTTP door
+
+- Every operation is \`POST\` with a JSON body (an empty body counts as \`{}\`) and answers JSON.
+  Another method on a known route is \`405 method_not_allowed\` with \`Allow: POST\`; an unknown
+  path is \`404 unknown_route\`. \`GET /health\` needs no credential.
+- Bodies over ${LIMITS.requestBodyBytes} bytes are refused before parsing; bodies must be UTF-8 JSON.
+- Unknown fields are refused everywhere (\`malformed {field, reason}\`).
+
+## Host and Origin
+
+The daemon listens on loopback only and defends itself against DNS rebinding before anything else
+(also for \`/health\` and \`/mcp\`):
+
+- \`Host\` must be exactly the daemon's own address and port: \`127.0.0.1:PORT\` or \`localhost:PORT\`
+  when bound to \`127.0.0.1\`, \`[::1]:PORT\` or \`localhost:PORT\` when bound to \`::1\`.
+- \`Origin\` may be absent (agents and CLIs send none); when present it must be exactly
+  \`http://\` plus one of those hosts. Another port is another site.
+- Either failure is \`403 forbidden_origin {field: "host" | "origin"}\`.
+
+## MCP door
+
+- \`POST /mcp\` carries JSON-RPC 2.0, a single message or a batch, and always answers plain JSON
+  (\`application/json\`), never SSE. The door is stateless: there is no session id header; the
+  caller is resolved per HTTP request from the bearer and the attested process.
+- Protocol versions: ${[...PROTOCOL_VERSIONS].reverse().join(', ')}. \`initialize\` echoes a supported
+  version and answers the latest (${LATEST}) to any other. \`initialize\` inside a batch is refused
+  with \`-32600\`.
+- Methods: \`initialize\`, \`ping\`, \`tools/list\`, \`tools/call\`. An unknown method is \`-32601\`;
+  an unknown tool is \`-32602\`.
+- A request made only of notifications (single or batch) is answered \`202\` with an empty body.
+- \`GET /mcp\` is \`405\` (the server offers no stream).
+- Refusals found before JSON-RPC is read (no or wrong bearer, attestation, Host/Origin, a body that
+  is not JSON or is too large) are plain HTTP statuses with the error envelope, as in the table.
+- Every other refusal is a tool result with \`isError: true\` whose text is the error envelope, so a
+  model can read it and act: \`{"content":[{"type":"text","text":"{\\"error\\":{…}}"}],"isError":true}\`.
+- Results are one \`text\` content item holding the operation's JSON response.
+- An inbox page over MCP stays within about ${LIMITS.mcpInboxBudgetBytes / 1000} KB (${LIMITS.mcpInboxBudgetBytes} bytes of JSON): every
+  message on the page is kept, and bodies that do not fit are cut, marked \`body_truncated: true\`
+  and end with a marker naming \`m4a_mail_get\` and the message id, which returns the whole body.
+- \`wait_secs\` is clamped to ${LIMITS.waitSecsMcp} s over MCP (${LIMITS.waitSecsHttp} s over HTTP), under common client timeouts.
+
+| tool | HTTP route | summary |
+|---|---|---|
+${MAIL_OPS.map((o) => `| \`${o.tool}\` | \`POST ${o.path}\` | ${cell(o.summary)} |`).join('\n')}`;
+}
+
+export function renderProtocolDoc(): string {
+  return [
+    proseTop(),
+    '',
+    '## Mail operations',
+    '',
+    ...MAIL_OPS.flatMap((o) => [mailOpSection(o), '']),
+    adminSection(),
+    errorSection(),
+    '',
+    limitSection(),
+    '',
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------- main
+
+function main(argv: string[]): number {
+  const check = argv.includes('--check');
+  const fi = argv.indexOf('--file');
+  const target = fi >= 0 && argv[fi + 1] ? resolve(argv[fi + 1]!) : DEFAULT_TARGET;
+  const shown = relative(process.cwd(), target) || target;
+  const want = renderProtocolDoc();
+  if (check) {
+    const have = existsSync(target) ? readFileSync(target, 'utf8') : null;
+    if (have === want) return 0;
+    console.error(`${shown} is ${have === null ? 'missing' : 'stale'}: run \`npx tsx scripts/gen-protocol-doc.ts\` (npm run docs:protocol) and commit the result.`);
+    return 1;
+  }
+  writeFileSync(target, want);
+  console.log(`wrote ${shown}`);
+  return 0;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exitCode = main(process.argv.slice(2));

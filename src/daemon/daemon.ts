@@ -1,0 +1,128 @@
+// Starting and stopping one daemon: data directory, store, engine, doors, background sweeps.
+import { join } from 'node:path';
+import { existsSync, readFileSync, unlinkSync } from 'node:fs';
+import { pino } from 'pino';
+import { MailEngine } from '../engine/mail-engine.js';
+import { AdminOps, OPERATOR_ACCOUNT } from '../engine/admin-ops.js';
+import { systemClock, systemIds, type Clock, type Ids } from '../engine/clock.js';
+import type { Logger } from '../engine/log.js';
+import type { WaitCaps } from '../engine/waits.js';
+import { HttpDoor } from '../doors/http/http-door.js';
+import { createAttestor } from '../attest/index.js';
+import type { Attestor } from '../attest/types.js';
+import { openStore } from '../store/index.js';
+import type { Store } from '../store/types.js';
+import { HttpDoorbell } from './doorbell.js';
+import { acquireLock, ensureDataDir, FILES, loadHostId, writeSecretFile } from './data-dir.js';
+import { PACKAGE_ROOT, VERSION } from './version.js';
+import { resolveConfig, type DaemonConfig } from './config.js';
+import { digestSecret } from '../engine/credentials.js';
+
+export interface DaemonOptions extends Partial<DaemonConfig> {
+  clock?: Clock;
+  ids?: Ids;
+  log?: Logger;
+  waitCaps?: WaitCaps;
+  attestor?: Attestor;
+  allowedUids?: number[];
+  sweepMs?: number;
+  sessionRetentionMs?: number;
+  /** Started by a client on demand (`m4a serve --auto`); replaced after an upgrade once idle. */
+  auto?: boolean;
+  /** Called when the operator asks the daemon to stop (the caller decides how to exit). */
+  onStopRequest?: (when: 'now' | 'idle') => void;
+}
+
+export interface RunningDaemon {
+  /** No request in flight and no wait parked. */
+  idle(): boolean;
+  port: number;
+  url: string;
+  dataDir: string;
+  engine: MailEngine;
+  store: Store;
+  hostId: string;
+  operatorToken: string;
+  close(): Promise<void>;
+}
+
+export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon> {
+  const cfg = resolveConfig(o);
+  const log: Logger = o.log ?? pino({ level: process.env.M4A_LOG_LEVEL ?? 'info' }, pino.destination(2));
+  ensureDataDir(cfg.dataDir);
+  const releaseLock = acquireLock(cfg.dataDir);
+  let store: Store | undefined;
+  try {
+    const hostId = loadHostId(cfg.dataDir);
+    store = await openStore(cfg.store);
+    const attestor = o.attestor ?? createAttestor({ hostId, packageRoot: PACKAGE_ROOT, allowedUids: o.allowedUids ?? [] });
+    const engine = new MailEngine({
+      store,
+      clock: o.clock ?? systemClock,
+      ids: o.ids ?? systemIds,
+      hostId,
+      isAlive: (pid, st) => attestor.isAlive(pid, st),
+      doorbell: new HttpDoorbell(log),
+      log,
+      ...(o.waitCaps ? { waitCaps: o.waitCaps } : {}),
+      ...(o.sessionRetentionMs ? { sessionRetentionMs: o.sessionRetentionMs } : {}),
+    });
+    const admin = new AdminOps(engine);
+    const operatorToken = await ensureOperator(engine, admin, cfg.dataDir);
+    const door = new HttpDoor({ engine, admin, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
+    const port = await door.listen(cfg.host, cfg.port);
+    const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
+    const infoPath = join(cfg.dataDir, FILES.daemonInfo);
+    writeSecretFile(infoPath, JSON.stringify({ pid: process.pid, url, port, host: cfg.host, version: VERSION, auto: !!o.auto, started_at: new Date().toISOString() }) + '\n');
+
+    const sweep = setInterval(() => void engine.sessions.sweep().catch((err: unknown) => log.warn({ err: String(err) }, 'session sweep failed')), o.sweepMs ?? 30_000);
+    sweep.unref();
+    log.info({ url, dataDir: cfg.dataDir, store: store.kind, attestation: attestor.supported, version: VERSION }, 'mail4agent listening');
+
+    let closing: Promise<void> | null = null;
+    const s = store;
+    return {
+      idle: () => door.busy === 0 && engine.waits.size === 0,
+      port,
+      url,
+      dataDir: cfg.dataDir,
+      engine,
+      store: s,
+      hostId,
+      operatorToken,
+      close: () =>
+        (closing ??= (async () => {
+          clearInterval(sweep);
+          await engine.close(); // parked waits answer first, so in-flight requests can finish
+          await door.close();
+          await s.close();
+          try {
+            if (JSON.parse(readFileSync(infoPath, 'utf8')).pid === process.pid) unlinkSync(infoPath);
+          } catch {
+            /* gone */
+          }
+          releaseLock();
+          log.info({}, 'mail4agent stopped');
+        })()),
+    };
+  } catch (err) {
+    await store?.close().catch(() => undefined);
+    releaseLock();
+    throw err;
+  }
+}
+
+/** The operator credential exists from the first start on, in a 0600 file only the OS user reads. */
+async function ensureOperator(engine: MailEngine, admin: AdminOps, dataDir: string): Promise<string> {
+  const path = join(dataDir, FILES.operatorToken);
+  const existing = await engine.store.getAccount(OPERATOR_ACCOUNT);
+  if (existing && existsSync(path)) {
+    const token = readFileSync(path, 'utf8').trim();
+    if (digestSecret(token) === existing.secretDigest) return token;
+  }
+  const { secret } = existing
+    ? await admin.rotate(OPERATOR_ACCOUNT)
+    : await admin.createAccount({ id: OPERATOR_ACCOUNT, kind: 'service', label: 'operator', permissions: { send: true, read: true, urgent: true, operator: true } });
+  writeSecretFile(path, `${secret}\n`);
+  return secret;
+}

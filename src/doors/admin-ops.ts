@@ -1,0 +1,32 @@
+// The operator registry's routes, as data.
+import type { z } from 'zod';
+import * as A from '../wire/admin.js';
+import type { AdminOps } from '../engine/admin-ops.js';
+import type { Caller } from '../engine/mail-engine.js';
+
+export interface AdminRoute {
+  path: string;
+  summary: string;
+  input: z.ZodType;
+  output: z.ZodType;
+  run(admin: AdminOps, caller: Caller, input: never): Promise<unknown>;
+}
+
+const route = <I extends z.ZodType>(r: Omit<AdminRoute, 'run' | 'input'> & { input: I; run(a: AdminOps, c: Caller, i: z.output<I>): Promise<unknown> }): AdminRoute =>
+  r as unknown as AdminRoute;
+
+export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  route({ path: '/admin/account/add', summary: 'Create an account; the secret is returned once.', input: A.AccountAddRequest, output: A.AccountSecretResponse, run: (a, c, i) => a.accountAdd(c, i) }),
+  route({ path: '/admin/account/rotate', summary: 'Issue a new secret; the old one stops working at once.', input: A.AccountIdRequest, output: A.AccountSecretResponse, run: (a, c, i) => a.accountRotate(c, i.id) }),
+  route({ path: '/admin/account/remove', summary: 'Remove an account (its mail stays stored).', input: A.AccountIdRequest, output: A.OkResponse, run: (a, c, i) => a.accountRemove(c, i.id) }),
+  route({ path: '/admin/account/list', summary: 'Every account, never a secret or digest.', input: A.AccountIdRequest.partial(), output: A.AccountListResponse, run: (a, c) => a.accountList(c) }),
+  route({ path: '/admin/room/add', summary: 'Create a room.', input: A.RoomRequest, output: A.OkResponse, run: (a, c, i) => a.roomAdd(c, i.name) }),
+  route({ path: '/admin/room/remove', summary: 'Remove a room and its memberships.', input: A.RoomRequest, output: A.OkResponse, run: (a, c, i) => a.roomRemove(c, i.name) }),
+  route({ path: '/admin/room/list', summary: 'Every room with its members.', input: A.RoomRequest.partial(), output: A.RoomListResponse, run: (a, c) => a.roomList(c) }),
+  route({ path: '/admin/room/member/add', summary: 'Grant an account membership of a room.', input: A.MemberRequest, output: A.OkResponse, run: (a, c, i) => a.memberAdd(c, i.room, i.account) }),
+  route({ path: '/admin/room/member/remove', summary: 'Revoke a membership; the account loses the room\'s history.', input: A.MemberRequest, output: A.OkResponse, run: (a, c, i) => a.memberRemove(c, i.room, i.account) }),
+  route({ path: '/admin/listener', summary: 'Set the loopback URL rung after mail for an account commits.', input: A.ListenerSetRequest, output: A.OkResponse, run: (a, c, i) => a.listenerSet(c, i.account, i.url) }),
+  route({ path: '/admin/listener/remove', summary: 'Clear an account\'s listener.', input: A.ListenerRemoveRequest, output: A.OkResponse, run: (a, c, i) => a.listenerRemove(c, i.account) }),
+];
+
+export const ADMIN_BY_PATH = new Map(ADMIN_ROUTES.map((r) => [r.path, r]));

@@ -1,0 +1,63 @@
+// Who is calling: the credential names the account, the kernel names the process. Attestation
+// runs once per connection and is cached on the socket; a failure is refused by name.
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { MailError } from '../../wire/errors.js';
+import type { Attestor, AttestResult } from '../../attest/types.js';
+import type { Caller, MailEngine } from '../../engine/mail-engine.js';
+
+export class CallerResolver {
+  private perSocket = new WeakMap<Socket, Promise<AttestResult>>();
+
+  constructor(
+    private engine: MailEngine,
+    private attestor: Attestor,
+  ) {}
+
+  /** Start attesting as soon as a connection arrives, so it is ready when the request is. */
+  prime(socket: Socket): void {
+    if (this.attestor.supported) void this.attestSocket(socket);
+  }
+
+  private attestSocket(socket: Socket): Promise<AttestResult> {
+    let p = this.perSocket.get(socket);
+    if (!p) {
+      const { localAddress, localPort, remoteAddress, remotePort } = socket;
+      p =
+        localAddress && localPort && remoteAddress && remotePort
+          ? this.attestor.attest({ localAddress, localPort, remoteAddress, remotePort }).catch((): AttestResult => ({ ok: false, reason: 'socket_not_found' }))
+          : Promise.resolve({ ok: false, reason: 'connection_closed' });
+      this.perSocket.set(socket, p);
+    }
+    return p;
+  }
+
+  private async attested(req: IncomingMessage): Promise<AttestResult & { ok: true }> {
+    if (!this.attestor.supported) throw new MailError('unattested', 'process attestation is not implemented on this platform', { reason: 'unsupported_platform' });
+    const r = await this.attestSocket(req.socket);
+    if (r.ok) return r;
+    if (r.reason === 'foreign_user') throw new MailError('foreign_user', 'the connecting process belongs to another OS user', {});
+    throw new MailError('unattested', `the connection could not be attested: ${r.reason}`, { reason: r.reason });
+  }
+
+  /** A mail caller: verified account plus attested session. */
+  async mail(req: IncomingMessage): Promise<Caller> {
+    const account = await this.engine.credentials.verify(bearer(req));
+    const att = await this.attested(req);
+    return this.engine.callerFor(account, att.attestation);
+  }
+
+  /** An operator caller: a verified account; where attestation exists, the peer must be ours. */
+  async admin(req: IncomingMessage): Promise<Caller> {
+    const account = await this.engine.credentials.verify(bearer(req));
+    if (this.attestor.supported) await this.attested(req);
+    return { account, session: null };
+  }
+}
+
+function bearer(req: IncomingMessage): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m?.[1];
+}

@@ -1,0 +1,125 @@
+// The HTTP door: a thin Request → engine → Response layer. Routes come from the op tables.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { MailError } from '../../wire/errors.js';
+import { parseInput } from '../../wire/validate.js';
+import type { MailEngine } from '../../engine/mail-engine.js';
+import type { AdminOps } from '../../engine/admin-ops.js';
+import type { Attestor } from '../../attest/types.js';
+import type { Logger } from '../../engine/log.js';
+import { OPS_BY_PATH } from '../mail-ops.js';
+import { ADMIN_BY_PATH } from '../admin-ops.js';
+import { McpHandler } from '../mcp/mcp-handler.js';
+import { readJsonBody } from './body.js';
+import { CallerResolver } from './caller-resolver.js';
+import { OriginGuard } from './origin-guard.js';
+import { sendError, sendJson } from './respond.js';
+import { DaemonStopRequest } from '../../wire/admin.js';
+
+export interface HttpDoorOptions {
+  engine: MailEngine;
+  admin: AdminOps;
+  attestor: Attestor;
+  log: Logger;
+  version: string;
+  /** Asked to stop by the operator: at once, or once no request is in flight and no wait is parked. */
+  onStopRequest?: (when: 'now' | 'idle') => void;
+}
+
+export class HttpDoor {
+  readonly server: Server;
+  readonly guard = new OriginGuard();
+  private callers: CallerResolver;
+  private mcp: McpHandler;
+  private inFlight = 0;
+
+  constructor(private o: HttpDoorOptions) {
+    this.callers = new CallerResolver(o.engine, o.attestor);
+    this.mcp = new McpHandler(o.engine, o.version, o.log);
+    // Waits last up to 60 s; requests must be allowed to outlive them.
+    this.server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000, keepAliveTimeout: 65_000 }, (req, res) => void this.handle(req, res));
+    this.server.on('connection', (s) => this.callers.prime(s));
+    this.server.on('clientError', (_err, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    });
+  }
+
+  get busy(): number {
+    return this.inFlight;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.inFlight++;
+    try {
+      await this.route(req, res);
+    } catch (err) {
+      sendError(res, err, this.o.log);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.guard.check(req.headers.host, req.headers.origin);
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (path === '/health') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new MailError('method_not_allowed', 'use GET /health');
+      return sendJson(res, 200, { ok: true, name: 'mail4agent', version: this.o.version, attestation: this.o.attestor.supported, store: this.o.engine.store.kind, pid: process.pid });
+    }
+    if (path === '/mcp') {
+      if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', 'POST JSON-RPC to /mcp; this server offers no stream').toBody(), { allow: 'POST' });
+      const caller = await this.callers.mail(req);
+      const ans = await this.mcp.handle(caller, await readJsonBody(req));
+      if (ans.status === 202) {
+        res.writeHead(202, { 'content-length': '0' });
+        res.end();
+        return;
+      }
+      return sendJson(res, ans.status, ans.body);
+    }
+    if (path === '/admin/daemon/stop') {
+      if (req.method !== 'POST') throw new MailError('method_not_allowed', 'use POST /admin/daemon/stop');
+      const caller = await this.callers.admin(req);
+      if (!caller.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
+      const input = parseInput(DaemonStopRequest, await readJsonBody(req));
+      sendJson(res, 200, { ok: true });
+      this.o.onStopRequest?.(input.when ?? 'now');
+      return;
+    }
+    const op = OPS_BY_PATH.get(path);
+    const adminRoute = op ? undefined : ADMIN_BY_PATH.get(path);
+    if (!op && !adminRoute) throw new MailError('unknown_route', `no route ${path}`);
+    if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `use POST ${path}`).toBody(), { allow: 'POST' });
+    if (op) {
+      const caller = await this.callers.mail(req);
+      const input = parseInput(op.input, await readJsonBody(req));
+      return sendJson(res, 200, await op.run(this.o.engine, caller, input as never, 'http'));
+    }
+    const caller = await this.callers.admin(req);
+    const input = parseInput(adminRoute!.input, await readJsonBody(req));
+    return sendJson(res, 200, await adminRoute!.run(this.o.admin, caller, input as never));
+  }
+
+  async listen(host: string, port: number): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port, exclusive: true }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = this.server.address();
+    const bound = typeof addr === 'object' && addr ? addr.port : port;
+    this.guard.configure(host, bound);
+    return bound;
+  }
+
+  /** Stop accepting, let in-flight requests finish (parked waits are answered by the engine). */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    this.server.closeIdleConnections();
+    const deadline = Date.now() + 10_000;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    this.server.closeAllConnections();
+    await closed;
+  }
+}

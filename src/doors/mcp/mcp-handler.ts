@@ -1,0 +1,108 @@
+// POST /mcp: JSON-RPC 2.0 over plain JSON (never SSE), single or batch, stateless. The caller is
+// resolved once per HTTP request by the HTTP door and applies to every message in a batch.
+import { MailError } from '../../wire/errors.js';
+import { parseInput } from '../../wire/validate.js';
+import type { Caller, MailEngine } from '../../engine/mail-engine.js';
+import type { Logger } from '../../engine/log.js';
+import { OPS_BY_TOOL } from '../mail-ops.js';
+import { INSTRUCTIONS, TOOLS } from './tool-list.js';
+
+export const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
+
+type Id = string | number | null;
+interface RpcResponse {
+  jsonrpc: '2.0';
+  id: Id;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+const rpcError = (id: Id, code: number, message: string): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message } });
+
+export interface McpAnswer {
+  status: number;
+  body?: unknown;
+}
+
+export class McpHandler {
+  constructor(
+    private engine: MailEngine,
+    private version: string,
+    private log: Logger,
+  ) {}
+
+  async handle(caller: Caller, payload: unknown): Promise<McpAnswer> {
+    if (Array.isArray(payload)) {
+      if (payload.length === 0) return { status: 200, body: rpcError(null, -32600, 'empty batch') };
+      const out: RpcResponse[] = [];
+      for (const m of payload) {
+        const r = await this.one(caller, m, true);
+        if (r) out.push(r);
+      }
+      return out.length ? { status: 200, body: out } : { status: 202 };
+    }
+    const r = await this.one(caller, payload, false);
+    return r ? { status: 200, body: r } : { status: 202 };
+  }
+
+  private async one(caller: Caller, msg: unknown, inBatch: boolean): Promise<RpcResponse | null> {
+    if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) return rpcError(null, -32600, 'not a JSON-RPC message');
+    const m = msg as Record<string, unknown>;
+    const hasId = Object.hasOwn(m, 'id');
+    const id = m.id;
+    const validId = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || id === null;
+    if (m.jsonrpc !== '2.0') return hasId && validId ? rpcError(id as Id, -32600, 'jsonrpc must be "2.0"') : rpcError(null, -32600, 'jsonrpc must be "2.0"');
+    if (typeof m.method !== 'string') {
+      // A response from the client (to nothing we asked) or garbage: responses get no reply.
+      return Object.hasOwn(m, 'result') || Object.hasOwn(m, 'error') ? null : rpcError(validId ? (id as Id) : null, -32600, 'method must be a string');
+    }
+    if (!hasId) return null; // notification: no reply
+    if (!validId) return rpcError(null, -32600, 'id must be a string or a number');
+    const rid = id as Id;
+    const params = (m.params ?? {}) as Record<string, unknown>;
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) return rpcError(rid, -32602, 'params must be an object');
+    switch (m.method) {
+      case 'initialize': {
+        if (inBatch) return rpcError(rid, -32600, 'initialize cannot be part of a batch');
+        const asked = params.protocolVersion;
+        const protocolVersion = PROTOCOL_VERSIONS.find((v) => v === asked) ?? PROTOCOL_VERSIONS[0];
+        return {
+          jsonrpc: '2.0',
+          id: rid,
+          result: {
+            protocolVersion,
+            capabilities: { tools: { listChanged: false } },
+            serverInfo: { name: 'mail4agent', version: this.version },
+            instructions: INSTRUCTIONS,
+          },
+        };
+      }
+      case 'ping':
+        return { jsonrpc: '2.0', id: rid, result: {} };
+      case 'tools/list':
+        return { jsonrpc: '2.0', id: rid, result: { tools: TOOLS } };
+      case 'tools/call':
+        return this.call(caller, rid, params);
+      default:
+        return rpcError(rid, -32601, `method not found: ${m.method}`);
+    }
+  }
+
+  private async call(caller: Caller, id: Id, params: Record<string, unknown>): Promise<RpcResponse> {
+    const op = typeof params.name === 'string' ? OPS_BY_TOOL.get(params.name) : undefined;
+    if (!op) return rpcError(id, -32602, `unknown tool: ${String(params.name)}`);
+    try {
+      const input = parseInput(op.input, params.arguments ?? {});
+      const out = await op.run(this.engine, caller, input as never, 'mcp');
+      return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(out) }] } };
+    } catch (err) {
+      const e = err instanceof MailError ? err : this.internal(err);
+      return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(e.toBody()) }], isError: true } };
+    }
+  }
+
+  private internal(err: unknown): MailError {
+    this.log.error({ err: err instanceof Error ? (err.stack ?? err.message) : String(err) }, 'unexpected failure in tools/call');
+    return new MailError('internal', 'internal error');
+  }
+}

@@ -1,0 +1,118 @@
+// The operator registry: accounts, rooms, memberships, listeners. Operator callers only.
+import { MailError } from '../wire/errors.js';
+import type * as A from '../wire/admin.js';
+import type { AccountRecord, Permissions } from '../store/types.js';
+import { digestSecret } from './credentials.js';
+import { iso } from './present.js';
+import { checkListenerUrl } from './listener-url.js';
+import type { Caller, MailEngine } from './mail-engine.js';
+
+export const OPERATOR_ACCOUNT = 'operator';
+
+const DEFAULT_PERMS: Permissions = { send: true, read: true, urgent: false, operator: false };
+
+function presentAccount(a: AccountRecord): A.AccountOut {
+  return { id: a.id, kind: a.kind, label: a.label, permissions: { ...a.permissions }, bind_provider: a.bindProvider, created_at: iso(a.createdAt) };
+}
+
+export class AdminOps {
+  constructor(private e: MailEngine) {}
+
+  private operatorOnly(c: Caller): void {
+    if (!c.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
+  }
+
+  async accountAdd(c: Caller, req: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> {
+    this.operatorOnly(c);
+    return this.createAccount(req);
+  }
+
+  /** Also used at first start to create the operator itself. */
+  async createAccount(req: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> {
+    const secret = this.e.ids.secret();
+    const rec: AccountRecord = {
+      id: req.id,
+      kind: req.kind ?? 'agent',
+      label: req.label ?? req.id,
+      permissions: { ...DEFAULT_PERMS, ...req.permissions },
+      bindProvider: req.bind_provider ?? null,
+      secretDigest: digestSecret(secret),
+      createdAt: this.e.clock.now(),
+    };
+    if ((await this.e.store.addAccount(rec)) === 'exists') throw new MailError('already_exists', `account ${req.id} exists`, { field: 'id' });
+    return { account: presentAccount(rec), secret };
+  }
+
+  async accountRotate(c: Caller, id: string): Promise<{ account: A.AccountOut; secret: string }> {
+    this.operatorOnly(c);
+    return this.rotate(id);
+  }
+
+  async rotate(id: string): Promise<{ account: A.AccountOut; secret: string }> {
+    const acc = await this.e.store.getAccount(id);
+    if (!acc) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
+    const secret = this.e.ids.secret();
+    await this.e.store.setAccountSecret(id, digestSecret(secret));
+    this.e.credentials.clear();
+    return { account: presentAccount(acc), secret };
+  }
+
+  async accountRemove(c: Caller, id: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    if (id === c.account.id) throw new MailError('malformed', 'the operator cannot remove itself', { field: 'id', reason: 'self' });
+    if (!(await this.e.store.removeAccount(id))) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
+    this.e.credentials.clear();
+    this.e.sessions.forget(id);
+    return { ok: true };
+  }
+
+  async accountList(c: Caller): Promise<{ accounts: A.AccountOut[] }> {
+    this.operatorOnly(c);
+    return { accounts: (await this.e.store.listAccounts()).map(presentAccount) };
+  }
+
+  async roomAdd(c: Caller, name: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    if ((await this.e.store.addRoom(name, this.e.clock.now())) === 'exists') throw new MailError('already_exists', `room #${name} exists`, { field: 'name' });
+    return { ok: true };
+  }
+
+  async roomRemove(c: Caller, name: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    if (!(await this.e.store.removeRoom(name))) throw new MailError('unknown_room', `no room #${name}`, { room: name });
+    return { ok: true };
+  }
+
+  async roomList(c: Caller): Promise<{ rooms: { name: string; members: string[] }[] }> {
+    this.operatorOnly(c);
+    return { rooms: (await this.e.store.listRooms()).map((r) => ({ name: r.name, members: r.members })) };
+  }
+
+  async memberAdd(c: Caller, room: string, account: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    const r = await this.e.store.addMember(room, account);
+    if (r === 'no_room') throw new MailError('unknown_room', `no room #${room}`, { room });
+    if (r === 'no_account') throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
+    return { ok: true };
+  }
+
+  async memberRemove(c: Caller, room: string, account: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    if (!(await this.e.store.getRoom(room))) throw new MailError('unknown_room', `no room #${room}`, { room });
+    await this.e.store.removeMember(room, account);
+    return { ok: true };
+  }
+
+  async listenerSet(c: Caller, account: string, url: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    const checked = checkListenerUrl(url);
+    if (!(await this.e.store.setListener(account, checked.href))) throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
+    return { ok: true };
+  }
+
+  async listenerRemove(c: Caller, account: string): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    await this.e.store.removeListener(account);
+    return { ok: true };
+  }
+}

@@ -1,0 +1,34 @@
+// An inbox page within a byte budget (MCP results must stay far under clients' caps): bodies that
+// do not fit are cut with a marker telling the reader to fetch the message with get; if even the
+// headers do not fit, the page ends earlier and its cursor says so. Nothing is ever skipped.
+import type { MessageOut } from '../wire/ops.js';
+
+const marker = (id: string, cut: number): string => `\n…[${cut} more bytes cut; call m4a_mail_get with message_id ${id} for the whole body]`;
+const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v));
+
+function cutTo(m: MessageOut, max: number): MessageOut {
+  const body = m.body;
+  if (body === undefined) return m;
+  const buf = Buffer.from(body, 'utf8');
+  if (buf.length <= max) return m;
+  // Decoding a truncated buffer turns a partial last character into U+FFFD; drop it.
+  const kept = new TextDecoder().decode(buf.subarray(0, Math.max(0, max))).replace(/\uFFFD$/, '');
+  return { ...m, body: kept + marker(m.id, buf.length - Buffer.byteLength(kept)), body_truncated: true };
+}
+
+/** How many of `messages` to keep and their (possibly cut) form, so the page fits `budget` bytes
+ *  given `overhead` bytes for the rest of the response. At least one message is always kept. */
+export function fitToBudget(messages: MessageOut[], budget: number, overhead: number): MessageOut[] {
+  if (overhead + bytes(messages) <= budget) return messages;
+  const bare = messages.map((m) => cutTo(m, 0));
+  let n = bare.length;
+  let size = overhead + bytes(bare);
+  while (n > 1 && size > budget) {
+    size -= bytes(bare[n - 1]) + 1;
+    n--;
+  }
+  const kept = messages.slice(0, n);
+  const spare = budget - overhead - bytes(bare.slice(0, n));
+  const share = Math.max(0, Math.floor(spare / n) - 16);
+  return kept.map((m) => cutTo(m, share));
+}

@@ -1,0 +1,36 @@
+// Listener URLs must point at this machine: parsed with the WHATWG parser, host exactly a
+// loopback name, no user info. The doorbell connects to the address checked here.
+import { MailError } from '../wire/errors.js';
+
+export interface CheckedListener {
+  href: string;
+  /** The literal address to connect to (never re-resolved). */
+  connectHost: '127.0.0.1' | '::1';
+  port: number;
+  path: string;
+  hostHeader: string;
+}
+
+export function checkListenerUrl(raw: string): CheckedListener {
+  const bad = (reason: string): never => {
+    throw new MailError('malformed', `url: ${reason}`, { field: 'url', reason });
+  };
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return bad('not a URL');
+  }
+  if (u.protocol !== 'http:') bad('only http:// listeners on this machine are allowed');
+  if (u.username || u.password) bad('user info is not allowed');
+  const host = u.hostname;
+  const connectHost = host === '127.0.0.1' || host === 'localhost' ? '127.0.0.1' : host === '[::1]' ? '::1' : null;
+  if (!connectHost) return bad('the host must be exactly 127.0.0.1, localhost or [::1]');
+  const port = u.port ? Number(u.port) : 80;
+  return { href: u.href, connectHost, port, path: `${u.pathname}${u.search}`, hostHeader: u.host };
+}
+
+/** Rings listeners; implemented by the daemon (it does network I/O, the engine does not). */
+export interface Doorbell {
+  ring(target: CheckedListener, payload: { account: string; to: string; message_id: string; from: string }): void;
+}

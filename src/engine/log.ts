@@ -1,0 +1,8 @@
+// The engine logs through this narrow interface (pino satisfies it). Never log secrets or bodies.
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const silentLogger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };

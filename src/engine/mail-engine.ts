@@ -1,0 +1,307 @@
+// The rules of the mailbox. Doors call these functions with a verified Caller; nothing here
+// knows about HTTP, MCP or SQL.
+import { createHash } from 'node:crypto';
+import { MailError } from '../wire/errors.js';
+import { formatAddress } from '../wire/address.js';
+import { LIMITS } from '../wire/limits.js';
+import type * as W from '../wire/ops.js';
+import {
+  ackKeyFor,
+  keyOfLineage,
+  readKeys,
+  type AccountRecord,
+  type ReaderScope,
+  type SessionRecord,
+  type Store,
+  type StoredMessage,
+} from '../store/types.js';
+import type { Attestation } from '../attest/types.js';
+import type { Clock, Ids } from './clock.js';
+import { CredentialCheck } from './credentials.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { silentLogger, type Logger } from './log.js';
+import { iso, presentCard, presentMessage, presentPaged, presentSession, senderAddress } from './present.js';
+import { resolveRecipient } from './recipients.js';
+import { SessionBook } from './sessions.js';
+import { guardStore } from './store-guard.js';
+import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
+import { checkListenerUrl, type Doorbell } from './listener-url.js';
+import { fitToBudget } from './inbox-budget.js';
+
+export interface EngineOptions {
+  store: Store;
+  clock: Clock;
+  ids: Ids;
+  hostId: string;
+  isAlive(pid: number, startTime: number): boolean;
+  doorbell?: Doorbell;
+  log?: Logger;
+  waitCaps?: WaitCaps;
+  /** How long ended sessions stay in the directory (default 24 h). */
+  sessionRetentionMs?: number;
+  idempotencyWindowMs?: number;
+}
+
+/** Who is calling: a verified account and, for agents, its attested session. */
+export interface Caller {
+  account: AccountRecord;
+  session: SessionRecord | null;
+}
+
+export const callerAddress = (c: Caller): string => (c.session ? `${c.account.id}/${c.session.id}` : c.account.id);
+
+const DAY_MS = 24 * 3600 * 1000;
+
+export class MailEngine {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly ids: Ids;
+  readonly credentials: CredentialCheck;
+  readonly sessions: SessionBook;
+  readonly waits: WaitRoom;
+  readonly log: Logger;
+  private doorbell: Doorbell | undefined;
+  private idemWindow: number;
+  private unsubscribe: () => void;
+
+  constructor(o: EngineOptions) {
+    this.log = o.log ?? silentLogger;
+    this.store = guardStore(o.store, this.log);
+    this.clock = o.clock;
+    this.ids = o.ids;
+    this.credentials = new CredentialCheck(this.store, o.clock);
+    this.sessions = new SessionBook(this.store, o.clock, { hostId: o.hostId, isAlive: o.isAlive, retentionMs: o.sessionRetentionMs ?? DAY_MS });
+    this.waits = new WaitRoom(o.clock, o.waitCaps ?? DEFAULT_WAIT_CAPS);
+    this.doorbell = o.doorbell;
+    this.idemWindow = o.idempotencyWindowMs ?? DAY_MS;
+    // A commit is a hint; parked readers re-query (the query is the truth).
+    this.unsubscribe = o.store.onCommit((e) => this.waits.notify(e.keys));
+  }
+
+  /** The caller for a verified account and, when the connection is attested, the session it is. */
+  async callerFor(account: AccountRecord, att: Attestation | null): Promise<Caller> {
+    if (!att) return { account, session: null };
+    return { account, session: await this.sessions.sessionFor(account, att) };
+  }
+
+  async scope(c: Caller): Promise<ReaderScope> {
+    return {
+      account: c.account.id,
+      sessionKey: c.session ? keyOfLineage(c.account.id, c.session.lineage) : null,
+      rooms: await this.store.roomsOf(c.account.id),
+    };
+  }
+
+  private need(c: Caller, perm: 'send' | 'read' | 'urgent'): void {
+    if (!c.account.permissions[perm]) throw new MailError('permission_denied', `account ${c.account.id} may not ${perm}`, { need: perm });
+  }
+
+  private async readable(c: Caller, m: StoredMessage, scope?: ReaderScope): Promise<boolean> {
+    const s = scope ?? (await this.scope(c));
+    return readKeys(s).includes(m.toKey);
+  }
+
+  async send(c: Caller, req: W.SendRequest): Promise<W.SendResponse> {
+    this.need(c, 'send');
+    const priority = req.priority ?? 'normal';
+    if (priority === 'urgent') this.need(c, 'urgent');
+    let parent: StoredMessage | null = null;
+    if (req.reply_to) {
+      parent = await this.store.getMessage(req.reply_to);
+      if (!parent) throw new MailError('unknown_message', `no message ${req.reply_to}`, { message_id: req.reply_to });
+      if (parent.fromAccount !== c.account.id && !(await this.readable(c, parent)))
+        throw new MailError('not_addressed_to_you', `you may not reply to ${req.reply_to}`, { message_id: req.reply_to });
+    }
+    const now = this.clock.now();
+    const target = await resolveRecipient(this.store, this.sessions, req.to, parent, now);
+    const refs = req.refs ?? [];
+    const fingerprint = req.idempotency_key
+      ? createHash('sha256')
+          .update(JSON.stringify([formatAddress(req.to), req.subject, req.body, req.reply_to ?? null, req.correlation ?? null, refs, priority]))
+          .digest('hex')
+      : null;
+    const id = this.ids.messageId();
+    const outcome = await this.store.appendMessage(
+      {
+        id,
+        threadId: parent ? parent.threadId : id,
+        fromAccount: c.account.id,
+        fromSession: c.session?.id ?? null,
+        fromKind: c.account.kind,
+        toAddress: target.address,
+        toKey: target.key,
+        subject: req.subject,
+        body: req.body,
+        replyTo: req.reply_to ?? null,
+        correlation: req.correlation ?? null,
+        refs,
+        priority,
+        createdAt: now,
+        idempotencyKey: req.idempotency_key ?? null,
+        fingerprint,
+      },
+      now - this.idemWindow,
+    );
+    const m = outcome.message;
+    if (outcome.kind === 'conflict')
+      throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
+    if (outcome.kind === 'created') void this.ring(target.accounts, m);
+    return {
+      message_id: m.id,
+      from: senderAddress(m),
+      thread_id: m.threadId,
+      to: m.toAddress,
+      redirected: outcome.kind === 'created' ? target.redirected : m.toAddress !== formatAddress(req.to),
+      duplicate: outcome.kind === 'duplicate',
+    };
+  }
+
+  /** Doorbells after commit: best effort, never able to fail or slow the send. */
+  private async ring(accounts: string[], m: StoredMessage): Promise<void> {
+    if (!this.doorbell) return;
+    try {
+      for (const account of accounts) {
+        const url = await this.store.getListener(account);
+        if (!url) continue;
+        this.doorbell.ring(checkListenerUrl(url), { account, to: m.toAddress, message_id: m.id, from: senderAddress(m) });
+      }
+    } catch (err) {
+      this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'listener lookup failed');
+    }
+  }
+
+  /** A page of readable mail, oldest first; with wait_secs, parks until mail commits or time runs out. */
+  async inbox(c: Caller, req: W.InboxRequest, door: { maxWaitSecs: number; budgetBytes?: number } = { maxWaitSecs: LIMITS.waitSecsHttp }): Promise<W.InboxResponse> {
+    const maxWaitSecs = door.maxWaitSecs;
+    this.need(c, 'read');
+    const limit = req.limit ?? LIMITS.inboxLimitDefault;
+    if (limit > LIMITS.inboxLimitMax)
+      throw new MailError('too_large', `limit is over ${LIMITS.inboxLimitMax}`, { field: 'limit', limit: LIMITS.inboxLimitMax, actual: limit });
+    const after = req.after !== undefined ? decodeCursor(req.after) : null;
+    const waitMs = Math.round(Math.min(Math.max(req.wait_secs ?? 0, 0), maxWaitSecs) * 1000);
+    const deadline = this.clock.now() + waitMs;
+    const owner = c.session ? `${c.account.id}/${c.session.id}` : c.account.id;
+    const includeBodies = req.include_bodies ?? true;
+
+    for (;;) {
+      const scope = await this.scope(c);
+      const remaining = deadline - this.clock.now();
+      // Register before the query so a commit in between still wakes us.
+      const parked = remaining > 0 ? this.waits.park(owner, c.account.id, readKeys(scope), remaining) : null;
+      let rows;
+      try {
+        rows = await this.store.page(scope, { after, pendingOnly: !req.include_acked, limit, threadId: req.thread_id ?? null });
+      } catch (err) {
+        parked?.cancel();
+        throw err;
+      }
+      if (rows.length > 0 || !parked) {
+        parked?.cancel();
+        const unread = await this.store.unread(scope);
+        let messages = rows.map((m) => presentPaged(m, includeBodies));
+        if (door.budgetBytes !== undefined) messages = fitToBudget(messages, door.budgetBytes, 80);
+        const last = rows[messages.length - 1];
+        const next = last ? last.seq : (after ?? (await this.store.headSeq()));
+        return { messages, next_cursor: encodeCursor(next), unread };
+      }
+      const end = await parked.ended;
+      if (end !== 'woken') {
+        return { messages: [], next_cursor: encodeCursor(after ?? (await this.store.headSeq())), unread: await this.store.unread(scope) };
+      }
+    }
+  }
+
+  async ack(c: Caller, req: W.AckRequest): Promise<W.AckResponse> {
+    this.need(c, 'read');
+    const ids = req.message_ids ?? (req.message_id ? [req.message_id] : []);
+    const scope = await this.scope(c);
+    const keys = readKeys(scope);
+    const items: { id: string; seq: number; toKey: string }[] = [];
+    // Check every id before acknowledging any: a refused request changes nothing.
+    for (const id of [...new Set(ids)]) {
+      const m = await this.store.getMessage(id);
+      if (!m) throw new MailError('unknown_message', `no message ${id}`, { message_id: id });
+      if (!keys.includes(m.toKey)) throw new MailError('not_addressed_to_you', `message ${id} is not addressed to you`, { message_id: id });
+      items.push({ id, seq: m.seq, toKey: m.toKey });
+    }
+    const results = await this.store.ack(scope, items, this.clock.now());
+    return {
+      acked: results.map((r, i) => ({ message_id: items[i]!.id, acked_at: iso(r.ackedAt) })),
+      unread: await this.store.unread(scope),
+    };
+  }
+
+  async get(c: Caller, req: W.GetRequest): Promise<W.GetResponse> {
+    this.need(c, 'read');
+    const m = await this.store.getMessage(req.message_id);
+    if (!m) throw new MailError('unknown_message', `no message ${req.message_id}`, { message_id: req.message_id });
+    const scope = await this.scope(c);
+    const keys = readKeys(scope);
+    const mayRead = (x: StoredMessage): boolean => keys.includes(x.toKey) || x.fromAccount === c.account.id;
+    if (!mayRead(m)) throw new MailError('not_addressed_to_you', `message ${req.message_id} is not addressed to you`, { message_id: req.message_id });
+    const visible = req.thread ? (await this.store.getThread(m.threadId)).filter(mayRead) : [m];
+    const acked = await this.store.ackedAt(
+      scope,
+      visible.filter((x) => keys.includes(x.toKey)).map((x) => ({ seq: x.seq, toKey: x.toKey })),
+    );
+    const out = (x: StoredMessage) => presentMessage(x, acked.get(x.seq) ?? null);
+    return req.thread ? { message: out(m), thread: visible.map(out) } : { message: out(m) };
+  }
+
+  async unread(c: Caller): Promise<W.UnreadResponse> {
+    this.need(c, 'read');
+    return { unread: await this.store.unread(await this.scope(c)) };
+  }
+
+  async whoami(c: Caller): Promise<W.WhoamiResponse> {
+    return {
+      address: callerAddress(c),
+      account: c.account.id,
+      label: c.account.label,
+      kind: c.account.kind,
+      session: c.session?.id ?? null,
+      rooms: (await this.store.roomsOf(c.account.id)).map((r) => `#${r}`),
+      card: presentCard(c.session),
+    };
+  }
+
+  async status(c: Caller, req: W.StatusRequest): Promise<W.StatusResponse> {
+    if (!c.session) throw new MailError('permission_denied', 'only an attested session has a card', { need: 'session' });
+    const d = { ...c.session.declared };
+    if (req.working_on !== undefined) d.workingOn = req.working_on || undefined;
+    if (req.role !== undefined) d.role = req.role || undefined;
+    if (req.parent !== undefined) d.parent = req.parent || undefined;
+    const rec = await this.store.setDeclared(c.account.id, c.session.id, d);
+    if (rec) {
+      this.sessions.remember(rec);
+      c.session = rec;
+    }
+    return { address: callerAddress(c), card: presentCard(rec ?? c.session) };
+  }
+
+  async directory(c: Caller): Promise<W.DirectoryResponse> {
+    const [accounts, sessions, rooms, mine] = await Promise.all([
+      this.store.listAccounts(),
+      this.store.listSessions(),
+      this.store.listRooms(),
+      this.store.roomsOf(c.account.id),
+    ]);
+    const byAccount = new Map<string, W.SessionOut[]>();
+    for (const s of sessions) {
+      const list = byAccount.get(s.account) ?? [];
+      list.push(presentSession(s, this.sessions.isLive(s)));
+      byAccount.set(s.account, list);
+    }
+    return {
+      accounts: accounts.map((a) => ({ id: a.id, label: a.label, kind: a.kind, sessions: byAccount.get(a.id) ?? [] })),
+      rooms: rooms.map((r) => ({ name: r.name, member: mine.includes(r.name) })),
+    };
+  }
+
+  /** Shutdown: answer every parked wait, flush session touches. */
+  async close(): Promise<void> {
+    this.waits.closeAll();
+    this.unsubscribe();
+    await this.sessions.flushTouches().catch(() => undefined);
+  }
+}

@@ -1,0 +1,109 @@
+// Sessions: registered on first contact from the attested process, succeeded on restart, ended
+// when their process is gone, pruned from the directory after a retention time (mail stays).
+import { MailError } from '../wire/errors.js';
+import type { AccountRecord, SessionRecord, Store } from '../store/types.js';
+import type { Attestation } from '../attest/types.js';
+import type { Clock } from './clock.js';
+
+export interface SessionBookOptions {
+  hostId: string;
+  /** Liveness of a process on this host; sessions of other hosts rely on their own daemon. */
+  isAlive(pid: number, startTime: number): boolean;
+  retentionMs: number;
+}
+
+const TOUCH_FLUSH_MS = 5000;
+
+export class SessionBook {
+  /** account/sessionId → record; a connection's repeated requests never touch the store. */
+  private known = new Map<string, SessionRecord>();
+  private seen = new Map<string, { account: string; id: string; at: number }>();
+  private lastFlush = 0;
+
+  constructor(
+    private store: Store,
+    private clock: Clock,
+    private opts: SessionBookOptions,
+  ) {}
+
+  /** The session of `account` that the attested process is, registered on first contact. */
+  async sessionFor(account: AccountRecord, att: Attestation): Promise<SessionRecord> {
+    if (account.bindProvider && att.corroborated.provider !== account.bindProvider) {
+      throw new MailError('permission_denied', `account ${account.id} is bound to ${account.bindProvider} sessions`, { need: `provider:${account.bindProvider}` });
+    }
+    const key = `${account.id}/${att.sessionId}`;
+    const now = this.clock.now();
+    let rec = this.known.get(key);
+    if (!rec) {
+      rec = (await this.store.getSession(account.id, att.sessionId)) ?? (await this.register(account, att, now));
+      this.known.set(key, rec);
+    }
+    this.seen.set(key, { account: account.id, id: att.sessionId, at: now });
+    if (now - this.lastFlush > TOUCH_FLUSH_MS) void this.flushTouches().catch(() => undefined);
+    return rec;
+  }
+
+  private async register(account: AccountRecord, att: Attestation, now: number): Promise<SessionRecord> {
+    const c = att.corroborated;
+    let predecessor: string | null = null;
+    if (c.provider && c.provider_session_id) {
+      for (const cand of await this.store.findByProviderSession(account.id, c.provider, c.provider_session_id)) {
+        if (cand.id === att.sessionId || cand.successor) continue;
+        if (cand.endedAt === null && this.isLive(cand)) continue; // a live session is nobody's predecessor
+        predecessor = cand.id;
+        break;
+      }
+    }
+    return this.store.registerSession({
+      account: account.id,
+      id: att.sessionId,
+      hostId: this.opts.hostId,
+      pid: att.session.pid,
+      startTime: att.session.startTime,
+      exe: att.session.exe,
+      uid: att.session.uid,
+      corroborated: { provider: c.provider, providerSessionId: c.provider_session_id, model: c.model, cwd: c.cwd },
+      createdAt: now,
+      predecessor,
+    });
+  }
+
+  /** Live: not marked ended and, on this host, its process (pid, start time) still runs. */
+  isLive(s: SessionRecord): boolean {
+    if (s.endedAt !== null) return false;
+    if (s.hostId !== this.opts.hostId) return true;
+    return this.opts.isAlive(s.pid, s.startTime);
+  }
+
+  /** Refresh a cached record after the store changed it (status, successor). */
+  remember(rec: SessionRecord): void {
+    this.known.set(`${rec.account}/${rec.id}`, rec);
+  }
+
+  forget(account: string): void {
+    for (const k of this.known.keys()) if (k.startsWith(`${account}/`)) this.known.delete(k);
+  }
+
+  async flushTouches(): Promise<void> {
+    this.lastFlush = this.clock.now();
+    if (this.seen.size === 0) return;
+    const batch = [...this.seen.values()];
+    this.seen.clear();
+    await this.store.touchSessions(batch);
+  }
+
+  /** Marks sessions of this host whose process is gone as ended; prunes long-ended ones. */
+  async sweep(): Promise<{ ended: number; pruned: number }> {
+    const now = this.clock.now();
+    let ended = 0;
+    for (const s of await this.store.listSessions()) {
+      if (s.endedAt === null && s.hostId === this.opts.hostId && !this.opts.isAlive(s.pid, s.startTime)) {
+        await this.store.endSession(s.account, s.id, now);
+        this.known.delete(`${s.account}/${s.id}`);
+        ended++;
+      }
+    }
+    const pruned = await this.store.pruneSessions(now - this.opts.retentionMs);
+    return { ended, pruned };
+  }
+}

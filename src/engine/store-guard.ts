@@ -1,0 +1,27 @@
+// A store failure becomes store_unavailable {operation}; the cause is logged, never returned.
+import { MailError } from '../wire/errors.js';
+import type { Store } from '../store/types.js';
+import type { Logger } from './log.js';
+
+export function guardStore(store: Store, log: Logger): Store {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof v !== 'function' || prop === 'onCommit') return typeof v === 'function' ? v.bind(target) : v;
+      const fn = v as (...a: unknown[]) => unknown;
+      return (...args: unknown[]) => {
+        const fail = (err: unknown): never => {
+          if (err instanceof MailError) throw err;
+          log.error({ operation: String(prop), err: err instanceof Error ? err.message : String(err) }, 'store failure');
+          throw new MailError('store_unavailable', `the store failed during ${String(prop)}`, { operation: String(prop) });
+        };
+        try {
+          const r = fn.apply(target, args);
+          return r instanceof Promise ? r.catch(fail) : r;
+        } catch (err) {
+          return fail(err);
+        }
+      };
+    },
+  });
+}

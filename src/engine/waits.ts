@@ -1,0 +1,118 @@
+// Parked inbox waits. A wait holds no lock: it registers interest in mail keys *before* the
+// reader's query, so a commit between the two still wakes it; every wake is only a hint and the
+// reader re-queries. Caps: per session (the oldest wait is answered empty) and in total.
+import { MailError } from '../wire/errors.js';
+import type { MailKey } from '../store/types.js';
+import type { Clock } from './clock.js';
+
+export type WaitEnd = 'woken' | 'expired' | 'displaced' | 'closed';
+
+export interface WaitCaps {
+  perSession: number;
+  perAccount: number;
+  total: number;
+}
+
+export const DEFAULT_WAIT_CAPS: WaitCaps = { perSession: 8, perAccount: 2048, total: 20_000 };
+
+interface Waiter {
+  owner: string;
+  account: string;
+  keys: MailKey[];
+  settle(end: WaitEnd): void;
+}
+
+export interface ParkedWait {
+  readonly ended: Promise<WaitEnd>;
+  cancel(): void;
+}
+
+export class WaitRoom {
+  private byKey = new Map<MailKey, Set<Waiter>>();
+  private byOwner = new Map<string, Waiter[]>();
+  private perAccount = new Map<string, number>();
+  private count = 0;
+  private closed = false;
+
+  constructor(
+    private clock: Clock,
+    private caps: WaitCaps = DEFAULT_WAIT_CAPS,
+  ) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Registers a wait on `keys` for at most `ms`. `owner` is the session (or account) waiting. */
+  park(owner: string, account: string, keys: MailKey[], ms: number): ParkedWait {
+    if (this.closed) return { ended: Promise.resolve('closed'), cancel: () => undefined };
+    // A session at its own cap replaces its oldest wait, which frees a slot before the totals count.
+    const mine = this.byOwner.get(owner) ?? [];
+    if (mine.length >= this.caps.perSession) mine[0]?.settle('displaced');
+    if (this.count >= this.caps.total) throw new MailError('rate_limited', 'too many parked waits on this daemon', { retry_after: 1 });
+    if ((this.perAccount.get(account) ?? 0) >= this.caps.perAccount)
+      throw new MailError('rate_limited', `too many parked waits for account ${account}`, { retry_after: 1 });
+
+    let resolve!: (e: WaitEnd) => void;
+    const ended = new Promise<WaitEnd>((r) => (resolve = r));
+    let done = false;
+    let cancelTimer = (): void => undefined;
+    const w: Waiter = {
+      owner,
+      account,
+      keys,
+      settle: (end) => {
+        if (done) return;
+        done = true;
+        cancelTimer();
+        this.remove(w);
+        resolve(end);
+      },
+    };
+    cancelTimer = this.clock.timer(ms, () => w.settle('expired'));
+    for (const k of keys) {
+      let set = this.byKey.get(k);
+      if (!set) this.byKey.set(k, (set = new Set()));
+      set.add(w);
+    }
+    const list = this.byOwner.get(owner) ?? [];
+    list.push(w);
+    this.byOwner.set(owner, list);
+    this.perAccount.set(account, (this.perAccount.get(account) ?? 0) + 1);
+    this.count++;
+    return { ended, cancel: () => w.settle('closed') };
+  }
+
+  /** Wakes every wait interested in any of `keys`. */
+  notify(keys: MailKey[]): number {
+    const woken = new Set<Waiter>();
+    for (const k of keys) for (const w of this.byKey.get(k) ?? []) woken.add(w);
+    for (const w of woken) w.settle('woken');
+    return woken.size;
+  }
+
+  /** Shutdown: every parked wait answers (an empty page) at once. */
+  closeAll(): void {
+    this.closed = true;
+    for (const list of [...this.byOwner.values()]) for (const w of [...list]) w.settle('closed');
+  }
+
+  private remove(w: Waiter): void {
+    for (const k of w.keys) {
+      const set = this.byKey.get(k);
+      if (!set) continue;
+      set.delete(w);
+      if (set.size === 0) this.byKey.delete(k);
+    }
+    const list = this.byOwner.get(w.owner);
+    if (list) {
+      const i = list.indexOf(w);
+      if (i >= 0) list.splice(i, 1);
+      if (list.length === 0) this.byOwner.delete(w.owner);
+    }
+    const n = (this.perAccount.get(w.account) ?? 1) - 1;
+    if (n <= 0) this.perAccount.delete(w.account);
+    else this.perAccount.set(w.account, n);
+    this.count--;
+  }
+}

@@ -1,0 +1,37 @@
+// A separate OS process acting as one agent session: reads JSON lines {id, path, body} on stdin,
+// calls the daemon over one keep-alive connection, writes {id, status, body} lines on stdout.
+import { Agent, request } from 'node:http';
+import { createInterface } from 'node:readline';
+
+const url = new URL(process.env.M4A_URL);
+const token = process.env.M4A_TOKEN;
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+
+function call(path, body) {
+  return new Promise((resolve) => {
+    const payload = JSON.stringify(body ?? {});
+    const req = request(
+      { agent, host: url.hostname, port: url.port, path, method: 'POST', headers: { host: url.host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+      (res) => {
+        let data = '';
+        res.on('data', (c) => (data += c));
+        res.on('end', () => resolve({ status: res.statusCode, body: data ? JSON.parse(data) : null }));
+      },
+    );
+    req.on('error', (e) => resolve({ status: 0, body: { error: { code: 'transport', message: e.message } } }));
+    req.end(payload);
+  });
+}
+
+process.stdout.write(JSON.stringify({ ready: true, pid: process.pid }) + '\n');
+const rl = createInterface({ input: process.stdin });
+rl.on('line', async (line) => {
+  const { id, path, body } = JSON.parse(line);
+  if (path === 'exit') {
+    agent.destroy();
+    process.exit(0);
+  }
+  const r = await call(path, body);
+  process.stdout.write(JSON.stringify({ id, ...r }) + '\n');
+});
+rl.on('close', () => process.exit(0));

@@ -1,0 +1,146 @@
+// Parked inbox waits: woken by a send within milliseconds, clamped, empty on expiry, never
+// blocking another caller, capped per session and in total.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '../src/engine/clock.js';
+import { MailError } from '../src/wire/errors.js';
+import type { MailClient } from '../src/client/http-client.js';
+import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+
+const tick = () => new Promise((r) => setTimeout(r, 20));
+
+async function settledWithin<T>(p: Promise<T>, ms: number): Promise<{ done: boolean; value?: T }> {
+  let done = false;
+  let value: T | undefined;
+  void p.then((v) => {
+    done = true;
+    value = v;
+  }, () => (done = true));
+  await new Promise((r) => setTimeout(r, ms));
+  return value === undefined ? { done } : { done, value };
+}
+
+describe('waits (real clock)', () => {
+  let d: TestDaemon;
+  let a: MailClient;
+  let b: MailClient;
+  before(async () => {
+    d = await startTestDaemon();
+    a = (await d.account('a')).client;
+    b = (await d.account('b')).client;
+  });
+  after(() => d.stop());
+
+  it('a parked reader is answered within milliseconds of a send', async () => {
+    const head = (await b.inbox({ include_acked: true })).next_cursor!;
+    const waiting = b.inbox({ wait_secs: 30, after: head });
+    await tick();
+    const t0 = performance.now();
+    const sent = await a.send({ to: 'b', subject: 'wake', body: '' });
+    const page = await waiting;
+    const ms = performance.now() - t0;
+    assert.deepEqual(page.messages.map((m) => m.id), [sent.message_id]);
+    assert.ok(ms < 1000, `woken after ${ms.toFixed(1)} ms (sanity bound, not a benchmark)`);
+  });
+
+  it('without a cursor, parks only while nothing is unacknowledged', async () => {
+    const pending = (await b.inbox()).messages.map((m) => m.id);
+    if (pending.length) await b.ack(pending);
+    const w = b.inbox({ wait_secs: 30 });
+    const early = await settledWithin(w, 50);
+    assert.equal(early.done, false, 'nothing unacknowledged: parked');
+    const sent = await a.send({ to: 'b', subject: 'x', body: '' });
+    assert.deepEqual((await w).messages.map((m) => m.id), [sent.message_id]);
+    const again = await settledWithin(b.inbox({ wait_secs: 30 }), 50);
+    assert.equal(again.done, true, 'unacknowledged mail answers at once: no spinning needed, no parking');
+    await b.ack(sent.message_id);
+  });
+
+  it('a parked wait never blocks another caller\'s send or read', async () => {
+    const w = b.inbox({ wait_secs: 30, after: (await b.inbox({ include_acked: true })).next_cursor! });
+    await tick();
+    const t0 = performance.now();
+    await a.send({ to: 'a', subject: 'self', body: '' });
+    await a.inbox();
+    await a.unread();
+    assert.ok(performance.now() - t0 < 1000);
+    await a.send({ to: 'b', subject: 'release', body: '' });
+    assert.equal((await w).messages.length, 1);
+  });
+
+  it('mail for someone else does not answer the wait', async () => {
+    const w = b.inbox({ wait_secs: 30, after: (await b.inbox({ include_acked: true })).next_cursor! });
+    await a.send({ to: 'a', subject: 'not for b', body: '' });
+    assert.equal((await settledWithin(w, 80)).done, false);
+    await a.send({ to: 'b', subject: 'for b', body: '' });
+    assert.deepEqual((await w).messages.map((m) => m.subject), ['for b']);
+  });
+});
+
+describe('waits (manual clock)', () => {
+  let d: TestDaemon;
+  let clock: ManualClock;
+  let a: MailClient;
+  let b: MailClient;
+  before(async () => {
+    clock = new ManualClock(Date.now());
+    d = await startTestDaemon({ clock, waitCaps: { perSession: 2, perAccount: 3, total: 4 } });
+    a = (await d.account('a')).client;
+    b = (await d.account('b')).client;
+  });
+  after(() => d.stop());
+
+  it('expiry answers an empty page, never an error', async () => {
+    const w = b.inbox({ wait_secs: 10, after: (await b.inbox({ include_acked: true })).next_cursor! });
+    await tick();
+    clock.advance(9_999);
+    assert.equal((await settledWithin(w, 30)).done, false);
+    clock.advance(1);
+    const page = await w;
+    assert.deepEqual(page.messages, []);
+    assert.ok(page.next_cursor);
+  });
+
+  it('clamps wait_secs to 60 over HTTP instead of refusing', async () => {
+    const w = b.inbox({ wait_secs: 3600, after: (await b.inbox({ include_acked: true })).next_cursor! });
+    await tick();
+    clock.advance(59_999);
+    assert.equal((await settledWithin(w, 30)).done, false, 'still parked before 60 s');
+    clock.advance(1);
+    assert.deepEqual((await w).messages, [], 'answered at 60 s');
+  });
+
+  it('caps waits per session (the oldest answers empty) and in total (rate_limited)', async () => {
+    const cur = (await b.inbox({ include_acked: true })).next_cursor!;
+    const w1 = b.inbox({ wait_secs: 30, after: cur });
+    await tick();
+    const w2 = b.inbox({ wait_secs: 30, after: cur });
+    await tick();
+    const w3 = b.inbox({ wait_secs: 30, after: cur });
+    assert.deepEqual((await w1).messages, [], 'the oldest wait of the session was answered empty');
+    assert.equal((await settledWithin(w2, 30)).done, false);
+    const aCur = (await a.inbox({ include_acked: true })).next_cursor!;
+    const w4 = a.inbox({ wait_secs: 30, after: aCur });
+    await tick();
+    const w5 = a.inbox({ wait_secs: 30, after: aCur });
+    await tick();
+    // a's third wait displaces a's oldest (w4) instead of counting against the total
+    const w6 = a.inbox({ wait_secs: 30, after: aCur });
+    assert.deepEqual((await w4).messages, [], 'w4 answered empty by its own session\'s newer wait');
+    assert.equal(d.engine.waits.size, 4);
+    const c = (await d.account('c')).client;
+    const refusedWait = await c.inbox({ wait_secs: 30, after: aCur }).catch((e: unknown) => e);
+    assert.ok(refusedWait instanceof MailError && refusedWait.code === 'rate_limited', 'over the total cap: rate_limited');
+    assert.equal(typeof refusedWait.details.retry_after, 'number');
+    assert.equal(d.engine.waits.size, 4, 'the refused wait parked nothing');
+    clock.advance(30_000);
+    await Promise.all([w2, w3, w5, w6]);
+  });
+
+  it('shutdown answers parked waits at once', async () => {
+    const w = b.inbox({ wait_secs: 30, after: (await b.inbox({ include_acked: true })).next_cursor! });
+    await tick();
+    await d.engine.close();
+    assert.deepEqual((await w).messages, []);
+  });
+});
