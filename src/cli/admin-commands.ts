@@ -1,0 +1,101 @@
+// m4a admin …: the operator registry, through the operator credential in the data directory.
+import type { Command } from 'commander';
+import { MailClient } from '../client/http-client.js';
+import { dataDirFrom, operatorToken } from './daemon-target.js';
+import { ensureDaemon } from './autostart.js';
+import { fail, printJson, table } from './output.js';
+
+interface Common {
+  json?: boolean;
+  dataDir?: string;
+}
+
+/** The operator's client; the daemon is started first if needed (it writes the credential). */
+export async function operatorClient(dataDirFlag: string | undefined): Promise<MailClient> {
+  const dir = dataDirFrom(dataDirFlag);
+  const url = await ensureDaemon(dir);
+  return new MailClient({ url, token: operatorToken(dir) });
+}
+
+async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
+  let c: MailClient | undefined;
+  try {
+    c = await operatorClient(o.dataDir);
+    const r = await fn(c);
+    if (o.json) printJson(r);
+    else process.stdout.write(`${human(r)}\n`);
+  } catch (err) {
+    fail(err, !!o.json);
+  } finally {
+    c?.close();
+  }
+}
+
+const common = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
+
+export function registerAdmin(program: Command): void {
+  const admin = program.command('admin').description('operator registry: accounts, rooms, members, listeners');
+  const account = admin.command('account').description('accounts and their secrets');
+
+  common(account.command('add <id>').description('create an account; prints its secret once'))
+    .option('--kind <kind>', 'agent, human or service', 'agent')
+    .option('--label <label>', 'display label')
+    .option('--bind-provider <provider>', 'accept only sessions of this provider (claude, codex, …)')
+    .option('--urgent', 'may send urgent mail')
+    .option('--operator', 'may use the operator registry')
+    .option('--no-send', 'may not send')
+    .option('--no-read', 'may not read')
+    .action((id: string, o: Common & { kind: 'agent' | 'human' | 'service'; label?: string; bindProvider?: string; urgent?: boolean; operator?: boolean; send: boolean; read: boolean }) =>
+      run(
+        o,
+        (c) =>
+          c.admin.accountAdd({
+            id,
+            kind: o.kind,
+            ...(o.label ? { label: o.label } : {}),
+            ...(o.bindProvider ? { bind_provider: o.bindProvider } : {}),
+            permissions: { send: o.send, read: o.read, urgent: !!o.urgent, operator: !!o.operator },
+          }),
+        (r) => `account ${r.account.id} created. Its secret (shown once, store it now):\n${r.secret}`,
+      ),
+    );
+  common(account.command('rotate <id>').description('issue a new secret; the old one stops working')).action((id: string, o: Common) =>
+    run(o, (c) => c.admin.accountRotate(id), (r) => `account ${r.account.id}: new secret (shown once):\n${r.secret}`),
+  );
+  common(account.command('remove <id>').description('remove an account; its mail stays stored')).action((id: string, o: Common) =>
+    run(o, (c) => c.admin.accountRemove(id), () => `account ${id} removed`),
+  );
+  common(account.command('list').description('every account')).action((o: Common) =>
+    run(
+      o,
+      (c) => c.admin.accountList(),
+      (r) =>
+        table([
+          ['ID', 'KIND', 'PERMISSIONS', 'BOUND TO'],
+          ...r.accounts.map((a) => [a.id, a.kind, Object.entries(a.permissions).filter(([, v]) => v).map(([k]) => k).join(','), a.bind_provider ?? '-']),
+        ]),
+    ),
+  );
+
+  const room = admin.command('room').description('rooms and their members');
+  common(room.command('add <name>').description('create a room')).action((name: string, o: Common) => run(o, (c) => c.admin.roomAdd(name), () => `room #${name} created`));
+  common(room.command('remove <name>').description('remove a room')).action((name: string, o: Common) => run(o, (c) => c.admin.roomRemove(name), () => `room #${name} removed`));
+  common(room.command('list').description('every room with its members')).action((o: Common) =>
+    run(o, (c) => c.admin.roomList(), (r) => table([['ROOM', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.members.join(', ') || '-'])])),
+  );
+  const member = room.command('member').description('room membership');
+  common(member.command('add <room> <account>').description('grant membership')).action((roomName: string, acc: string, o: Common) =>
+    run(o, (c) => c.admin.memberAdd(roomName, acc), () => `${acc} is now a member of #${roomName}`),
+  );
+  common(member.command('remove <room> <account>').description('revoke membership')).action((roomName: string, acc: string, o: Common) =>
+    run(o, (c) => c.admin.memberRemove(roomName, acc), () => `${acc} is no longer a member of #${roomName}`),
+  );
+
+  const listener = admin.command('listener').description('doorbell URLs rung when mail arrives');
+  common(listener.command('set <account> <url>').description('set a loopback URL for an account')).action((acc: string, url: string, o: Common) =>
+    run(o, (c) => c.admin.listenerSet(acc, url), () => `listener for ${acc} set to ${url}`),
+  );
+  common(listener.command('remove <account>').description('clear an account\'s listener')).action((acc: string, o: Common) =>
+    run(o, (c) => c.admin.listenerRemove(acc), () => `listener for ${acc} removed`),
+  );
+}

@@ -1,0 +1,69 @@
+// The singleton daemon: any command that finds none starts one, detached, and waits until it
+// answers. Two commands racing start exactly one (the data directory's lock decides; the loser
+// exits and both clients find the winner).
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MailClient, DaemonUnreachable } from '../client/http-client.js';
+import { DATA_FILES } from '../wire/locations.js';
+import { daemonUrl } from './daemon-target.js';
+
+export const CLI_MAIN = fileURLToPath(new URL('./main.js', import.meta.url)).replace(/\.js$/, import.meta.url.endsWith('.ts') ? '.ts' : '.js');
+
+export interface DaemonInfo {
+  pid: number;
+  url: string;
+  version: string;
+  auto?: boolean;
+  started_at?: string;
+}
+
+export function readDaemonInfo(dataDir: string): DaemonInfo | null {
+  try {
+    return JSON.parse(readFileSync(join(dataDir, DATA_FILES.daemonInfo), 'utf8')) as DaemonInfo;
+  } catch {
+    return null;
+  }
+}
+
+export async function probe(url: string, timeoutMs = 1000): Promise<{ version: string; pid: number } | null> {
+  const c = new MailClient({ url, token: '', checkPortOwner: false });
+  try {
+    return await c.health(timeoutMs);
+  } catch {
+    return null;
+  } finally {
+    c.close();
+  }
+}
+
+/** Starts `m4a serve --auto` detached from this process (it outlives the agent that started it). */
+export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env): void {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const log = openSync(join(dataDir, 'daemon.log'), 'a', 0o600);
+  const port = env.M4A_PORT;
+  const child = spawn(process.execPath, [...process.execArgv, CLI_MAIN, 'serve', '--auto', '--data-dir', dataDir, ...(port ? ['--port', port] : [])], {
+    detached: true,
+    stdio: ['ignore', log, log],
+    env,
+    cwd: dataDir,
+  });
+  child.unref();
+  closeSync(log);
+}
+
+/** The URL of a running daemon, starting one when none answers. */
+export async function ensureDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 15_000): Promise<string> {
+  const url = daemonUrl(dataDir, env);
+  if (await probe(url, 1000)) return url;
+  if (env.M4A_URL) throw new DaemonUnreachable(url, new Error('M4A_URL is set, so no daemon is started'));
+  spawnDaemon(dataDir, env);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 30));
+    const now = daemonUrl(dataDir, env);
+    if (await probe(now, 500)) return now;
+  }
+  throw new DaemonUnreachable(url, new Error(`started a daemon but it did not answer within ${timeoutMs} ms (see ${join(dataDir, 'daemon.log')})`));
+}

@@ -1,0 +1,180 @@
+// `m4a doctor`: read-only checks of the daemon, the store, attestation on this platform, every
+// agent program's MCP entry and secret, and what the user must still do by hand.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { MailClient } from '../client/http-client.js';
+import { MailError } from '../wire/errors.js';
+import { daemonUrl, dataDirFrom } from './daemon-target.js';
+import { probe, readDaemonInfo } from './autostart.js';
+import { CLI_VERSION } from './connect.js';
+import { credentialsPath, readCredentials } from './credentials.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'fail';
+export interface Check {
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  todo?: string;
+}
+
+interface McpEntry {
+  program: string;
+  scope: string;
+  file: string;
+  entry: Record<string, unknown>;
+}
+
+const home = (env: NodeJS.ProcessEnv) => env.HOME || homedir();
+
+async function readJsonc(file: string): Promise<unknown> {
+  const { parse } = await import('jsonc-parser');
+  const errors: { error: number }[] = [];
+  const v = parse(readFileSync(file, 'utf8'), errors as never, { allowTrailingComma: true });
+  if (errors.length) throw new Error(`cannot parse ${file}`);
+  return v;
+}
+
+async function findEntries(env: NodeJS.ProcessEnv, project: string): Promise<{ entries: McpEntry[]; problems: Check[] }> {
+  const h = home(env);
+  const codexHome = env.CODEX_HOME || join(h, '.codex');
+  const jsonFiles: [string, string, string, (v: any) => unknown][] = [
+    ['claude', 'user', join(h, '.claude.json'), (v) => v?.mcpServers?.m4a],
+    ['claude', 'project', join(project, '.mcp.json'), (v) => v?.mcpServers?.m4a],
+    ['gemini', 'user', join(h, '.gemini', 'settings.json'), (v) => v?.mcpServers?.m4a],
+    ['gemini', 'project', join(project, '.gemini', 'settings.json'), (v) => v?.mcpServers?.m4a],
+    ['cursor', 'user', join(h, '.cursor', 'mcp.json'), (v) => v?.mcpServers?.m4a],
+    ['cursor', 'project', join(project, '.cursor', 'mcp.json'), (v) => v?.mcpServers?.m4a],
+  ];
+  const entries: McpEntry[] = [];
+  const problems: Check[] = [];
+  for (const [program, scope, file, pick] of jsonFiles) {
+    if (!existsSync(file)) continue;
+    try {
+      const e = pick(await readJsonc(file));
+      if (e && typeof e === 'object') entries.push({ program, scope, file, entry: e as Record<string, unknown> });
+    } catch (err) {
+      problems.push({ name: `${program} config`, status: 'fail', detail: (err as Error).message });
+    }
+  }
+  for (const [scope, file] of [
+    ['user', join(codexHome, 'config.toml')],
+    ['project', join(project, '.codex', 'config.toml')],
+  ] as const) {
+    if (!existsSync(file)) continue;
+    try {
+      const { parse } = await import('@decimalturn/toml-patch');
+      const v = parse(readFileSync(file, 'utf8')) as { mcp_servers?: { m4a?: Record<string, unknown> } };
+      if (v.mcp_servers?.m4a) entries.push({ program: 'codex', scope, file, entry: v.mcp_servers.m4a });
+    } catch (err) {
+      problems.push({ name: 'codex config', status: 'fail', detail: `cannot parse ${file}: ${(err as Error).message}` });
+    }
+  }
+  return { entries, problems };
+}
+
+function accountOf(entry: Record<string, unknown>): string | undefined {
+  const args = Array.isArray(entry.args) ? (entry.args as unknown[]).map(String) : [];
+  const i = args.indexOf('--account');
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+export async function runDoctor(o: { dataDir?: string; project?: string }, env: NodeJS.ProcessEnv = process.env): Promise<Check[]> {
+  const checks: Check[] = [];
+  const dataDir = dataDirFrom(o.dataDir, env);
+  const project = resolve(o.project ?? process.cwd());
+  const url = daemonUrl(dataDir, env);
+
+  if (process.platform !== 'linux')
+    checks.push({ name: 'attestation', status: 'fail', detail: `no process attestation on ${process.platform}: every mail request will be refused (unattested)` });
+
+  const h = await probe(url);
+  if (!h) {
+    checks.push({ name: 'daemon', status: 'warn', detail: `nothing answers at ${url}`, todo: 'it starts on first use (m4a send, m4a mcp); or run `m4a serve` / `m4a daemon install`' });
+  } else {
+    const health = await new MailClient({ url, token: '', checkPortOwner: false }).health();
+    checks.push({ name: 'daemon', status: 'ok', detail: `mail4agent ${health.version} at ${url} (pid ${health.pid})` });
+    if (health.version !== CLI_VERSION)
+      checks.push({ name: 'version', status: 'warn', detail: `daemon ${health.version}, cli ${CLI_VERSION}`, todo: 'run `m4a daemon restart` to run this version' });
+    checks.push({ name: 'store', status: 'ok', detail: `${health.store} in ${dataDir}` });
+    checks.push({ name: 'attestation', status: health.attestation ? 'ok' : 'fail', detail: health.attestation ? 'the daemon attests connections on this platform' : 'the daemon cannot attest connections here' });
+    const info = readDaemonInfo(dataDir);
+    if (info && info.pid !== h.pid) checks.push({ name: 'daemon.json', status: 'warn', detail: `daemon.json names pid ${info.pid}, the daemon is pid ${h.pid}` });
+  }
+  if (existsSync(dataDir)) {
+    const mode = statSync(dataDir).mode & 0o777;
+    checks.push({ name: 'data directory', status: mode & 0o077 ? 'fail' : 'ok', detail: `${dataDir} mode ${mode.toString(8)}`, ...(mode & 0o077 ? { todo: `chmod 700 ${dataDir}` } : {}) });
+  }
+
+  const credPath = credentialsPath(env);
+  let creds: ReturnType<typeof readCredentials> = { version: 1, accounts: {} };
+  if (existsSync(credPath)) {
+    const mode = statSync(credPath).mode & 0o777;
+    checks.push({ name: 'credentials', status: mode & 0o077 ? 'fail' : 'ok', detail: `${credPath} (${Object.keys(readCredentials(env).accounts).join(', ') || 'no accounts'}) mode ${mode.toString(8)}`, ...(mode & 0o077 ? { todo: `chmod 600 ${credPath}` } : {}) });
+    creds = readCredentials(env);
+  } else if (!env.M4A_TOKEN) {
+    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|cursor`' });
+  }
+
+  // Each account's secret, proven against the daemon (a whoami attests this very process).
+  if (h) {
+    for (const [name, acc] of Object.entries(creds.accounts)) {
+      const c = new MailClient({ url, token: acc.secret });
+      try {
+        const me = await c.whoami();
+        checks.push({ name: `account ${name}`, status: me.account === name ? 'ok' : 'fail', detail: me.account === name ? `secret valid; this shell would speak as ${me.address}` : `the stored secret names ${me.account}` });
+      } catch (err) {
+        const code = err instanceof MailError ? err.code : 'unreachable';
+        checks.push({ name: `account ${name}`, status: 'fail', detail: `${code}: ${(err as Error).message}`, todo: code === 'unauthenticated' ? `run \`m4a setup ${acc.provider ?? name}\` again` : undefined } as Check);
+      } finally {
+        c.close();
+      }
+    }
+  }
+
+  const { entries, problems } = await findEntries(env, project);
+  checks.push(...problems);
+  if (entries.length === 0) checks.push({ name: 'agents', status: 'warn', detail: 'no agent program is wired to mail4agent', todo: 'run `m4a setup claude` (or codex, gemini, cursor)' });
+  for (const e of entries) {
+    const name = `${e.program} (${e.scope})`;
+    const isHttp = typeof e.entry.url === 'string';
+    if (isHttp) {
+      const envRef = JSON.stringify(e.entry).match(/M4A_TOKEN/) !== null;
+      checks.push({ name, status: envRef ? 'ok' : 'warn', detail: `HTTP entry ${String(e.entry.url)} in ${e.file}`, todo: env.M4A_TOKEN ? undefined : 'export M4A_TOKEN in the environment the agent starts from' } as Check);
+    } else {
+      const account = accountOf(e.entry);
+      const has = account !== undefined && creds.accounts[account] !== undefined;
+      checks.push({
+        name,
+        status: has ? 'ok' : 'fail',
+        detail: `stdio bridge ${[e.entry.command, ...((e.entry.args as unknown[]) ?? [])].join(' ')} in ${e.file}`,
+        ...(has ? {} : { todo: `no secret for account ${account ?? '(none)'}: run \`m4a setup ${e.program}\`` }),
+      });
+    }
+    if (e.program === 'claude' && e.scope === 'project') {
+      const local = join(project, '.claude', 'settings.local.json');
+      let approved = false;
+      try {
+        const v = (await readJsonc(local)) as { enabledMcpjsonServers?: string[]; enableAllProjectMcpServers?: boolean; disabledMcpjsonServers?: string[] };
+        approved = !!(v.enableAllProjectMcpServers || v.enabledMcpjsonServers?.includes('m4a')) && !v.disabledMcpjsonServers?.includes('m4a');
+      } catch {
+        /* no local settings */
+      }
+      checks.push({ name: 'claude project approval', status: approved ? 'ok' : 'warn', detail: approved ? 'm4a is pre-approved in .claude/settings.local.json (counts once the folder is trusted)' : '.mcp.json servers wait for approval in interactive sessions', todo: 'open `claude` in the project once and accept the workspace trust dialog' });
+    }
+    if (e.program === 'gemini' && e.scope === 'project') {
+      let trusted = false;
+      try {
+        const t = (await readJsonc(join(home(env), '.gemini', 'trustedFolders.json'))) as Record<string, string>;
+        trusted = Object.entries(t).some(([dir, level]) => (project === dir || project.startsWith(`${dir}/`)) && level !== 'DO_NOT_TRUST');
+      } catch {
+        /* none */
+      }
+      checks.push({ name: 'gemini folder trust', status: trusted ? 'ok' : 'warn', detail: trusted ? `${project} is trusted` : 'project settings are ignored in untrusted folders', todo: trusted ? undefined : 'trust the folder in Gemini CLI (/permissions)' } as Check);
+    }
+    if (e.program === 'codex' && e.scope === 'project') {
+      checks.push({ name: 'codex project trust', status: 'warn', detail: 'project .codex/config.toml is read only in trusted projects', todo: 'trust the project when Codex asks; hooks must also be trusted in /hooks' });
+    }
+  }
+  return checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c)) as Check[];
+}

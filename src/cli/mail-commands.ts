@@ -1,0 +1,168 @@
+// The human verbs: send, reply, inbox, read, ack, thread, whoami, peers, status, alias.
+// Each prints the daemon's answer as JSON with --json (the wire response: a stable schema).
+import type { Command } from 'commander';
+import type { MailClient } from '../client/http-client.js';
+import type { MessageOut } from '../wire/ops.js';
+import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
+import { fail, printJson, EXIT } from './output.js';
+import { ago, bold, dim, green, messageBlock, shortAddress, table } from './format.js';
+
+interface Common extends ConnectOptions {
+  json?: boolean;
+}
+
+const common = (cmd: Command): Command =>
+  cmd.option('--json', 'print the answer as JSON').option('--account <name>', 'which account\'s secret to use').option('--data-dir <dir>', 'the daemon\'s data directory');
+
+async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
+  try {
+    const r = await withDaemon(o, fn);
+    if (o.json) printJson(r);
+    else {
+      const text = human(r);
+      if (text) process.stdout.write(`${text}\n`);
+    }
+  } catch (err) {
+    fail(err, !!o.json);
+  }
+}
+
+async function bodyArg(body: string | undefined): Promise<string> {
+  if (body !== '-') return body ?? '';
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin as AsyncIterable<Buffer>) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const list = (ms: MessageOut[], empty: string): string => (ms.length ? ms.map(messageBlock).join('\n\n') : dim(empty));
+
+export function registerMail(program: Command): void {
+  common(program.command('send <to> <subject> [body]').description('send mail: to is an account, account/session, account/alias or #room; body - reads stdin'))
+    .option('--reply-to <id>', 'thread it under a message')
+    .option('--urgent', 'urgent priority (needs permission)')
+    .option('--idempotency-key <key>', 'a retry with the same key sends nothing new')
+    .option('--correlation <text>', 'a free string the mailbox never reads')
+    .action(async (to: string, subject: string, body: string | undefined, o: Common & { replyTo?: string; urgent?: boolean; idempotencyKey?: string; correlation?: string }) => {
+      const text = await bodyArg(body);
+      await run(
+        o,
+        (c) =>
+          c.send({
+            to,
+            subject,
+            body: text,
+            ...(o.replyTo ? { reply_to: o.replyTo } : {}),
+            ...(o.urgent ? { priority: 'urgent' as const } : {}),
+            ...(o.idempotencyKey ? { idempotency_key: o.idempotencyKey } : {}),
+            ...(o.correlation ? { correlation: o.correlation } : {}),
+          }),
+        (r) => `${green('sent')} ${r.message_id} to ${shortAddress(r.to)}${r.redirected ? ' (redirected)' : ''}${r.duplicate ? ' (already sent with this key)' : ''}`,
+      );
+    });
+
+  common(program.command('reply <message-id> [body]').description('answer a message in its thread, to its sender; body - reads stdin'))
+    .option('--subject <subject>', 'instead of Re: <original subject>')
+    .action(async (id: string, body: string | undefined, o: Common & { subject?: string }) => {
+      const text = await bodyArg(body);
+      await run(
+        o,
+        async (c) => {
+          const orig = (await c.get(id)).message;
+          const subject = o.subject ?? (/^re:/i.test(orig.subject) ? orig.subject : `Re: ${orig.subject}`.slice(0, 512));
+          return c.send({ to: orig.from, subject, body: text, reply_to: id });
+        },
+        (r) => `${green('replied')} ${r.message_id} to ${shortAddress(r.to)}${r.redirected ? ' (the sender\'s session ended; redirected)' : ''}`,
+      );
+    });
+
+  common(program.command('inbox').description('your unacknowledged mail, oldest first (reading changes nothing)'))
+    .option('--wait <secs>', 'park until mail arrives (at most 60)', Number)
+    .option('--all', 'include acknowledged mail')
+    .option('--thread <id>', 'only this thread')
+    .option('--limit <n>', 'at most n messages (default 50, max 256)', Number)
+    .option('--after <cursor>', 'only mail after this cursor (from --json next_cursor)')
+    .option('--no-bodies', 'subjects only')
+    .action((o: Common & { wait?: number; all?: boolean; thread?: string; limit?: number; after?: string; bodies: boolean }) =>
+      run(
+        o,
+        (c) =>
+          c.inbox({
+            ...(o.wait !== undefined ? { wait_secs: o.wait } : {}),
+            ...(o.all ? { include_acked: true } : {}),
+            ...(o.thread ? { thread_id: o.thread } : {}),
+            ...(o.limit !== undefined ? { limit: o.limit } : {}),
+            ...(o.after ? { after: o.after } : {}),
+            ...(o.bodies ? {} : { include_bodies: false }),
+          }),
+        (r) => `${list(r.messages, 'no mail')}\n${dim(`${r.unread} unread`)}`,
+      ),
+    );
+
+  common(program.command('read <message-id>').description('show one message in full'))
+    .option('--thread', 'the whole thread')
+    .action((id: string, o: Common & { thread?: boolean }) =>
+      run(o, (c) => c.get(id, !!o.thread), (r) => (r.thread ? list(r.thread, '') : messageBlock(r.message))),
+    );
+
+  common(program.command('thread <id>').description('the whole thread a message belongs to')).action((id: string, o: Common) =>
+    run(o, (c) => c.get(id, true), (r) => list(r.thread ?? [r.message], '')),
+  );
+
+  common(program.command('ack <message-id...>').description('mark mail as handled')).action((ids: string[], o: Common) =>
+    run(o, (c) => c.ack(ids), (r) => `${green('acknowledged')} ${r.acked.length} · ${r.unread} unread`),
+  );
+
+  common(program.command('unread').description('how much unacknowledged mail you have')).action((o: Common) => run(o, (c) => c.unread(), (r) => String(r.unread)));
+
+  common(program.command('whoami').description('your address, account, rooms and session card')).action((o: Common) =>
+    run(
+      o,
+      (c) => c.whoami(),
+      (r) =>
+        table([
+          ['address', bold(r.address)],
+          ['account', `${r.account} (${r.kind})`],
+          ['rooms', r.rooms.join(' ') || '-'],
+          ['process', r.card.attested ? `pid ${r.card.attested.pid} ${r.card.attested.exe}` : '-'],
+          ['agent', [r.card.corroborated.provider, r.card.corroborated.model].filter(Boolean).join(' ') || '-'],
+          ['cwd', r.card.corroborated.cwd ?? '-'],
+          ['working on', r.card.declared.working_on ?? '-'],
+        ]),
+    ),
+  );
+
+  common(program.command('peers').description('every account, its sessions, and the rooms'))
+    .option('--live', 'only live sessions')
+    .action((o: Common & { live?: boolean }) =>
+      run(
+        o,
+        (c) => c.directory(),
+        (r) => {
+          const rows = [['ADDRESS', 'KIND', 'LIVE', 'SEEN', 'AGENT', 'WORKING ON']];
+          for (const a of r.accounts) {
+            const sessions = a.sessions.filter((s) => !o.live || s.live);
+            rows.push([bold(a.id), a.kind, '', '', '', '']);
+            for (const s of sessions)
+              rows.push([`  ${shortAddress(s.address)}`, '', s.live ? green('live') : dim('ended'), ago(s.last_seen), s.card.corroborated.provider ?? '', s.card.declared.working_on ?? '']);
+          }
+          const rooms = r.rooms.map((x) => `#${x.name}${x.member ? ' (member)' : ''}`).join('  ');
+          return `${table(rows)}\n\n${rooms ? `rooms: ${rooms}` : dim('no rooms')}`;
+        },
+      ),
+    );
+
+  common(program.command('status').description('declare what this session works on (others see it in peers)'))
+    .option('--working-on <text>', 'what you are working on')
+    .option('--role <role>', 'your role')
+    .option('--parent <address>', 'the session that spawned you')
+    .action((o: Common & { workingOn?: string; role?: string; parent?: string }) => {
+      if (o.workingOn === undefined && o.role === undefined && o.parent === undefined) fail(new UsageError('give --working-on, --role or --parent'), !!o.json);
+      return run(
+        o,
+        (c) => c.status({ ...(o.workingOn !== undefined ? { working_on: o.workingOn } : {}), ...(o.role !== undefined ? { role: o.role } : {}), ...(o.parent !== undefined ? { parent: o.parent } : {}) }),
+        (r) => `${r.address}: ${JSON.stringify(r.card.declared)}`,
+      );
+    });
+}
+
+export { EXIT };

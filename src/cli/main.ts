@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// m4a / mail4agent: the command line. Start-up stays lean: heavy modules load only when used.
+import { Command, InvalidArgumentError } from 'commander';
+import { registerAdmin } from './admin-commands.js';
+import { registerMail } from './mail-commands.js';
+import { registerDaemon } from './daemon-commands.js';
+import { EXIT, printJson } from './output.js';
+
+const program = new Command();
+program.name('m4a').description('a mailbox for AI agent sessions').showHelpAfterError();
+program.exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.ok : EXIT.usage));
+
+const portArg = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port number from 0 to 65535');
+  return n;
+};
+
+program
+  .command('serve')
+  .description('run the daemon in the foreground (SQLite in the data directory by default)')
+  .option('--data-dir <dir>', 'data directory (default $M4A_DATA_DIR or ~/.local/share/mail4agent)')
+  .option('--port <port>', 'port on the loopback address (default 7341)', portArg)
+  .option('--host <host>', 'loopback address to bind: 127.0.0.1 or ::1', '127.0.0.1')
+  .option('--store <spec>', 'sqlite:/path/to/mail.db or memory')
+  .option('--auto', 'started on demand by a client (replaced after an upgrade once idle)')
+  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean }) => {
+    if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
+      process.stderr.write('m4a: serve binds to loopback only (127.0.0.1 or ::1)\n');
+      process.exit(EXIT.usage);
+    }
+    const { serveForeground } = await import('../daemon/serve.js');
+    await serveForeground({ ...o, host: o.host === 'localhost' ? '127.0.0.1' : o.host });
+  });
+
+program
+  .command('mcp')
+  .description('MCP over stdio, forwarded to the daemon (starts it if needed); for agents\' MCP configs')
+  .option('--account <name>', 'which account\'s secret to use (from the credentials file)')
+  .option('--data-dir <dir>', 'the daemon\'s data directory')
+  .action(async (o: { account?: string; dataDir?: string }) => {
+    const { runBridge } = await import('./mcp-bridge.js');
+    await runBridge(o);
+  });
+
+program
+  .command('doctor')
+  .description('read-only checks: daemon, store, attestation, each agent\'s MCP entry and secret, what is left to do')
+  .option('--json', 'JSON output')
+  .option('--data-dir <dir>', 'the daemon\'s data directory')
+  .option('--project <dir>', 'the project whose agent configs to check (default: the current directory)')
+  .action(async (o: { json?: boolean; dataDir?: string; project?: string }) => {
+    const { runDoctor } = await import('./doctor.js');
+    const checks = await runDoctor(o);
+    const failed = checks.some((c) => c.status === 'fail');
+    if (o.json) printJson({ ok: !failed, checks });
+    else {
+      const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
+      for (const c of checks) process.stdout.write(`${mark[c.status]}  ${c.name}: ${c.detail}${c.todo ? `\n      → ${c.todo}` : ''}\n`);
+    }
+    process.exit(failed ? EXIT.failed : EXIT.ok);
+  });
+
+program
+  .command('capabilities')
+  .description('what this build supports')
+  .option('--json', 'JSON output (the default)')
+  .action(async () => {
+    const { capabilities } = await import('./capabilities.js');
+    printJson(capabilities());
+  });
+
+registerMail(program);
+registerDaemon(program);
+registerAdmin(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,36 @@
+// Output for people and for scripts: --json prints the daemon's answer as is (a stable schema);
+// otherwise aligned text. Errors go to stderr with a meaningful exit code.
+import { MailError } from '../wire/errors.js';
+import { DaemonUnreachable, PortOwnedByOtherUser } from '../client/http-client.js';
+import { UsageError } from './connect.js';
+
+/** Exit codes, documented in docs/cli.md. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, unreachable: 3, locked: 4, impostor: 5 } as const;
+
+export function printJson(v: unknown): void {
+  process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+}
+
+export { table } from './format.js';
+
+export function fail(err: unknown, json: boolean): never {
+  if (err instanceof MailError) {
+    if (json) process.stderr.write(`${JSON.stringify(err.toBody())}\n`);
+    else process.stderr.write(`m4a: ${err.code}: ${err.message}\n`);
+    process.exit(EXIT.failed);
+  }
+  if (err instanceof UsageError) {
+    process.stderr.write(`m4a: ${err.message}\n`);
+    process.exit(EXIT.usage);
+  }
+  if (err instanceof PortOwnedByOtherUser) {
+    process.stderr.write(`m4a: ${err.message}\n`);
+    process.exit(EXIT.impostor);
+  }
+  if (err instanceof DaemonUnreachable) {
+    process.stderr.write(`m4a: ${err.message} (start it with: m4a serve)\n`);
+    process.exit(EXIT.unreachable);
+  }
+  process.stderr.write(`m4a: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(EXIT.failed);
+}

@@ -1,0 +1,192 @@
+// A typed client for the daemon over HTTP keep-alive. It imports only the wire layer, so it can
+// become its own package. Named errors from the daemon come back as MailError with their inputs.
+import { Agent, request } from 'node:http';
+import { MailError, errorFromBody } from '../wire/errors.js';
+import type * as W from '../wire/ops.js';
+import type * as A from '../wire/admin.js';
+import type { Address } from '../wire/address.js';
+import { portOwner } from './port-owner.js';
+
+export interface ClientOptions {
+  /** e.g. http://127.0.0.1:7341 */
+  url: string;
+  token: string;
+  /** Per-request timeout in ms (waits add their own wait time). Default 30 s. */
+  timeoutMs?: number;
+  /** Refuse to send the secret when another OS user owns the listening port (Linux). Default true. */
+  checkPortOwner?: boolean;
+}
+
+/** The daemon's port is held by a process of another OS user: the secret was not sent. */
+export class PortOwnedByOtherUser extends Error {
+  constructor(
+    readonly url: string,
+    readonly uid: number,
+  ) {
+    super(`the process listening at ${url} belongs to uid ${uid}, not to you; the secret was not sent`);
+    this.name = 'PortOwnedByOtherUser';
+  }
+}
+
+/** The daemon could not be reached at all (nothing listening, connection reset). */
+export class DaemonUnreachable extends Error {
+  constructor(
+    readonly url: string,
+    override readonly cause: unknown,
+  ) {
+    super(`no mail4agent daemon answers at ${url}`);
+    this.name = 'DaemonUnreachable';
+  }
+}
+
+export interface Health {
+  ok: boolean;
+  name: string;
+  version: string;
+  pid: number;
+  attestation: boolean;
+  store: string;
+}
+
+export type SendInput = Omit<W.SendRequest, 'to'> & { to: string | Address };
+
+export class MailClient {
+  private agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  private base: URL;
+  private ownerChecked: boolean;
+
+  get url(): string {
+    return this.o.url;
+  }
+
+  constructor(private o: ClientOptions) {
+    this.base = new URL(o.url);
+    this.ownerChecked = o.checkPortOwner === false;
+  }
+
+  private checkOwner(): void {
+    if (this.ownerChecked) return;
+    const port = Number(this.base.port || 80);
+    const owner = portOwner(this.base.hostname.replace(/^\[|\]$/g, ''), port);
+    if (owner.kind === 'other') throw new PortOwnedByOtherUser(this.o.url, owner.uid);
+    // 'none' (nothing listening) is left to the connection attempt, which reports it.
+    if (owner.kind !== 'none') this.ownerChecked = true;
+  }
+
+  /** POST a JSON body to a route and return the parsed answer, or throw MailError / DaemonUnreachable. */
+  async call<T>(path: string, body: unknown = {}, extraTimeoutMs = 0): Promise<T> {
+    const r = await this.post(path, JSON.stringify(body), extraTimeoutMs);
+    let parsed: unknown = undefined;
+    try {
+      parsed = r.text ? JSON.parse(r.text) : undefined;
+    } catch {
+      /* not JSON: reported below */
+    }
+    if (r.status === 200) return parsed as T;
+    throw errorFromBody(parsed, r.status);
+  }
+
+  /** POST a raw JSON text and return status and text as they came (the stdio bridge forwards them). */
+  post(path: string, payload: string, extraTimeoutMs = 0): Promise<{ status: number; text: string }> {
+    try {
+      this.checkOwner();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          agent: this.agent,
+          host: this.base.hostname.replace(/^\[|\]$/g, ''),
+          port: this.base.port,
+          path,
+          method: 'POST',
+          timeout: (this.o.timeoutMs ?? 30_000) + extraTimeoutMs,
+          headers: {
+            host: this.base.host,
+            authorization: `Bearer ${this.o.token}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(payload),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', (e) => reject(new DaemonUnreachable(this.o.url, e)));
+        },
+      );
+      req.on('timeout', () => req.destroy(new MailError('internal', 'the daemon did not answer in time')));
+      req.on('error', (e) => reject(e instanceof MailError ? e : new DaemonUnreachable(this.o.url, e)));
+      req.end(payload);
+    });
+  }
+
+  /** GET /health: needs no secret, so it is safe before the port owner is known. */
+  health(timeoutMs = 2000): Promise<Health> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        { agent: this.agent, host: this.base.hostname.replace(/^\[|\]$/g, ''), port: this.base.port, path: '/health', method: 'GET', timeout: timeoutMs, headers: { host: this.base.host } },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () => {
+            try {
+              const body = JSON.parse(text) as Health;
+              if (res.statusCode === 200 && body.name === 'mail4agent') resolve(body);
+              else reject(new DaemonUnreachable(this.o.url, new Error(`HTTP ${res.statusCode} from something that is not mail4agent`)));
+            } catch (e) {
+              reject(new DaemonUnreachable(this.o.url, e));
+            }
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', (e) => reject(new DaemonUnreachable(this.o.url, e)));
+      req.end();
+    });
+  }
+
+  send(input: SendInput): Promise<W.SendResponse> {
+    return this.call('/mail/send', input);
+  }
+  inbox(input: W.InboxRequest = {}): Promise<W.InboxResponse> {
+    return this.call('/mail/inbox', input, (input.wait_secs ?? 0) * 1000);
+  }
+  ack(ids: string | string[]): Promise<W.AckResponse> {
+    return this.call('/mail/ack', Array.isArray(ids) ? { message_ids: ids } : { message_id: ids });
+  }
+  get(messageId: string, thread = false): Promise<W.GetResponse> {
+    return this.call('/mail/get', thread ? { message_id: messageId, thread: true } : { message_id: messageId });
+  }
+  unread(): Promise<W.UnreadResponse> {
+    return this.call('/mail/unread');
+  }
+  whoami(): Promise<W.WhoamiResponse> {
+    return this.call('/mail/whoami');
+  }
+  status(input: W.StatusRequest): Promise<W.StatusResponse> {
+    return this.call('/mail/status', input);
+  }
+  directory(): Promise<W.DirectoryResponse> {
+    return this.call('/mail/directory');
+  }
+
+  readonly admin = {
+    accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/add', input),
+    accountRotate: (id: string): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/rotate', { id }),
+    accountRemove: (id: string): Promise<{ ok: true }> => this.call('/admin/account/remove', { id }),
+    accountList: (): Promise<{ accounts: A.AccountOut[] }> => this.call('/admin/account/list'),
+    roomAdd: (name: string): Promise<{ ok: true }> => this.call('/admin/room/add', { name }),
+    roomRemove: (name: string): Promise<{ ok: true }> => this.call('/admin/room/remove', { name }),
+    roomList: (): Promise<{ rooms: { name: string; members: string[] }[] }> => this.call('/admin/room/list'),
+    memberAdd: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/add', { room, account }),
+    memberRemove: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/remove', { room, account }),
+    listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call('/admin/listener', { account, url }),
+    listenerRemove: (account: string): Promise<{ ok: true }> => this.call('/admin/listener/remove', { account }),
+  };
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

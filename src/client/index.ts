@@ -1,0 +1,4 @@
+export { MailClient, DaemonUnreachable, PortOwnedByOtherUser, type ClientOptions, type SendInput } from './http-client.js';
+export { portOwner, type PortOwner } from './port-owner.js';
+export { MailError, type ErrorCode } from '../wire/errors.js';
+export type * from '../wire/ops.js';
