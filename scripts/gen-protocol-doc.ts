@@ -306,6 +306,16 @@ Exactly three kinds, in a compact string form and a tagged JSON form; \`to\` acc
 Account ids, session ids and room names are selectors: \`[A-Za-z0-9._@+-]\`, at most
 ${LIMITS.selectorBytes} bytes, not starting with \`-\` or \`.\`, no \`..\`. Responses always use the compact form.
 
+The session part of an address may also be a friendly name. Each session lineage (a session and its
+successors) gets a **slug** on first contact from its working directory's basename (\`web-ui\`, then
+\`web-ui-2\` …), and may add **aliases** with \`status {alias}\`; slugs and aliases share one namespace
+per account, so a name already taken is refused (\`already_exists\`), never shared, and aliases pass to a
+successor. A **unique id prefix** of at least 6 hex digits (with or without \`s-\`) works too. Resolution
+order: exact id, alias, slug, prefix. An ambiguous or unknown name is \`unknown_session\` with
+\`candidates\`; nothing is delivered to a mailbox that does not exist. The only broadcast is a room the
+operator creates with \`everyone\` (\`m4a admin room add all --everyone\`): every account, present and
+future, is a member.
+
 ## Semantics
 
 | question | case | rule |

@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { openStore } from '../src/store/index.js';
+import { MIGRATIONS } from '../src/store/sqlite/migrations.js';
 import { pageSql } from '../src/store/sqlite/page-query.js';
-import { openSqliteStore, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { openSqliteStore, prefixUpperBound, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { prepareStatements } from '../src/store/sqlite/statements.js';
 import { keyOfLineage } from '../src/store/types.js';
 import { A, R, account, item, message, q, runStoreConformance, scope, send, seqs, session } from './support/store-conformance.js';
 
@@ -62,6 +64,148 @@ describe('sqlite store', () => {
     assert.deepEqual(await again.roomsOf('alice'), ['lobby']);
     assert.equal(await again.getMeta('schema-owner'), 'me');
     assert.equal((await again.findAccountByDigest(account('alice').secretDigest))?.id, 'alice');
+  });
+
+  it('keeps names and everyone rooms across close and reopen', async () => {
+    const path = freshPath();
+    const first = openAt(path);
+    await first.addAccount(account('alice'));
+    await first.addRoom('all', 1, true);
+    await first.registerSession(session('alice', 's1', { slugBase: 'web' }));
+    await first.addAlias('alice', 's1', 'front');
+    const names = await first.listNames();
+    await first.close();
+    const again = openAt(path);
+    assert.deepEqual(await again.listNames(), names);
+    assert.equal((await again.getSession('alice', 's1'))?.slug, 'web');
+    assert.equal((await again.registerSession(session('alice', 's2', { slugBase: 'web' }))).slug, 'web-2');
+    assert.equal((await again.getRoom('all'))?.everyone, true);
+    await again.addAccount(account('bob'));
+    assert.deepEqual(await again.roomsOf('bob'), ['all']);
+  });
+
+  it('upgrades a database made at migration 1 in place, losing nothing', async () => {
+    const path = freshPath();
+    // The database as the first build left it: migration 1 only, rows in its columns.
+    const old = new Database(path);
+    old.exec(MIGRATIONS[0] as string);
+    old.pragma('user_version = 1');
+    const a = account('alice');
+    old.prepare(
+      `INSERT INTO accounts (id, kind, label, perm_send, perm_read, perm_urgent, perm_operator, bind_provider,
+         secret_digest, created_at) VALUES (?, ?, ?, 1, 1, 0, 0, NULL, ?, ?)`,
+    ).run(a.id, a.kind, a.label, a.secretDigest, a.createdAt);
+    old.prepare('INSERT INTO rooms (name, created_at) VALUES (?, ?)').run('lobby', 7);
+    old.prepare('INSERT INTO members (room, account, acked) VALUES (?, ?, 0)').run('lobby', 'alice');
+    const insertSession = old.prepare(
+      `INSERT INTO sessions (account, id, lineage, host_id, pid, start_time, exe, uid, c_provider,
+         c_provider_session_id, c_model, c_cwd, d_working_on, d_role, d_parent, created_at, last_seen,
+         ended_at, successor)
+       VALUES (?, ?, 's1', 'host-1', 4242, 77, '/usr/bin/agent', 1000, 'claude', ?, NULL, '/w/web', 'parser',
+         NULL, NULL, ?, ?, ?, ?)`,
+    );
+    insertSession.run('alice', 's1', 'ps-s1', 2_000, 2_000, 3_000, 's2');
+    insertSession.run('alice', 's2', 'ps-s1', 3_000, 3_500, null, null);
+    const mail = message(R('lobby'));
+    old.prepare(
+      `INSERT INTO messages (id, thread_id, from_account, from_session, from_kind, to_address, to_key, subject,
+         body, reply_to, correlation, refs, priority, created_at, idempotency_key, fingerprint)
+       VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, NULL, NULL, '[]', ?, ?, NULL, NULL)`,
+    ).run(mail.id, mail.threadId, mail.fromAccount, mail.fromKind, mail.toAddress, mail.toKey, mail.subject, mail.body, mail.priority, mail.createdAt);
+    old.prepare('INSERT INTO mailbox_counts (to_key, total, unacked) VALUES (?, 1, 1)').run(mail.toKey);
+    old.close();
+
+    const store = openAt(path);
+    const version = new Database(path, { readonly: true });
+    try {
+      assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
+      assert.equal(MIGRATIONS.length, 2);
+    } finally {
+      version.close();
+    }
+    assert.deepEqual(await store.getAccount('alice'), a);
+    assert.deepEqual(await store.getSession('alice', 's1'), {
+      account: 'alice', id: 's1', lineage: 's1', hostId: 'host-1', pid: 4242, startTime: 77, exe: '/usr/bin/agent',
+      uid: 1000, corroborated: { provider: 'claude', providerSessionId: 'ps-s1', cwd: '/w/web' },
+      declared: { workingOn: 'parser' }, createdAt: 2_000, lastSeen: 2_000, endedAt: 3_000, successor: 's2', slug: null,
+    });
+    assert.deepEqual((await store.listSessions()).map((s) => [s.id, s.lineage, s.slug]), [['s1', 's1', null], ['s2', 's1', null]]);
+    assert.deepEqual((await store.lineageSessions('alice', 's1')).map((s) => s.id), ['s1', 's2']);
+    assert.deepEqual(await store.listRooms(), [{ name: 'lobby', createdAt: 7, members: ['alice'], everyone: false }]);
+    assert.deepEqual(await store.getMessage(mail.id), { ...mail, seq: 1 });
+    const me = scope('alice', 's1', ['lobby']);
+    assert.equal(await store.unread(me), 1);
+    assert.deepEqual(await store.listNames(), []);
+
+    // The upgraded database takes the new features: a legacy lineage stays unnamed as it goes on,
+    // takes aliases, and new lineages get slugs; everyone rooms reach old and new accounts.
+    const s3 = await store.registerSession(session('alice', 's3', { predecessor: 's2', slugBase: 'web', createdAt: 4_000 }));
+    assert.deepEqual([s3.lineage, s3.slug], ['s1', null]);
+    assert.equal(await store.addAlias('alice', 's1', 'old'), 'ok');
+    assert.equal((await store.registerSession(session('alice', 's4', { slugBase: 'old' }))).slug, 'old-2');
+    assert.equal(await store.addRoom('all', 9, true), 'ok');
+    await store.addAccount(account('bob'));
+    assert.deepEqual(await store.roomsOf('alice'), ['all', 'lobby']);
+    assert.deepEqual(await store.roomsOf('bob'), ['all']);
+    await store.ack(me, [item({ seq: 1, toKey: mail.toKey })], 10);
+    assert.equal(await store.unread(me), 0);
+    await store.close();
+
+    const again = openAt(path);
+    assert.equal((await again.getSession('alice', 's4'))?.slug, 'old-2');
+    assert.equal(await again.unread(me), 0);
+  });
+
+  it('refuses a database made by a newer build', () => {
+    const path = freshPath();
+    const db = new Database(path);
+    db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+    db.close();
+    assert.throws(() => openSqliteStore({ path }), /newer than this build/);
+  });
+
+  it('finds sessions by one index range and reads slugs by index', () => {
+    const path = freshPath();
+    openAt(path); // creates the schema
+    const db = new Database(path, { readonly: true });
+    try {
+      const st = prepareStatements(db);
+      /** The plan's steps, each parameter bound to a placeholder value. */
+      const plan = (stmt: unknown) => {
+        const sql = (stmt as { source: string }).source;
+        const params = Array.from(sql.matchAll(/\?/g), () => 'x');
+        return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail);
+      };
+      const slugJoin = /^SEARCH n USING (COVERING )?INDEX names_by_lineage \(account=\? AND lineage=\? AND kind=\?\) LEFT-JOIN$/;
+      const prefix = plan(st.sessionsByPrefix);
+      assert.match(prefix[0] ?? '', /^SEARCH s USING INDEX sqlite_autoindex_sessions_1 \(account=\? AND id>\? AND id<\?\)$/, prefix.join('\n'));
+      assert.match(prefix[1] ?? '', slugJoin, prefix.join('\n'));
+      assert.equal(prefix.length, 2, 'no sort: the index gives id order');
+      const open = plan(st.sessionsByPrefixOpen);
+      assert.match(open[0] ?? '', /^SEARCH s USING INDEX sqlite_autoindex_sessions_1 \(account=\? AND id>\?\)$/, open.join('\n'));
+      const lineage = plan(st.lineageSessions);
+      assert.match(lineage[0] ?? '', /^SEARCH s USING INDEX sessions_by_lineage \(account=\? AND lineage=\?\)$/, lineage.join('\n'));
+      assert.equal(lineage.length, 2, 'no sort: the index gives (created_at, rowid) order');
+      for (const stmt of [st.getSession, st.listSessions, st.findByProviderSession]) {
+        const p = plan(stmt).filter((d) => d.startsWith('SEARCH n') || d.startsWith('SCAN n'));
+        assert.match(p[0] ?? '', slugJoin, p.join('\n'));
+      }
+      const range = plan(st.namesInRange);
+      assert.match(range[0] ?? '', /^SEARCH names USING PRIMARY KEY \(account=\? AND name>\? AND name<\?\)$/, range.join('\n'));
+      const pruned = plan(st.prunedLineages);
+      assert.match(pruned[0] ?? '', /^SEARCH sessions USING INDEX sessions_by_end \(ended_at<\?\)$/, pruned.join('\n'));
+    } finally {
+      db.close();
+    }
+  });
+
+  it('bounds a prefix range by the least string above it', () => {
+    assert.equal(prefixUpperBound('s-ab'), 's-ac');
+    assert.equal(prefixUpperBound('s-a\u{10FFFF}'), 's-b');
+    assert.equal(prefixUpperBound('\u{D7FF}'), '\u{E000}');
+    assert.equal(prefixUpperBound('k\u{FFFF}'), 'k\u{10000}');
+    assert.equal(prefixUpperBound('\u{10FFFF}\u{10FFFF}'), null);
+    assert.equal(prefixUpperBound(''), null);
   });
 
   it('keeps seqs strictly increasing across reopen', async () => {

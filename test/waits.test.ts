@@ -144,3 +144,51 @@ describe('waits (manual clock)', () => {
     assert.deepEqual((await w).messages, []);
   });
 });
+
+describe('waits woken together are answered in batches', () => {
+  let d: TestDaemon;
+  const members: MailClient[] = [];
+  let sender: MailClient;
+  before(async () => {
+    d = await startTestDaemon();
+    await d.operator.admin.roomAdd('crowd');
+    for (let i = 0; i < 20; i++) {
+      members.push((await d.account(`m${i}`)).client);
+      await d.operator.admin.memberAdd('crowd', `m${i}`);
+    }
+    sender = (await d.account('sender')).client;
+  });
+  after(() => d.stop());
+
+  it('one send to a room answers every parked member from one query', async () => {
+    const cursors = await Promise.all(members.map(async (m) => (await m.inbox({ include_acked: true })).next_cursor!));
+    const waits = members.map((m, i) => (i % 2 ? m.inbox({ wait_secs: 30, after: cursors[i]! }) : m.inbox({ wait_secs: 30 })));
+    while (d.engine.waits.size < members.length) await tick();
+    const before = { ...d.engine.wakes.stats };
+    const s = await sender.send({ to: '#crowd', subject: 'to all of you', body: 'b' });
+    const pages = await Promise.all(waits);
+    for (const p of pages) {
+      assert.deepEqual(p.messages.map((m) => m.id), [s.message_id]);
+      assert.equal(p.messages[0]?.acked_at, null);
+      assert.equal(p.unread >= 1, true);
+    }
+    assert.equal(d.engine.wakes.stats.readers - before.readers, members.length, 'every reader answered by the batch');
+    assert.equal(d.engine.wakes.stats.fetches - before.fetches, 1, 'one query for the whole room');
+    // A cursor from a batched answer continues exactly where it should.
+    const next = await members[1]!.inbox({ after: pages[1]!.next_cursor! });
+    assert.deepEqual(next.messages, []);
+    await Promise.all(members.map((m) => m.ack(s.message_id)));
+  });
+
+  it('a member removed while parked stops watching the room at once', async () => {
+    const m0 = members[0]!;
+    const cur = (await m0.inbox({ include_acked: true })).next_cursor!;
+    const w = m0.inbox({ wait_secs: 30, after: cur });
+    await tick();
+    await d.operator.admin.memberRemove('crowd', 'm0');
+    await sender.send({ to: '#crowd', subject: 'after m0 left', body: '' });
+    assert.equal((await settledWithin(w, 100)).done, false, 'the removed member is not answered with room mail');
+    const direct = await sender.send({ to: 'm0', subject: 'direct', body: '' });
+    assert.deepEqual((await w).messages.map((m) => m.id), [direct.message_id]);
+  });
+});

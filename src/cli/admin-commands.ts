@@ -78,10 +78,12 @@ export function registerAdmin(program: Command): void {
   );
 
   const room = admin.command('room').description('rooms and their members');
-  common(room.command('add <name>').description('create a room')).action((name: string, o: Common) => run(o, (c) => c.admin.roomAdd(name), () => `room #${name} created`));
+  common(room.command('add <name>').description('create a room'))
+    .option('--everyone', 'every account, present and future, is a member (the only broadcast)')
+    .action((name: string, o: Common & { everyone?: boolean }) => run(o, (c) => c.admin.roomAdd(name, !!o.everyone), () => `room #${name} created${o.everyone ? ' (every account is a member)' : ''}`));
   common(room.command('remove <name>').description('remove a room')).action((name: string, o: Common) => run(o, (c) => c.admin.roomRemove(name), () => `room #${name} removed`));
   common(room.command('list').description('every room with its members')).action((o: Common) =>
-    run(o, (c) => c.admin.roomList(), (r) => table([['ROOM', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.members.join(', ') || '-'])])),
+    run(o, (c) => c.admin.roomList(), (r) => table([['ROOM', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.everyone ? 'everyone' : x.members.join(', ') || '-'])])),
   );
   const member = room.command('member').description('room membership');
   common(member.command('add <room> <account>').description('grant membership')).action((roomName: string, acc: string, o: Common) =>

@@ -121,6 +121,7 @@ export function registerMail(program: Command): void {
       (r) =>
         table([
           ['address', bold(r.address)],
+          ['names', [r.slug, ...r.aliases].filter(Boolean).map((n) => `${r.account}/${n}`).join(' ') || '-'],
           ['account', `${r.account} (${r.kind})`],
           ['rooms', r.rooms.join(' ') || '-'],
           ['process', r.card.attested ? `pid ${r.card.attested.pid} ${r.card.attested.exe}` : '-'],
@@ -142,12 +143,24 @@ export function registerMail(program: Command): void {
           for (const a of r.accounts) {
             const sessions = a.sessions.filter((s) => !o.live || s.live);
             rows.push([bold(a.id), a.kind, '', '', '', '']);
-            for (const s of sessions)
-              rows.push([`  ${shortAddress(s.address)}`, '', s.live ? green('live') : dim('ended'), ago(s.last_seen), s.card.corroborated.provider ?? '', s.card.declared.working_on ?? '']);
+            for (const s of sessions) {
+              const name = [s.slug, ...s.aliases].filter(Boolean).join(', ');
+              rows.push([`  ${a.id}/${name || shortAddress(s.address).split('/')[1]}`, '', s.live ? green('live') : dim('ended'), ago(s.last_seen), s.card.corroborated.provider ?? '', s.card.declared.working_on ?? '']);
+            }
           }
           const rooms = r.rooms.map((x) => `#${x.name}${x.member ? ' (member)' : ''}`).join('  ');
           return `${table(rows)}\n\n${rooms ? `rooms: ${rooms}` : dim('no rooms')}`;
         },
+      ),
+    );
+
+  common(program.command('alias <name>').description('give this session a name others can write to as account/name'))
+    .option('--remove', 'remove the alias instead')
+    .action((name: string, o: Common & { remove?: boolean }) =>
+      run(
+        o,
+        (c) => c.status(o.remove ? { unalias: name } : { alias: name }),
+        (r) => `${r.address.split('/')[0]}/${name} ${o.remove ? 'removed' : 'now reaches this session'} · aliases: ${r.aliases.join(', ') || '-'} · slug: ${r.slug ?? '-'}`,
       ),
     );
 

@@ -67,6 +67,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.waitCaps ? { waitCaps: o.waitCaps } : {}),
       ...(o.sessionRetentionMs ? { sessionRetentionMs: o.sessionRetentionMs } : {}),
     });
+    await engine.start();
     const admin = new AdminOps(engine);
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir);
     const door = new HttpDoor({ engine, admin, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });

@@ -63,6 +63,7 @@ export class AdminOps {
     if (!(await this.e.store.removeAccount(id))) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
     this.e.credentials.clear();
     this.e.sessions.forget(id);
+    this.e.waits.refresh(id);
     return { ok: true };
   }
 
@@ -71,21 +72,24 @@ export class AdminOps {
     return { accounts: (await this.e.store.listAccounts()).map(presentAccount) };
   }
 
-  async roomAdd(c: Caller, name: string): Promise<{ ok: true }> {
+  async roomAdd(c: Caller, name: string, everyone = false): Promise<{ ok: true }> {
     this.operatorOnly(c);
-    if ((await this.e.store.addRoom(name, this.e.clock.now())) === 'exists') throw new MailError('already_exists', `room #${name} exists`, { field: 'name' });
+    if ((await this.e.store.addRoom(name, this.e.clock.now(), everyone)) === 'exists') throw new MailError('already_exists', `room #${name} exists`, { field: 'name' });
+    if (everyone) this.e.waits.refresh();
     return { ok: true };
   }
 
   async roomRemove(c: Caller, name: string): Promise<{ ok: true }> {
     this.operatorOnly(c);
     if (!(await this.e.store.removeRoom(name))) throw new MailError('unknown_room', `no room #${name}`, { room: name });
+    // Parked readers must stop watching the room at once (they re-query with their new rooms).
+    this.e.waits.refresh();
     return { ok: true };
   }
 
-  async roomList(c: Caller): Promise<{ rooms: { name: string; members: string[] }[] }> {
+  async roomList(c: Caller): Promise<{ rooms: { name: string; everyone: boolean; members: string[] }[] }> {
     this.operatorOnly(c);
-    return { rooms: (await this.e.store.listRooms()).map((r) => ({ name: r.name, members: r.members })) };
+    return { rooms: (await this.e.store.listRooms()).map((r) => ({ name: r.name, everyone: r.everyone, members: r.members })) };
   }
 
   async memberAdd(c: Caller, room: string, account: string): Promise<{ ok: true }> {
@@ -93,13 +97,17 @@ export class AdminOps {
     const r = await this.e.store.addMember(room, account);
     if (r === 'no_room') throw new MailError('unknown_room', `no room #${room}`, { room });
     if (r === 'no_account') throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
+    this.e.waits.refresh(account);
     return { ok: true };
   }
 
   async memberRemove(c: Caller, room: string, account: string): Promise<{ ok: true }> {
     this.operatorOnly(c);
-    if (!(await this.e.store.getRoom(room))) throw new MailError('unknown_room', `no room #${room}`, { room });
+    const r = await this.e.store.getRoom(room);
+    if (!r) throw new MailError('unknown_room', `no room #${room}`, { room });
+    if (r.everyone) throw new MailError('malformed', `#${room} includes every account; remove the room instead`, { field: 'room', reason: 'everyone room' });
     await this.e.store.removeMember(room, account);
+    this.e.waits.refresh(account);
     return { ok: true };
   }
 

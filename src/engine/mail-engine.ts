@@ -10,6 +10,7 @@ import {
   keyOfLineage,
   readKeys,
   type AccountRecord,
+  type PagedMessage,
   type ReaderScope,
   type SessionRecord,
   type Store,
@@ -27,6 +28,8 @@ import { guardStore } from './store-guard.js';
 import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
 import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import { fitToBudget } from './inbox-budget.js';
+import { WakeBatcher } from './wake-batch.js';
+import { checkAlias } from './names.js';
 
 export interface EngineOptions {
   store: Store;
@@ -61,6 +64,9 @@ export class MailEngine {
   readonly waits: WaitRoom;
   readonly log: Logger;
   private doorbell: Doorbell | undefined;
+  readonly wakes: WakeBatcher;
+  /** Highest seq this engine has seen committed; -1 until start(). */
+  private lastSeq = -1;
   private idemWindow: number;
   private unsubscribe: () => void;
 
@@ -74,8 +80,19 @@ export class MailEngine {
     this.waits = new WaitRoom(o.clock, o.waitCaps ?? DEFAULT_WAIT_CAPS);
     this.doorbell = o.doorbell;
     this.idemWindow = o.idempotencyWindowMs ?? DAY_MS;
-    // A commit is a hint; parked readers re-query (the query is the truth).
-    this.unsubscribe = o.store.onCommit((e) => this.waits.notify(e.keys));
+    this.wakes = new WakeBatcher(this.store);
+    // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
+    this.unsubscribe = o.store.onCommit((e) => {
+      if (e.seq > this.lastSeq && this.lastSeq >= 0) this.lastSeq = e.seq;
+      this.wakes.noteCommit(e.keys, e.seq);
+      this.waits.notify(e.keys);
+    });
+  }
+
+  /** Learns the store's head so woken waits can be answered in batches (until then each re-queries). */
+  async start(): Promise<void> {
+    const head = await this.store.headSeq();
+    this.lastSeq = Math.max(this.lastSeq, head);
   }
 
   /** The caller for a verified account and, when the connection is attested, the session it is. */
@@ -183,12 +200,14 @@ export class MailEngine {
     const owner = c.session ? `${c.account.id}/${c.session.id}` : c.account.id;
     const includeBodies = req.include_bodies ?? true;
 
+    let scope = await this.scope(c);
     for (;;) {
-      const scope = await this.scope(c);
       const remaining = deadline - this.clock.now();
-      // Register before the query so a commit in between still wakes us.
+      // Register before the query so a commit in between still wakes us, and remember the head this
+      // query is sure to see: woken readers are then answered in batches (wake-batch.ts).
+      const bound = this.lastSeq >= 0 ? Math.max(after ?? 0, this.lastSeq) : null;
       const parked = remaining > 0 ? this.waits.park(owner, c.account.id, readKeys(scope), remaining) : null;
-      let rows;
+      let rows: PagedMessage[];
       try {
         rows = await this.store.page(scope, { after, pendingOnly: !req.include_acked, limit, threadId: req.thread_id ?? null });
       } catch (err) {
@@ -197,18 +216,27 @@ export class MailEngine {
       }
       if (rows.length > 0 || !parked) {
         parked?.cancel();
-        const unread = await this.store.unread(scope);
-        let messages = rows.map((m) => presentPaged(m, includeBodies));
-        if (door.budgetBytes !== undefined) messages = fitToBudget(messages, door.budgetBytes, 80);
-        const last = rows[messages.length - 1];
-        const next = last ? last.seq : (after ?? (await this.store.headSeq()));
-        return { messages, next_cursor: encodeCursor(next), unread };
+        return this.answer(scope, rows, after, includeBodies, door.budgetBytes);
       }
       const end = await parked.ended;
-      if (end !== 'woken') {
+      if (end === 'woken' && bound !== null && !req.thread_id) {
+        const fresh = await this.wakes.page({ scope, keys: readKeys(scope), bound, limit });
+        if (fresh && fresh.length > 0) return this.answer(scope, fresh.map((m) => ({ ...m, ackedAt: null })), after, includeBodies, door.budgetBytes);
+      }
+      if (end !== 'woken' && end !== 'refresh') {
         return { messages: [], next_cursor: encodeCursor(after ?? (await this.store.headSeq())), unread: await this.store.unread(scope) };
       }
+      scope = await this.scope(c);
     }
+  }
+
+  private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, includeBodies: boolean, budgetBytes?: number): Promise<W.InboxResponse> {
+    const unread = await this.store.unread(scope);
+    let messages = rows.map((m) => presentPaged(m, includeBodies));
+    if (budgetBytes !== undefined) messages = fitToBudget(messages, budgetBytes, 80);
+    const last = rows[messages.length - 1];
+    const next = last ? last.seq : (after ?? (await this.store.headSeq()));
+    return { messages, next_cursor: encodeCursor(next), unread };
   }
 
   async ack(c: Caller, req: W.AckRequest): Promise<W.AckResponse> {
@@ -253,6 +281,12 @@ export class MailEngine {
     return { unread: await this.store.unread(await this.scope(c)) };
   }
 
+  /** The aliases of the caller's lineage. */
+  private async aliasesOf(s: SessionRecord | null): Promise<string[]> {
+    if (!s) return [];
+    return (await this.store.namesOf(s.account)).filter((n) => n.kind === 'alias' && n.lineage === s.lineage).map((n) => n.name);
+  }
+
   async whoami(c: Caller): Promise<W.WhoamiResponse> {
     return {
       address: callerAddress(c),
@@ -260,36 +294,51 @@ export class MailEngine {
       label: c.account.label,
       kind: c.account.kind,
       session: c.session?.id ?? null,
+      slug: c.session?.slug ?? null,
+      aliases: await this.aliasesOf(c.session),
       rooms: (await this.store.roomsOf(c.account.id)).map((r) => `#${r}`),
       card: presentCard(c.session),
     };
   }
 
   async status(c: Caller, req: W.StatusRequest): Promise<W.StatusResponse> {
-    if (!c.session) throw new MailError('permission_denied', 'only an attested session has a card', { need: 'session' });
-    const d = { ...c.session.declared };
+    const session = c.session;
+    if (!session) throw new MailError('permission_denied', 'only an attested session has a card', { need: 'session' });
+    if (req.alias !== undefined) {
+      checkAlias(req.alias);
+      if ((await this.store.addAlias(c.account.id, session.lineage, req.alias)) === 'taken') {
+        const owner = await this.store.resolveName(c.account.id, req.alias);
+        throw new MailError('already_exists', `${c.account.id}/${req.alias} is taken by another session`, { field: 'alias', kind: owner?.kind ?? 'alias' });
+      }
+    }
+    if (req.unalias !== undefined) await this.store.removeAlias(c.account.id, session.lineage, req.unalias);
+    const d = { ...session.declared };
     if (req.working_on !== undefined) d.workingOn = req.working_on || undefined;
     if (req.role !== undefined) d.role = req.role || undefined;
     if (req.parent !== undefined) d.parent = req.parent || undefined;
-    const rec = await this.store.setDeclared(c.account.id, c.session.id, d);
+    const changed = req.working_on !== undefined || req.role !== undefined || req.parent !== undefined;
+    const rec = changed ? await this.store.setDeclared(c.account.id, session.id, d) : session;
     if (rec) {
       this.sessions.remember(rec);
       c.session = rec;
     }
-    return { address: callerAddress(c), card: presentCard(rec ?? c.session) };
+    return { address: callerAddress(c), slug: (rec ?? session).slug, aliases: await this.aliasesOf(rec ?? session), card: presentCard(rec ?? session) };
   }
 
   async directory(c: Caller): Promise<W.DirectoryResponse> {
-    const [accounts, sessions, rooms, mine] = await Promise.all([
+    const [accounts, sessions, rooms, mine, names] = await Promise.all([
       this.store.listAccounts(),
       this.store.listSessions(),
       this.store.listRooms(),
       this.store.roomsOf(c.account.id),
+      this.store.listNames(),
     ]);
+    const aliases = new Map<string, string[]>();
+    for (const n of names) if (n.kind === 'alias') aliases.set(`${n.account}/${n.lineage}`, [...(aliases.get(`${n.account}/${n.lineage}`) ?? []), n.name]);
     const byAccount = new Map<string, W.SessionOut[]>();
     for (const s of sessions) {
       const list = byAccount.get(s.account) ?? [];
-      list.push(presentSession(s, this.sessions.isLive(s)));
+      list.push(presentSession(s, this.sessions.isLive(s), aliases.get(`${s.account}/${s.lineage}`) ?? []));
       byAccount.set(s.account, list);
     }
     return {

@@ -42,9 +42,11 @@ export function presentCard(s: SessionRecord | null): Card {
   };
 }
 
-export function presentSession(s: SessionRecord, live: boolean): SessionOut {
+export function presentSession(s: SessionRecord, live: boolean, aliases: string[]): SessionOut {
   return {
     address: `${s.account}/${s.id}`,
+    slug: s.slug,
+    aliases,
     live,
     last_seen: iso(s.lastSeen),
     ended_at: s.endedAt === null ? null : iso(s.endedAt),

@@ -5,6 +5,7 @@ import { MailError } from '../wire/errors.js';
 import { formatAddress, type Address } from '../wire/address.js';
 import { keyOfAccount, keyOfLineage, keyOfRoom, type MailKey, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
 import type { SessionBook } from './sessions.js';
+import { findSession } from './names.js';
 
 export interface Recipient {
   key: MailKey;
@@ -24,8 +25,7 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Addr
   if (!account) throw new MailError('unknown_participant', `no account ${to.participant}`, { participant: to.participant });
   if (to.kind === 'direct') return { key: keyOfAccount(account.id), address: account.id, redirected: false, accounts: [account.id] };
 
-  const session = await store.getSession(account.id, to.session);
-  if (!session) throw new MailError('unknown_session', `no session ${to.session} of ${account.id}`, { participant: account.id, session: to.session });
+  const session = await findSession(store, account.id, to.session, (s) => book.isLive(s));
   const live = await liveEnd(store, book, session, now);
   if (live) {
     return {

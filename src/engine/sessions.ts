@@ -4,6 +4,7 @@ import { MailError } from '../wire/errors.js';
 import type { AccountRecord, SessionRecord, Store } from '../store/types.js';
 import type { Attestation } from '../attest/types.js';
 import type { Clock } from './clock.js';
+import { slugFromCwd } from './names.js';
 
 export interface SessionBookOptions {
   hostId: string;
@@ -65,6 +66,7 @@ export class SessionBook {
       corroborated: { provider: c.provider, providerSessionId: c.provider_session_id, model: c.model, cwd: c.cwd },
       createdAt: now,
       predecessor,
+      slugBase: slugFromCwd(c.cwd),
     });
   }
 

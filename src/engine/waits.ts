@@ -5,7 +5,8 @@ import { MailError } from '../wire/errors.js';
 import type { MailKey } from '../store/types.js';
 import type { Clock } from './clock.js';
 
-export type WaitEnd = 'woken' | 'expired' | 'displaced' | 'closed';
+/** woken: mail committed on a watched key; refresh: the reader's rooms changed, re-query in full. */
+export type WaitEnd = 'woken' | 'refresh' | 'expired' | 'displaced' | 'closed';
 
 export interface WaitCaps {
   perSession: number;
@@ -89,6 +90,11 @@ export class WaitRoom {
     for (const k of keys) for (const w of this.byKey.get(k) ?? []) woken.add(w);
     for (const w of woken) w.settle('woken');
     return woken.size;
+  }
+
+  /** Membership changed: the account's parked readers re-query with their new rooms. */
+  refresh(account?: string): void {
+    for (const list of [...this.byOwner.values()]) for (const w of [...list]) if (account === undefined || w.account === account) w.settle('refresh');
   }
 
   /** Shutdown: every parked wait answers (an empty page) at once. */

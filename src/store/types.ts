@@ -52,12 +52,25 @@ export interface SessionRecord {
   lastSeen: number;
   endedAt: number | null;
   successor: string | null;
+  /** The lineage's slug: a friendly name unique within the account (from the cwd's basename). */
+  slug: string | null;
 }
 
-export type NewSession = Omit<SessionRecord, 'lineage' | 'declared' | 'endedAt' | 'successor' | 'lastSeen'> & {
+export type NewSession = Omit<SessionRecord, 'lineage' | 'declared' | 'endedAt' | 'successor' | 'lastSeen' | 'slug'> & {
   /** An ended session of the same account and provider session this one succeeds, if any. */
   predecessor: string | null;
+  /** The wanted slug for a new lineage; the store makes it unique within the account by adding
+   *  -2, -3 … A session joining its predecessor's lineage keeps that lineage's slug instead. */
+  slugBase: string | null;
 };
+
+/** A friendly name of a lineage: its slug or one of its aliases. One namespace per account. */
+export interface NameRecord {
+  account: string;
+  name: string;
+  lineage: string;
+  kind: 'slug' | 'alias';
+}
 
 export type Priority = 'normal' | 'urgent';
 
@@ -143,6 +156,8 @@ export interface AckResult {
 export interface RoomRecord {
   name: string;
   members: string[];
+  /** Every account is a member, present and future (the operator's broadcast room). */
+  everyone: boolean;
   createdAt: number;
 }
 
@@ -167,7 +182,8 @@ export interface Store {
   /** Removes the account, its memberships, listener and sessions; mail stays. */
   removeAccount(id: string): Promise<boolean>;
 
-  addRoom(name: string, at: number): Promise<'ok' | 'exists'>;
+  /** With `everyone`, every account (present and future) is a member and stays one. */
+  addRoom(name: string, at: number, everyone?: boolean): Promise<'ok' | 'exists'>;
   removeRoom(name: string): Promise<boolean>;
   getRoom(name: string): Promise<RoomRecord | null>;
   listRooms(): Promise<RoomRecord[]>;
@@ -183,6 +199,18 @@ export interface Store {
    *  predecessor that has no successor yet, the new session joins its lineage atomically. */
   registerSession(s: NewSession): Promise<SessionRecord>;
   getSession(account: string, id: string): Promise<SessionRecord | null>;
+  /** Sessions of the account whose id starts with `prefix`, at most `limit`. */
+  findSessionsByPrefix(account: string, prefix: string, limit: number): Promise<SessionRecord[]>;
+  /** Every session of a lineage, oldest first. */
+  lineageSessions(account: string, lineage: string): Promise<SessionRecord[]>;
+  /** Gives the lineage an alias. 'taken' when the name (slug or alias) belongs to another lineage
+   *  of the account; the same lineage asking again is 'ok'. */
+  addAlias(account: string, lineage: string, name: string): Promise<'ok' | 'taken'>;
+  removeAlias(account: string, lineage: string, name: string): Promise<boolean>;
+  resolveName(account: string, name: string): Promise<NameRecord | null>;
+  /** Every name of the account (for the directory and for "did you mean" candidates). */
+  namesOf(account: string): Promise<NameRecord[]>;
+  listNames(): Promise<NameRecord[]>;
   listSessions(): Promise<SessionRecord[]>;
   /** Sessions of an account with this provider session id, newest first. */
   findByProviderSession(account: string, provider: string, providerSessionId: string): Promise<SessionRecord[]>;
@@ -206,6 +234,8 @@ export interface Store {
   /** The ack time of each seq in the scope (for get). */
   ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>>;
   headSeq(): Promise<number>;
+  /** Messages delivered to one key with seq > after, oldest first, at most limit (woken waits). */
+  messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]>;
 
   /** Called after every commit that adds mail (in this process or, for shared stores, any daemon). */
   onCommit(listener: (e: CommitEvent) => void): () => void;

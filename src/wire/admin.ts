@@ -32,8 +32,9 @@ export const AccountSecretResponse = z.object({ account: AccountOut, secret: z.s
 export const AccountListResponse = z.object({ accounts: z.array(AccountOut) });
 
 export const RoomRequest = z.strictObject({ name: Selector });
+export const RoomAddRequest = z.strictObject({ name: Selector, everyone: z.boolean().optional().describe('every account, present and future, is a member (broadcast)') });
 export const MemberRequest = z.strictObject({ room: Selector, account: Selector });
-export const RoomListResponse = z.object({ rooms: z.array(z.object({ name: z.string(), members: z.array(z.string()) })) });
+export const RoomListResponse = z.object({ rooms: z.array(z.object({ name: z.string(), everyone: z.boolean(), members: z.array(z.string()) })) });
 
 export const ListenerSetRequest = z.strictObject({ account: Selector, url: text(LIMITS.urlBytes) });
 export const ListenerRemoveRequest = z.strictObject({ account: Selector });

@@ -97,12 +97,18 @@ export const Card = z.object({
   declared: z.object({ working_on: z.string().optional(), role: z.string().optional(), parent: z.string().optional() }),
 });
 
+const Names = {
+  slug: z.string().nullable().describe('friendly name from the working directory: account/slug reaches this session'),
+  aliases: z.array(z.string()).describe('names this session chose (status alias); they pass to a successor'),
+};
+
 export const WhoamiResponse = z.object({
   address: z.string(),
   account: z.string(),
   label: z.string(),
   kind: z.enum(['agent', 'human', 'service']),
   session: z.string().nullable(),
+  ...Names,
   rooms: z.array(z.string()),
   card: Card,
 });
@@ -111,11 +117,14 @@ export const StatusRequest = z.strictObject({
   working_on: text(LIMITS.declaredBytes).optional(),
   role: text(LIMITS.labelBytes).optional(),
   parent: text(LIMITS.labelBytes).optional().describe('the session address that spawned you'),
+  alias: Selector.optional().describe('add a name others can write to as account/alias (unique within your account)'),
+  unalias: Selector.optional().describe('remove one of your aliases'),
 });
-export const StatusResponse = z.object({ address: z.string(), card: Card });
+export const StatusResponse = z.object({ address: z.string(), ...Names, card: Card });
 
 export const SessionOut = z.object({
   address: z.string(),
+  ...Names,
   live: z.boolean(),
   last_seen: z.string(),
   ended_at: z.string().nullable(),

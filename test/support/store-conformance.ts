@@ -13,6 +13,7 @@ import {
   type AckItem,
   type AckResult,
   type CommitEvent,
+  type NameRecord,
   type NewMessage,
   type NewSession,
   type PageQuery,
@@ -50,6 +51,7 @@ export function session(acct: string, id: string, over: Partial<NewSession> = {}
     corroborated: { provider: 'claude', providerSessionId: `ps-${id}` },
     createdAt: 2_000,
     predecessor: null,
+    slugBase: null,
     ...over,
   };
 }
@@ -170,8 +172,9 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.addMember('lobby', 'alice');
         await store.addMember('lobby', 'bob');
         await store.setListener('alice', 'http://127.0.0.1:9/wake');
-        await store.registerSession(session('alice', 's1'));
-        await store.registerSession(session('bob', 's2'));
+        await store.registerSession(session('alice', 's1', { slugBase: 'web' }));
+        await store.registerSession(session('bob', 's2', { slugBase: 'web' }));
+        assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
         const mail = await send(store, A('alice'));
         assert.equal(await store.removeAccount('alice'), true);
         assert.equal(await store.getAccount('alice'), null);
@@ -180,6 +183,8 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.getListener('alice'), null);
         assert.equal(await store.getSession('alice', 's1'), null);
         assert.notEqual(await store.getSession('bob', 's2'), null);
+        assert.deepEqual(await store.namesOf('alice'), []);
+        assert.deepEqual(await store.listNames(), [{ account: 'bob', name: 'web', lineage: 's2', kind: 'slug' }]);
         assert.deepEqual(await store.getMessage(mail.id), mail);
         assert.equal(await store.removeAccount('alice'), false);
       });
@@ -204,7 +209,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('adds a room once', async () => {
         assert.equal(await store.addRoom('lobby', 5), 'ok');
         assert.equal(await store.addRoom('lobby', 6), 'exists');
-        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [] });
+        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [], everyone: false });
         assert.equal(await store.getRoom('nowhere'), null);
       });
 
@@ -227,9 +232,9 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(await store.roomsOf('nobody'), []);
         assert.deepEqual((await store.getRoom('zeta'))?.members, ['alice', 'carol']);
         assert.deepEqual(await store.listRooms(), [
-          { name: 'alpha', createdAt: 1, members: ['alice'] },
-          { name: 'mid', createdAt: 1, members: ['bob'] },
-          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'] },
+          { name: 'alpha', createdAt: 1, members: ['alice'], everyone: false },
+          { name: 'mid', createdAt: 1, members: ['bob'], everyone: false },
+          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'], everyone: false },
         ]);
       });
 
@@ -240,6 +245,61 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.removeMember('lobby', 'alice'), true);
         assert.equal(await store.removeMember('lobby', 'alice'), false);
         assert.deepEqual(await store.roomsOf('alice'), []);
+      });
+
+      it('makes every account, present and later, a member of an everyone room', async () => {
+        await store.addAccount(account('bob'));
+        await store.addAccount(account('alice'));
+        await store.addRoom('lobby', 1);
+        assert.equal(await store.addRoom('all', 5, true), 'ok');
+        assert.deepEqual(await store.getRoom('all'), { name: 'all', createdAt: 5, members: ['alice', 'bob'], everyone: true });
+        assert.equal(await store.addRoom('all', 6, false), 'exists');
+        assert.equal((await store.getRoom('all'))?.everyone, true);
+        assert.equal(await store.addAccount(account('carol')), 'ok');
+        assert.deepEqual(await store.roomsOf('carol'), ['all']);
+        assert.equal(await store.addAccount(account('carol')), 'exists');
+        assert.equal(await store.addMember('all', 'carol'), 'exists');
+        assert.equal(await store.addRoom('news', 7, true), 'ok');
+        await store.addAccount(account('dave'));
+        assert.deepEqual(await store.roomsOf('dave'), ['all', 'news']);
+        assert.deepEqual(await store.listRooms(), [
+          { name: 'all', createdAt: 5, members: ['alice', 'bob', 'carol', 'dave'], everyone: true },
+          { name: 'lobby', createdAt: 1, members: [], everyone: false },
+          { name: 'news', createdAt: 7, members: ['alice', 'bob', 'carol', 'dave'], everyone: true },
+        ]);
+        // The store still lets a member go (refusing that is the engine's rule).
+        assert.equal(await store.removeMember('all', 'bob'), true);
+        assert.deepEqual(await store.roomsOf('bob'), ['news']);
+        assert.equal(await store.addMember('all', 'bob'), 'ok');
+        assert.equal(await store.removeAccount('carol'), true);
+        assert.deepEqual((await store.getRoom('all'))?.members, ['alice', 'bob', 'dave']);
+        await store.addAccount(account('carol'));
+        assert.deepEqual(await store.roomsOf('carol'), ['all', 'news'], 'an account added again joins again');
+      });
+
+      it('counts unread everyone-room mail like any membership, the whole history for a new account', async () => {
+        await store.addAccount(account('alice'));
+        const of = async (who: string) => scope(who, null, await store.roomsOf(who));
+        const early = await send(store, R('all')); // delivered before the room exists
+        await store.addRoom('all', 1, true);
+        assert.equal(await store.unread(await of('alice')), 1, 'an existing account reads the history');
+        const m2 = await send(store, R('all'));
+        await send(store, R('all'));
+        await store.ack(await of('alice'), [item(early)], 5);
+        assert.equal(await store.unread(await of('alice')), 2);
+        await store.addAccount(account('bob'));
+        assert.equal(await store.unread(await of('bob')), 3, 'a new account reads the whole history');
+        assert.deepEqual(seqs(await store.page(await of('bob'), q({ pendingOnly: true }))), [1, 2, 3]);
+        await store.ack(await of('bob'), [item(m2)], 6);
+        assert.equal(await store.unread(await of('bob')), 2);
+        assert.equal(await store.unread(await of('alice')), 2, 'acks are per account');
+        await send(store, R('all'));
+        assert.equal(await store.unread(await of('alice')), 3);
+        assert.equal(await store.unread(await of('bob')), 3);
+        await store.removeMember('all', 'bob');
+        assert.equal(await store.unread(await of('bob')), 0);
+        await store.addMember('all', 'bob');
+        assert.equal(await store.unread(await of('bob')), 3, 'earlier acks are kept on rejoining');
       });
 
       it('removes a room with its memberships; its mail stays', async () => {
@@ -263,7 +323,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(rec, {
           account: 'alice', id: 's1', lineage: 's1', hostId: 'host-1', pid: 4242, startTime: 77,
           exe: '/usr/bin/agent', uid: 1000, corroborated, declared: {}, createdAt: 2_000,
-          lastSeen: 2_000, endedAt: null, successor: null,
+          lastSeen: 2_000, endedAt: null, successor: null, slug: null,
         });
         assert.deepEqual(await store.getSession('alice', 's1'), rec);
         assert.equal(await store.getSession('bob', 's1'), null);
@@ -386,6 +446,200 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.registerSession(session('alice', 'a1', { createdAt: 9 }));
         await store.registerSession(session('alice', 'a0', { createdAt: 1 }));
         assert.deepEqual((await store.listSessions()).map((s) => `${s.account}/${s.id}`), ['bob/b1', 'alice/a1', 'alice/a0']);
+      });
+    });
+
+    describe('names', () => {
+      const slugOf = async (acct: string, id: string) => (await store.getSession(acct, id))?.slug;
+      const nameOf = (acct: string, name: string, lineage: string, kind: 'slug' | 'alias'): NameRecord => ({ account: acct, name, lineage, kind });
+
+      it('gives each new lineage a slug unique within the account: base, base-2, base-3', async () => {
+        const web = (id: string, acct = 'alice') => store.registerSession(session(acct, id, { slugBase: 'web' }));
+        assert.equal((await web('s1')).slug, 'web');
+        assert.equal((await web('s2')).slug, 'web-2');
+        assert.equal((await web('s3')).slug, 'web-3');
+        assert.equal((await web('b1', 'bob')).slug, 'web', 'another account has its own namespace');
+        assert.equal((await store.registerSession(session('alice', 's4', { slugBase: 'api' }))).slug, 'api');
+        assert.equal((await store.registerSession(session('alice', 's5'))).slug, null, 'no base, no slug');
+        assert.equal(await slugOf('alice', 's2'), 'web-2');
+        assert.deepEqual(await store.resolveName('alice', 'web-3'), nameOf('alice', 'web-3', 's3', 'slug'));
+        assert.equal(await store.resolveName('alice', 'web-4'), null);
+        assert.deepEqual((await store.listSessions()).map((s) => s.slug), ['web', 'web-2', 'web-3', 'web', 'api', null]);
+        const x = (await store.getSession('alice', 's2'))?.corroborated.providerSessionId ?? '';
+        assert.deepEqual((await store.findByProviderSession('alice', 'claude', x)).map((s) => s.slug), ['web-2']);
+        assert.equal((await store.setDeclared('alice', 's3', { role: 'r' }))?.slug, 'web-3');
+        assert.equal((await web('s1')).slug, 'web', 'a repeated registration changes nothing');
+        assert.equal((await store.namesOf('alice')).length, 4);
+      });
+
+      it('gives two registrations at once with the same base different slugs', async () => {
+        const [a, b] = await Promise.all([
+          store.registerSession(session('alice', 's1', { slugBase: 'web' })),
+          store.registerSession(session('alice', 's2', { slugBase: 'web' })),
+        ]);
+        assert.deepEqual([a.slug, b.slug].sort(), ['web', 'web-2']);
+      });
+
+      it('gives a successor the lineage slug and aliases, ignoring its own base', async () => {
+        await store.registerSession(session('alice', 's1', { slugBase: 'web', createdAt: 2_000 }));
+        assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
+        const s2 = await store.registerSession(session('alice', 's2', { slugBase: 'other', predecessor: 's1', createdAt: 3_000 }));
+        assert.equal(s2.lineage, 's1');
+        assert.equal(s2.slug, 'web');
+        assert.equal(await slugOf('alice', 's2'), 'web');
+        assert.equal(await slugOf('alice', 's1'), 'web');
+        assert.equal(await store.resolveName('alice', 'other'), null, 'a joining session takes no new name');
+        assert.deepEqual(await store.resolveName('alice', 'front'), nameOf('alice', 'front', 's1', 'alias'));
+        // A second successor of the same predecessor starts its own lineage, with its own slug.
+        const other = await store.registerSession(session('alice', 's2b', { slugBase: 'web', predecessor: 's1', createdAt: 3_500 }));
+        assert.equal(other.lineage, 's2b');
+        assert.equal(other.slug, 'web-2');
+        // A lineage without a slug keeps none when a successor with a base joins it.
+        await store.registerSession(session('alice', 's7'));
+        const s8 = await store.registerSession(session('alice', 's8', { slugBase: 'late', predecessor: 's7' }));
+        assert.equal(s8.slug, null);
+        assert.equal(await store.resolveName('alice', 'late'), null);
+        assert.deepEqual((await store.namesOf('alice')).map((n) => n.name), ['front', 'web', 'web-2']);
+      });
+
+      it('keeps slugs and aliases in one namespace per account', async () => {
+        await store.registerSession(session('alice', 's1', { slugBase: 'web' }));
+        await store.registerSession(session('alice', 's2', { slugBase: 'api' }));
+        assert.equal(await store.addAlias('alice', 's2', 'web'), 'taken', "an alias equal to another lineage's slug");
+        assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
+        assert.equal(await store.addAlias('alice', 's2', 'front'), 'taken', "an alias equal to another lineage's alias");
+        assert.equal(await store.addAlias('bob', 'b1', 'front'), 'ok', 'another account is another namespace');
+        // A new slug skips names held as aliases.
+        assert.equal((await store.registerSession(session('alice', 's3', { slugBase: 'front' }))).slug, 'front-2');
+        assert.equal(await store.addAlias('alice', 's1', 'web-2'), 'ok');
+        assert.equal((await store.registerSession(session('alice', 's4', { slugBase: 'web' }))).slug, 'web-3');
+        assert.equal(await store.addAlias('alice', 's1', 'web-3'), 'taken');
+        assert.deepEqual(await store.resolveName('alice', 'web'), nameOf('alice', 'web', 's1', 'slug'));
+        assert.deepEqual(await store.resolveName('alice', 'front'), nameOf('alice', 'front', 's1', 'alias'));
+      });
+
+      it('answers a repeated alias, or the lineage\'s own slug, with ok and changes nothing', async () => {
+        await store.registerSession(session('alice', 's1', { slugBase: 'web' }));
+        assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
+        assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
+        assert.equal(await store.addAlias('alice', 's1', 'web'), 'ok');
+        assert.deepEqual(await store.namesOf('alice'), [nameOf('alice', 'front', 's1', 'alias'), nameOf('alice', 'web', 's1', 'slug')]);
+      });
+
+      it('removes only an alias of that lineage, never a slug', async () => {
+        await store.registerSession(session('alice', 's1', { slugBase: 'web' }));
+        await store.registerSession(session('alice', 's2', { slugBase: 'api' }));
+        await store.addAlias('alice', 's1', 'front');
+        assert.equal(await store.removeAlias('alice', 's1', 'web'), false, 'a slug stays');
+        assert.deepEqual(await store.resolveName('alice', 'web'), nameOf('alice', 'web', 's1', 'slug'));
+        assert.equal(await store.removeAlias('alice', 's2', 'front'), false, "another lineage's alias stays");
+        assert.equal(await store.removeAlias('bob', 's1', 'front'), false, "another account's name stays");
+        assert.equal(await store.removeAlias('alice', 's1', 'nothing'), false);
+        assert.notEqual(await store.resolveName('alice', 'front'), null);
+        assert.equal(await store.removeAlias('alice', 's1', 'front'), true);
+        assert.equal(await store.removeAlias('alice', 's1', 'front'), false);
+        assert.equal(await store.resolveName('alice', 'front'), null);
+        assert.equal(await store.addAlias('alice', 's2', 'front'), 'ok', 'a removed alias is free again');
+        assert.deepEqual(await store.resolveName('alice', 'front'), nameOf('alice', 'front', 's2', 'alias'));
+      });
+
+      it('lists the names of an account by name, and all names by account then name', async () => {
+        await store.registerSession(session('bob', 'b1', { slugBase: 'mid' }));
+        await store.registerSession(session('alice', 's1', { slugBase: 'mid' }));
+        await store.registerSession(session('alice', 's2', { slugBase: 'Zed' }));
+        await store.addAlias('alice', 's1', 'zeta');
+        await store.addAlias('alice', 's2', 'alpha');
+        await store.addAlias('alice', 's2', 'mid-2');
+        await store.addAlias('bob', 'b1', 'aaa');
+        await store.addAlias('carol', 'c1', 'b');
+        const alice = [
+          nameOf('alice', 'Zed', 's2', 'slug'),
+          nameOf('alice', 'alpha', 's2', 'alias'),
+          nameOf('alice', 'mid', 's1', 'slug'),
+          nameOf('alice', 'mid-2', 's2', 'alias'),
+          nameOf('alice', 'zeta', 's1', 'alias'),
+        ];
+        assert.deepEqual(await store.namesOf('alice'), alice);
+        assert.deepEqual(await store.namesOf('nobody'), []);
+        assert.deepEqual(await store.listNames(), [
+          ...alice,
+          nameOf('bob', 'aaa', 'b1', 'alias'),
+          nameOf('bob', 'mid', 'b1', 'slug'),
+          nameOf('carol', 'b', 'c1', 'alias'),
+        ]);
+        assert.equal(await store.resolveName('bob', 'zeta'), null);
+      });
+
+      it('prunes the names of lineages left without a session, and only those', async () => {
+        // L1: s1 pruned, its successor s2 lives on. L3: wholly pruned. L4 live. L5 ended later.
+        await store.registerSession(session('alice', 's1', { slugBase: 'web', createdAt: 50 }));
+        await store.registerSession(session('alice', 's2', { predecessor: 's1', createdAt: 100 }));
+        await store.addAlias('alice', 's1', 'one');
+        await store.registerSession(session('alice', 's3', { slugBase: 'api', createdAt: 60 }));
+        await store.addAlias('alice', 's3', 'three');
+        await store.registerSession(session('alice', 's4', { slugBase: 'db', createdAt: 70 }));
+        await store.registerSession(session('alice', 's5', { slugBase: 'old', createdAt: 80 }));
+        await store.registerSession(session('bob', 'b1', { slugBase: 'api', createdAt: 60 }));
+        await store.endSession('alice', 's3', 120);
+        await store.endSession('alice', 's5', 500);
+        assert.equal(await store.pruneSessions(200), 2);
+        assert.deepEqual((await store.namesOf('alice')).map((n) => n.name), ['db', 'old', 'one', 'web']);
+        assert.equal(await slugOf('alice', 's2'), 'web');
+        assert.deepEqual((await store.resolveName('alice', 'one'))?.lineage, 's1');
+        assert.notEqual(await store.resolveName('bob', 'api'), null, "another account's same name stays");
+        assert.equal((await store.registerSession(session('alice', 's6', { slugBase: 'api' }))).slug, 'api', 'a pruned name is free again');
+        await store.endSession('alice', 's2', 300);
+        assert.equal(await store.pruneSessions(1_000), 2);
+        assert.deepEqual((await store.namesOf('alice')).map((n) => n.name), ['api', 'db']);
+      });
+    });
+
+    describe('finding sessions', () => {
+      const sid = (hex: string) => `s-${hex.padEnd(64, '0')}`;
+
+      it('finds sessions of the account by id prefix, ordered by id, up to the limit', async () => {
+        const [a, b, c, d] = [sid('abc1'), sid('abc2'), sid('abd'), sid('ff')];
+        for (const id of [d, b, c, a]) await store.registerSession(session('alice', id, { slugBase: 'w' }));
+        await store.registerSession(session('bob', sid('abc3')));
+        const find = async (prefix: string, limit = 10) => (await store.findSessionsByPrefix('alice', prefix, limit)).map((s) => s.id);
+        assert.deepEqual(await find('s-abc1'), [a], 'unique');
+        assert.deepEqual(await find(a), [a], 'a whole id');
+        assert.deepEqual(await find('s-abc'), [a, b], 'ambiguous');
+        assert.deepEqual(await find('s-ab'), [a, b, c]);
+        assert.deepEqual(await find('s-ab', 2), [a, b], 'limited');
+        assert.deepEqual(await find('s-ab', 0), []);
+        assert.deepEqual(await find('s-abe'), [], 'none');
+        assert.deepEqual(await find('s-f'), [d]);
+        assert.deepEqual(await find('s-fg'), []);
+        assert.deepEqual(await find('s-'), [a, b, c, d]);
+        assert.deepEqual(await find(''), [a, b, c, d]);
+        assert.deepEqual(await find('S-ABC'), [], 'case counts');
+        assert.deepEqual(await store.findSessionsByPrefix('carol', 's-', 10), []);
+        const [found] = await store.findSessionsByPrefix('alice', 's-ab', 1);
+        assert.deepEqual(found, await store.getSession('alice', a), 'whole records, slug included');
+        assert.equal(found?.slug, 'w-4');
+      });
+
+      it('matches and orders any text by code point, at the edges of the range too', async () => {
+        const ids = ['k-\u{1F600}', 'k-\u{FFFD}', 'k-~', 'k-\u{10FFFF}z', 'k.', 'k-'];
+        for (const id of ids) await store.registerSession(session('alice', id));
+        const find = async (prefix: string) => (await store.findSessionsByPrefix('alice', prefix, 10)).map((s) => s.id);
+        assert.deepEqual(await find('k-'), ['k-', 'k-~', 'k-\u{FFFD}', 'k-\u{1F600}', 'k-\u{10FFFF}z']);
+        assert.deepEqual(await find('k-\u{10FFFF}'), ['k-\u{10FFFF}z']);
+        assert.deepEqual(await find('k-~'), ['k-~']);
+      });
+
+      it('lists the sessions of a lineage oldest first', async () => {
+        await store.registerSession(session('alice', 'z1', { createdAt: 2_000 }));
+        await store.registerSession(session('alice', 'other', { createdAt: 2_500 }));
+        await store.registerSession(session('alice', 'y2', { createdAt: 3_000, predecessor: 'z1' }));
+        await store.registerSession(session('alice', 'x3', { createdAt: 3_000, predecessor: 'y2' }));
+        await store.registerSession(session('bob', 'z1', { createdAt: 1 }));
+        assert.deepEqual((await store.lineageSessions('alice', 'z1')).map((s) => s.id), ['z1', 'y2', 'x3']);
+        assert.deepEqual((await store.lineageSessions('alice', 'other')).map((s) => s.id), ['other']);
+        assert.deepEqual((await store.lineageSessions('bob', 'z1')).map((s) => s.id), ['z1']);
+        assert.deepEqual(await store.lineageSessions('alice', 'y2'), [], 'a lineage is named by its first session');
+        assert.deepEqual(await store.lineageSessions('alice', 'none'), []);
       });
     });
 

@@ -102,7 +102,7 @@ export class HttpDoor {
   async listen(host: string, port: number): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen({ host, port, exclusive: true }, () => {
+      this.server.listen({ host, port, exclusive: true, backlog: 4096 }, () => {
         this.server.off('error', reject);
         resolve();
       });

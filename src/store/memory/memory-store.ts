@@ -14,6 +14,7 @@ import {
   type Corroborated,
   type Declared,
   type MailKey,
+  type NameRecord,
   type NewMessage,
   type NewSession,
   type PagedMessage,
@@ -27,6 +28,7 @@ import {
 
 interface Room {
   createdAt: number;
+  everyone: boolean;
   /** account -> how many of the room's messages it has acknowledged. */
   members: Map<string, number>;
 }
@@ -49,6 +51,20 @@ const copySession = (s: SessionRecord): SessionRecord => ({
 });
 const copyMessage = (m: StoredMessage): StoredMessage => ({ ...m, refs: m.refs.map((r) => ({ ...r })) });
 const sessionKey = (account: string, id: string) => `${account}\n${id}`;
+const lineageKey = (account: string, lineage: string) => `${account}\n${lineage}`;
+
+/** SQLite's BINARY order of UTF-8 text, which is code point order (UTF-16 `<` is not, past U+FFFF). */
+function binaryCompare(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; ) {
+    const x = a.codePointAt(i) as number;
+    const y = b.codePointAt(i) as number;
+    if (x !== y) return x - y;
+    i += x > 0xffff ? 2 : 1;
+  }
+  return a.length - b.length;
+}
+const byName = (a: NameRecord, b: NameRecord): number => binaryCompare(a.account, b.account) || binaryCompare(a.name, b.name);
 
 /** Index of the first message with seq > after (messages are in seq order). */
 function firstAfter(list: StoredMessage[], after: number): number {
@@ -74,6 +90,10 @@ class MemoryStore implements Store {
   private readonly listeners = new Map<string, string>();
   /** Insertion order is registration order, which lists and ties follow. */
   private readonly sessions = new Map<string, SessionRecord>();
+  /** account -> name -> record: one namespace per account for slugs and aliases. */
+  private readonly names = new Map<string, Map<string, NameRecord>>();
+  /** lineageKey -> the lineage's slug. */
+  private readonly slugs = new Map<string, string>();
   private readonly messages: StoredMessage[] = [];
   private readonly byId = new Map<string, StoredMessage>();
   private readonly byKey = new Map<MailKey, StoredMessage[]>();
@@ -100,6 +120,7 @@ class MemoryStore implements Store {
   async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
     if (this.accounts.has(rec.id)) return 'exists';
     this.accounts.set(rec.id, copyAccount(rec));
+    for (const [name, room] of this.rooms) if (room.everyone) this.join(name, room, rec.id);
     return 'ok';
   }
 
@@ -129,12 +150,16 @@ class MemoryStore implements Store {
     for (const room of this.rooms.values()) room.members.delete(id);
     this.listeners.delete(id);
     for (const [k, s] of this.sessions) if (s.account === id) this.sessions.delete(k);
+    for (const n of this.names.get(id)?.values() ?? []) if (n.kind === 'slug') this.slugs.delete(lineageKey(id, n.lineage));
+    this.names.delete(id);
     return existed;
   }
 
-  async addRoom(name: string, at: number): Promise<'ok' | 'exists'> {
+  async addRoom(name: string, at: number, everyone = false): Promise<'ok' | 'exists'> {
     if (this.rooms.has(name)) return 'exists';
-    this.rooms.set(name, { createdAt: at, members: new Map() });
+    const room: Room = { createdAt: at, everyone, members: new Map() };
+    this.rooms.set(name, room);
+    if (everyone) for (const account of this.accounts.keys()) this.join(name, room, account);
     return 'ok';
   }
 
@@ -144,7 +169,7 @@ class MemoryStore implements Store {
 
   async getRoom(name: string): Promise<RoomRecord | null> {
     const r = this.rooms.get(name);
-    return r ? { name, createdAt: r.createdAt, members: [...r.members.keys()].sort() } : null;
+    return r ? { name, members: [...r.members.keys()].sort(), everyone: r.everyone, createdAt: r.createdAt } : null;
   }
 
   async listRooms(): Promise<RoomRecord[]> {
@@ -160,12 +185,18 @@ class MemoryStore implements Store {
     const r = this.rooms.get(room);
     if (!r) return 'no_room';
     if (!this.accounts.has(account)) return 'no_account';
-    if (r.members.has(account)) return 'exists';
-    const roomKey = keyOfRoom(room);
+    return this.join(room, r, account) ? 'ok' : 'exists';
+  }
+
+  /** Makes the account a member; false if it already is one. */
+  private join(name: string, room: Room, account: string): boolean {
+    if (room.members.has(account)) return false;
+    // A rejoining member keeps the acks it made before.
+    const roomKey = keyOfRoom(name);
     let acked = 0;
     for (const a of this.acks.get(keyOfAccount(account))?.values() ?? []) if (a.toKey === roomKey) acked++;
-    r.members.set(account, acked);
-    return 'ok';
+    room.members.set(account, acked);
+    return true;
   }
 
   async removeMember(room: string, account: string): Promise<boolean> {
@@ -188,15 +219,21 @@ class MemoryStore implements Store {
 
   async registerSession(s: NewSession): Promise<SessionRecord> {
     const existing = this.sessions.get(sessionKey(s.account, s.id));
-    if (existing) return copySession(existing);
+    if (existing) return this.out(existing);
     let lineage = s.id;
+    let joined = false;
     if (s.predecessor !== null) {
       const pred = this.sessions.get(sessionKey(s.account, s.predecessor));
       if (pred && pred.successor === null) {
         pred.successor = s.id;
         pred.endedAt ??= s.createdAt;
         lineage = pred.lineage;
+        joined = true;
       }
+    }
+    // A joining session takes the lineage's slug (if it has one); only a new lineage gets a name.
+    if (!joined && s.slugBase !== null && !this.slugs.has(lineageKey(s.account, lineage))) {
+      this.allocateSlug(s.account, lineage, s.slugBase);
     }
     const rec: SessionRecord = {
       account: s.account,
@@ -213,18 +250,84 @@ class MemoryStore implements Store {
       lastSeen: s.createdAt,
       endedAt: null,
       successor: null,
+      slug: null,
     };
     this.sessions.set(sessionKey(s.account, s.id), rec);
-    return copySession(rec);
+    return this.out(rec);
+  }
+
+  /** A copy of the record with its lineage's slug (kept once per lineage, not per session). */
+  private out(s: SessionRecord): SessionRecord {
+    const rec = copySession(s);
+    rec.slug = this.slugs.get(lineageKey(s.account, s.lineage)) ?? null;
+    return rec;
+  }
+
+  /** The first free of `base`, `base-2`, `base-3` … in the account's namespace, for the lineage. */
+  private allocateSlug(account: string, lineage: string, base: string): void {
+    let names = this.names.get(account);
+    if (!names) this.names.set(account, (names = new Map()));
+    let name = base;
+    for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
+    names.set(name, { account, name, lineage, kind: 'slug' });
+    this.slugs.set(lineageKey(account, lineage), name);
   }
 
   async getSession(account: string, id: string): Promise<SessionRecord | null> {
     const s = this.sessions.get(sessionKey(account, id));
-    return s ? copySession(s) : null;
+    return s ? this.out(s) : null;
+  }
+
+  async findSessionsByPrefix(account: string, prefix: string, limit: number): Promise<SessionRecord[]> {
+    if (limit <= 0) return [];
+    return [...this.sessions.values()]
+      .filter((s) => s.account === account && s.id.startsWith(prefix))
+      .sort((a, b) => binaryCompare(a.id, b.id))
+      .slice(0, limit)
+      .map((s) => this.out(s));
+  }
+
+  async lineageSessions(account: string, lineage: string): Promise<SessionRecord[]> {
+    return [...this.sessions.values()]
+      .filter((s) => s.account === account && s.lineage === lineage)
+      .sort((a, b) => a.createdAt - b.createdAt) // stable: registration order breaks ties
+      .map((s) => this.out(s));
+  }
+
+  async addAlias(account: string, lineage: string, name: string): Promise<'ok' | 'taken'> {
+    let names = this.names.get(account);
+    const held = names?.get(name);
+    if (held) return held.lineage === lineage ? 'ok' : 'taken';
+    if (!names) this.names.set(account, (names = new Map()));
+    names.set(name, { account, name, lineage, kind: 'alias' });
+    return 'ok';
+  }
+
+  async removeAlias(account: string, lineage: string, name: string): Promise<boolean> {
+    const names = this.names.get(account);
+    const held = names?.get(name);
+    if (!names || !held || held.kind !== 'alias' || held.lineage !== lineage) return false;
+    names.delete(name);
+    return true;
+  }
+
+  async resolveName(account: string, name: string): Promise<NameRecord | null> {
+    const n = this.names.get(account)?.get(name);
+    return n ? { ...n } : null;
+  }
+
+  async namesOf(account: string): Promise<NameRecord[]> {
+    return [...(this.names.get(account)?.values() ?? [])].sort(byName).map((n) => ({ ...n }));
+  }
+
+  async listNames(): Promise<NameRecord[]> {
+    const all: NameRecord[] = [];
+    for (const names of this.names.values()) all.push(...names.values());
+    return all.sort(byName).map((n) => ({ ...n }));
   }
 
   async listSessions(): Promise<SessionRecord[]> {
-    return [...this.sessions.values()].map(copySession);
+    return [...this.sessions.values()].map((s) => this.out(s));
   }
 
   async findByProviderSession(account: string, provider: string, providerSessionId: string): Promise<SessionRecord[]> {
@@ -237,7 +340,7 @@ class MemoryStore implements Store {
       )
       .reverse() // newest registration first among equal createdAt (sort is stable)
       .sort((a, b) => b.createdAt - a.createdAt)
-      .map(copySession);
+      .map((s) => this.out(s));
   }
 
   async touchSessions(seen: { account: string; id: string; at: number }[]): Promise<void> {
@@ -256,16 +359,26 @@ class MemoryStore implements Store {
     const s = this.sessions.get(sessionKey(account, id));
     if (!s) return null;
     s.declared = defined<Declared>({ workingOn: declared.workingOn, role: declared.role, parent: declared.parent });
-    return copySession(s);
+    return this.out(s);
   }
 
+  /** Also deletes the names of every lineage that this prune leaves without a session. */
   async pruneSessions(before: number): Promise<number> {
     let n = 0;
+    const touched = new Map<string, { account: string; lineage: string }>();
     for (const [k, s] of this.sessions) {
       if (s.endedAt !== null && s.endedAt < before) {
         this.sessions.delete(k);
+        touched.set(lineageKey(s.account, s.lineage), { account: s.account, lineage: s.lineage });
         n++;
       }
+    }
+    for (const s of this.sessions.values()) touched.delete(lineageKey(s.account, s.lineage));
+    for (const [key, { account, lineage }] of touched) {
+      this.slugs.delete(key);
+      const names = this.names.get(account);
+      for (const [name, rec] of names ?? []) if (rec.lineage === lineage) names?.delete(name);
+      if (names?.size === 0) this.names.delete(account);
     }
     return n;
   }
@@ -307,6 +420,19 @@ class MemoryStore implements Store {
 
   async headSeq(): Promise<number> {
     return this.seq;
+  }
+
+  async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {
+    const list = this.byKey.get(key) ?? [];
+    // Ascending by seq: binary search for the first seq > after.
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((list[mid]?.seq ?? 0) <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return list.slice(lo, lo + limit).map(copyMessage);
   }
 
   async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {

@@ -111,6 +111,25 @@ export const MIGRATIONS: readonly string[] = [
     unacked INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // 2: friendly names of session lineages, and broadcast rooms.
+  `
+  -- One namespace per account: a lineage's slug and its aliases. A session's slug is read through
+  -- its lineage, so a successor has it (and the aliases) without copying anything.
+  CREATE TABLE names (
+    account TEXT NOT NULL,
+    name TEXT NOT NULL,
+    lineage TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('slug', 'alias')),
+    PRIMARY KEY (account, name)
+  ) WITHOUT ROWID;
+  CREATE INDEX names_by_lineage ON names(account, lineage, kind);
+
+  -- A lineage's sessions, oldest first (the rowid breaks createdAt ties).
+  CREATE INDEX sessions_by_lineage ON sessions(account, lineage, created_at);
+
+  -- everyone: every account, present and future, is made a member.
+  ALTER TABLE rooms ADD COLUMN everyone INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

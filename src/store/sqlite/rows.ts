@@ -4,6 +4,7 @@ import type {
   AccountRecord,
   Corroborated,
   Declared,
+  NameRecord,
   NewMessage,
   NewSession,
   PagedMessage,
@@ -80,7 +81,10 @@ export interface SessionRow {
   successor: string | null;
 }
 
-export function toSession(r: SessionRow): SessionRecord {
+/** A session row as the session queries return it: with its lineage's slug (from names). */
+export type SessionOutRow = SessionRow & { slug: string | null };
+
+export function toSession(r: SessionOutRow): SessionRecord {
   const corroborated: Corroborated = {};
   if (r.c_provider !== null) corroborated.provider = r.c_provider;
   if (r.c_provider_session_id !== null) corroborated.providerSessionId = r.c_provider_session_id;
@@ -105,7 +109,19 @@ export function toSession(r: SessionRow): SessionRecord {
     lastSeen: r.last_seen,
     endedAt: r.ended_at,
     successor: r.successor,
+    slug: r.slug,
   };
+}
+
+export interface NameRow {
+  account: string;
+  name: string;
+  lineage: string;
+  kind: string;
+}
+
+export function toName(r: NameRow): NameRecord {
+  return { account: r.account, name: r.name, lineage: r.lineage, kind: r.kind as NameRecord['kind'] };
 }
 
 export function newSessionParams(s: NewSession, lineage: string): SessionRow {

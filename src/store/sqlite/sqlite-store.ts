@@ -15,6 +15,7 @@ import {
   type AppendOutcome,
   type CommitEvent,
   type Declared,
+  type NameRecord,
   type NewMessage,
   type NewSession,
   type PagedMessage,
@@ -23,12 +24,13 @@ import {
   type RoomRecord,
   type SessionRecord,
   type Store,
+  type MailKey,
   type StoredMessage,
 } from '../types.js';
 import { GroupCommit } from './group-commit.js';
 import { migrate } from './migrations.js';
 import { PageStatements } from './page-query.js';
-import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toPaged, toSession } from './rows.js';
+import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
 import { prepareStatements, type Statements } from './statements.js';
 
 export interface SqliteStoreOptions {
@@ -48,6 +50,18 @@ export interface SqliteStoreStats {
 interface AppendInput {
   m: NewMessage;
   since: number;
+}
+
+/** The least string above every string that starts with `prefix`, in code point order (which is
+ *  SQLite's BINARY order of UTF-8 text), or null when none exists (an empty prefix). */
+export function prefixUpperBound(prefix: string): string | null {
+  const cps = Array.from(prefix);
+  for (let last = cps.pop(); last !== undefined; last = cps.pop()) {
+    let next = (last.codePointAt(0) as number) + 1;
+    if (next >= 0xd800 && next <= 0xdfff) next = 0xe000; // surrogates never occur in text
+    if (next <= 0x10ffff) return cps.join('') + String.fromCodePoint(next);
+  }
+  return null;
 }
 
 export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
@@ -132,7 +146,11 @@ export class SqliteStore implements Store {
   // ---- accounts
 
   async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
-    return this.tx(() => (this.st.insertAccount.run(accountParams(rec)).changes > 0 ? 'ok' : 'exists'));
+    return this.tx(() => {
+      if (this.st.insertAccount.run(accountParams(rec)).changes === 0) return 'exists';
+      for (const r of this.st.everyoneRooms.all()) this.join(r.name, rec.id);
+      return 'ok';
+    });
   }
 
   async getAccount(id: string): Promise<AccountRecord | null> {
@@ -159,14 +177,19 @@ export class SqliteStore implements Store {
       this.st.deleteMembershipsOf.run(id);
       this.st.deleteListener.run(id);
       this.st.deleteSessionsOf.run(id);
+      this.st.deleteNamesOf.run(id);
       return existed;
     });
   }
 
   // ---- rooms
 
-  async addRoom(name: string, at: number): Promise<'ok' | 'exists'> {
-    return this.tx(() => (this.st.insertRoom.run(name, at).changes > 0 ? 'ok' : 'exists'));
+  async addRoom(name: string, at: number, everyone = false): Promise<'ok' | 'exists'> {
+    return this.tx(() => {
+      if (this.st.insertRoom.run(name, at, everyone ? 1 : 0).changes === 0) return 'exists';
+      if (everyone) for (const a of this.st.listAccounts.all()) this.join(name, a.id);
+      return 'ok';
+    });
   }
 
   async removeRoom(name: string): Promise<boolean> {
@@ -180,12 +203,15 @@ export class SqliteStore implements Store {
   async getRoom(name: string): Promise<RoomRecord | null> {
     const r = this.st.getRoom.get(name);
     if (!r) return null;
-    return { name: r.name, createdAt: r.created_at, members: this.st.membersOf.all(name).map((m) => m.account) };
+    const members = this.st.membersOf.all(name).map((m) => m.account);
+    return { name: r.name, members, everyone: r.everyone === 1, createdAt: r.created_at };
   }
 
   async listRooms(): Promise<RoomRecord[]> {
     const rooms = new Map<string, RoomRecord>();
-    for (const r of this.st.listRooms.all()) rooms.set(r.name, { name: r.name, createdAt: r.created_at, members: [] });
+    for (const r of this.st.listRooms.all()) {
+      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, createdAt: r.created_at });
+    }
     for (const m of this.st.allMembers.all()) rooms.get(m.room)?.members.push(m.account);
     return [...rooms.values()];
   }
@@ -198,12 +224,17 @@ export class SqliteStore implements Store {
     return this.tx(() => {
       if (!this.st.getRoom.get(room)) return 'no_room';
       if (!this.st.getAccount.get(account)) return 'no_account';
-      if (this.st.memberExists.get(room, account)) return 'exists';
-      // A rejoining member keeps the acks it made before: count them once, here.
-      const acked = (this.st.countAcksOfKey.get(keyOfAccount(account), keyOfRoom(room)) as { n: number }).n;
-      this.st.insertMember.run(room, account, acked);
-      return 'ok';
+      return this.join(room, account) ? 'ok' : 'exists';
     });
+  }
+
+  /** Makes the account a member (inside the caller's transaction); false if it already is one. */
+  private join(room: string, account: string): boolean {
+    if (this.st.memberExists.get(room, account)) return false;
+    // A rejoining member keeps the acks it made before: count them once, here.
+    const acked = (this.st.countAcksOfKey.get(keyOfAccount(account), keyOfRoom(room)) as { n: number }).n;
+    this.st.insertMember.run(room, account, acked);
+    return true;
   }
 
   async removeMember(room: string, account: string): Promise<boolean> {
@@ -235,23 +266,83 @@ export class SqliteStore implements Store {
       const existing = this.st.getSession.get(s.account, s.id);
       if (existing) return toSession(existing);
       let lineage = s.id;
+      let joined = false;
       if (s.predecessor !== null) {
         const pred = this.st.getSession.get(s.account, s.predecessor);
         // Only the first successor inherits; a second one starts its own lineage.
         if (pred && pred.successor === null) {
           this.st.setSuccessor.run(s.id, s.createdAt, s.account, pred.id);
           lineage = pred.lineage;
+          joined = true;
         }
       }
       const row = newSessionParams(s, lineage);
       this.st.insertSession.run(row);
-      return toSession(row);
+      // A joining session takes the lineage's slug (if it has one); only a new lineage gets a name.
+      let slug = this.st.slugOfLineage.get(s.account, lineage)?.name ?? null;
+      if (slug === null && !joined && s.slugBase !== null) slug = this.allocateSlug(s.account, lineage, s.slugBase);
+      return toSession({ ...row, slug });
     });
+  }
+
+  /** The first free of `base`, `base-2`, `base-3` … in the account's namespace, taken for the
+   *  lineage (inside the caller's transaction, so two registrations never get the same one). */
+  private allocateSlug(account: string, lineage: string, base: string): string {
+    let name = base;
+    if (this.st.getName.get(account, base)) {
+      // Every `base-…` name of the account in one range of the key ('.' follows '-').
+      const taken = new Set(this.st.namesInRange.all(account, `${base}-`, `${base}.`).map((r) => r.name));
+      let n = 2;
+      while (taken.has(`${base}-${n}`)) n++;
+      name = `${base}-${n}`;
+    }
+    this.st.insertName.run(account, name, lineage, 'slug');
+    return name;
   }
 
   async getSession(account: string, id: string): Promise<SessionRecord | null> {
     const r = this.st.getSession.get(account, id);
     return r ? toSession(r) : null;
+  }
+
+  async findSessionsByPrefix(account: string, prefix: string, limit: number): Promise<SessionRecord[]> {
+    if (limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
+    const upper = prefixUpperBound(prefix);
+    const rows =
+      upper === null
+        ? this.st.sessionsByPrefixOpen.all(account, prefix, limit)
+        : this.st.sessionsByPrefix.all(account, prefix, upper, limit);
+    return rows.map(toSession);
+  }
+
+  async lineageSessions(account: string, lineage: string): Promise<SessionRecord[]> {
+    return this.st.lineageSessions.all(account, lineage).map(toSession);
+  }
+
+  async addAlias(account: string, lineage: string, name: string): Promise<'ok' | 'taken'> {
+    return this.tx(() => {
+      const held = this.st.getName.get(account, name);
+      if (held) return held.lineage === lineage ? 'ok' : 'taken';
+      this.st.insertName.run(account, name, lineage, 'alias');
+      return 'ok';
+    });
+  }
+
+  async removeAlias(account: string, lineage: string, name: string): Promise<boolean> {
+    return this.tx(() => this.st.deleteAlias.run(account, name, lineage).changes > 0);
+  }
+
+  async resolveName(account: string, name: string): Promise<NameRecord | null> {
+    const r = this.st.getName.get(account, name);
+    return r ? toName(r) : null;
+  }
+
+  async namesOf(account: string): Promise<NameRecord[]> {
+    return this.st.namesOf.all(account).map(toName);
+  }
+
+  async listNames(): Promise<NameRecord[]> {
+    return this.st.listNames.all().map(toName);
   }
 
   async listSessions(): Promise<SessionRecord[]> {
@@ -282,8 +373,17 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** Also deletes the names of every lineage that this prune leaves without a session. */
   async pruneSessions(before: number): Promise<number> {
-    return this.tx(() => this.st.pruneSessions.run(before).changes);
+    return this.tx(() => {
+      const lineages = new Map<string, [account: string, lineage: string]>();
+      for (const l of this.st.prunedLineages.all(before)) lineages.set(`${l.account}\n${l.lineage}`, [l.account, l.lineage]);
+      const pruned = this.st.pruneSessions.run(before).changes;
+      for (const [account, lineage] of lineages.values()) {
+        if (!this.st.lineageHasSession.get(account, lineage)) this.st.deleteNamesOfLineage.run(account, lineage);
+      }
+      return pruned;
+    });
   }
 
   // ---- messages
@@ -317,6 +417,10 @@ export class SqliteStore implements Store {
 
   async headSeq(): Promise<number> {
     return this.st.headSeq.get()?.seq ?? 0;
+  }
+
+  async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {
+    return this.st.messagesAfter.all(key, after, limit).map(toMessage);
   }
 
   async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {

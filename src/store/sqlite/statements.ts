@@ -1,7 +1,17 @@
 // Every fixed statement, prepared once per connection. (The page query varies with the number
 // of keys and lives in page-query.ts.)
 import type Database from 'better-sqlite3';
-import type { AccountRow, MessageRow, SessionRow } from './rows.js';
+import type { AccountRow, MessageRow, NameRow, SessionOutRow } from './rows.js';
+
+/** Sessions with their lineage's slug; callers add WHERE / ORDER BY on `s`. */
+const SESSIONS = `SELECT s.*, n.name AS slug FROM sessions AS s
+  LEFT JOIN names AS n ON n.account = s.account AND n.lineage = s.lineage AND n.kind = 'slug'`;
+
+interface RoomRow {
+  name: string;
+  created_at: number;
+  everyone: number;
+}
 
 export type Statements = ReturnType<typeof prepareStatements>;
 
@@ -32,12 +42,14 @@ export function prepareStatements(db: Database.Database) {
     deleteAccount: p('DELETE FROM accounts WHERE id = ?'),
     deleteMembershipsOf: p('DELETE FROM members WHERE account = ?'),
     deleteSessionsOf: p('DELETE FROM sessions WHERE account = ?'),
+    deleteNamesOf: p('DELETE FROM names WHERE account = ?'),
 
-    insertRoom: p('INSERT INTO rooms (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING'),
+    insertRoom: p('INSERT INTO rooms (name, created_at, everyone) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING'),
     deleteRoom: p('DELETE FROM rooms WHERE name = ?'),
     deleteMembersOfRoom: p('DELETE FROM members WHERE room = ?'),
-    getRoom: p<{ name: string; created_at: number }>('SELECT name, created_at FROM rooms WHERE name = ?'),
-    listRooms: p<{ name: string; created_at: number }>('SELECT name, created_at FROM rooms ORDER BY name'),
+    getRoom: p<RoomRow>('SELECT name, created_at, everyone FROM rooms WHERE name = ?'),
+    listRooms: p<RoomRow>('SELECT name, created_at, everyone FROM rooms ORDER BY name'),
+    everyoneRooms: p<{ name: string }>('SELECT name FROM rooms WHERE everyone = 1 ORDER BY name'),
     membersOf: p<{ account: string }>('SELECT account FROM members WHERE room = ? ORDER BY account'),
     allMembers: p<{ room: string; account: string }>('SELECT room, account FROM members ORDER BY room, account'),
     roomsOf: p<{ room: string }>('SELECT room FROM members WHERE account = ? ORDER BY room'),
@@ -51,7 +63,14 @@ export function prepareStatements(db: Database.Database) {
     deleteListener: p('DELETE FROM listeners WHERE account = ?'),
     getListener: p<{ url: string }>('SELECT url FROM listeners WHERE account = ?'),
 
-    getSession: p<SessionRow>('SELECT * FROM sessions WHERE account = ? AND id = ?'),
+    getSession: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.id = ?`),
+    // Prefix search: one range of the (account, id) primary key; the open form has no upper bound.
+    sessionsByPrefix: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.id >= ? AND s.id < ? ORDER BY s.id LIMIT ?`),
+    sessionsByPrefixOpen: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.id >= ? ORDER BY s.id LIMIT ?`),
+    lineageSessions: p<SessionOutRow>(
+      `${SESSIONS} WHERE s.account = ? AND s.lineage = ? ORDER BY s.created_at, s.rowid`,
+    ),
+    lineageHasSession: p<{ one: number }>('SELECT 1 AS one FROM sessions WHERE account = ? AND lineage = ? LIMIT 1'),
     insertSession: p(
       `INSERT INTO sessions (account, id, lineage, host_id, pid, start_time, exe, uid, c_provider,
          c_provider_session_id, c_model, c_cwd, d_working_on, d_role, d_parent, created_at, last_seen,
@@ -63,15 +82,29 @@ export function prepareStatements(db: Database.Database) {
     setSuccessor: p(
       'UPDATE sessions SET successor = ?, ended_at = COALESCE(ended_at, ?) WHERE account = ? AND id = ? AND successor IS NULL',
     ),
-    listSessions: p<SessionRow>('SELECT * FROM sessions ORDER BY rowid'),
-    findByProviderSession: p<SessionRow>(
-      `SELECT * FROM sessions WHERE account = ? AND c_provider = ? AND c_provider_session_id = ?
-       ORDER BY created_at DESC, rowid DESC`,
+    listSessions: p<SessionOutRow>(`${SESSIONS} ORDER BY s.rowid`),
+    findByProviderSession: p<SessionOutRow>(
+      `${SESSIONS} WHERE s.account = ? AND s.c_provider = ? AND s.c_provider_session_id = ?
+       ORDER BY s.created_at DESC, s.rowid DESC`,
     ),
     touchSession: p('UPDATE sessions SET last_seen = MAX(last_seen, ?) WHERE account = ? AND id = ?'),
     endSession: p('UPDATE sessions SET ended_at = ? WHERE account = ? AND id = ? AND ended_at IS NULL'),
     setDeclared: p('UPDATE sessions SET d_working_on = ?, d_role = ?, d_parent = ? WHERE account = ? AND id = ?'),
+    // Not DISTINCT: that would walk sessions_by_lineage whole instead of the ended range.
+    prunedLineages: p<{ account: string; lineage: string }>('SELECT account, lineage FROM sessions WHERE ended_at < ?'),
     pruneSessions: p('DELETE FROM sessions WHERE ended_at < ?'),
+
+    getName: p<NameRow>('SELECT account, name, lineage, kind FROM names WHERE account = ? AND name = ?'),
+    insertName: p('INSERT INTO names (account, name, lineage, kind) VALUES (?, ?, ?, ?)'),
+    slugOfLineage: p<{ name: string }>(
+      "SELECT name FROM names WHERE account = ? AND lineage = ? AND kind = 'slug'",
+    ),
+    /** Names of the account in [from, to): the taken `base-N` of a slug base. */
+    namesInRange: p<{ name: string }>('SELECT name FROM names WHERE account = ? AND name >= ? AND name < ?'),
+    deleteAlias: p("DELETE FROM names WHERE account = ? AND name = ? AND lineage = ? AND kind = 'alias'"),
+    deleteNamesOfLineage: p('DELETE FROM names WHERE account = ? AND lineage = ?'),
+    namesOf: p<NameRow>('SELECT account, name, lineage, kind FROM names WHERE account = ? ORDER BY name'),
+    listNames: p<NameRow>('SELECT account, name, lineage, kind FROM names ORDER BY account, name'),
 
     insertMessage: p(
       `INSERT INTO messages (id, thread_id, from_account, from_session, from_kind, to_address, to_key,
@@ -89,6 +122,7 @@ export function prepareStatements(db: Database.Database) {
     getMessageBySeq: p<MessageRow>('SELECT * FROM messages WHERE seq = ?'),
     getThread: p<MessageRow>('SELECT * FROM messages WHERE thread_id = ? ORDER BY seq'),
     headSeq: p<{ seq: number | null }>('SELECT MAX(seq) AS seq FROM messages'),
+    messagesAfter: p<MessageRow>('SELECT * FROM messages WHERE to_key = ? AND seq > ? ORDER BY seq LIMIT ?'),
     countDelivered: p(
       `INSERT INTO mailbox_counts (to_key, total, unacked) VALUES (?, 1, 1)
        ON CONFLICT (to_key) DO UPDATE SET total = total + 1, unacked = unacked + 1`,
