@@ -8,6 +8,7 @@ import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { MAIL_OPS, type MailOp } from '../src/doors/mail-ops.js';
+import { HOOK_OPS } from '../src/doors/hook-ops.js';
 import { ADMIN_ROUTES } from '../src/doors/admin-ops.js';
 import { PROTOCOL_VERSIONS } from '../src/doors/mcp/mcp-handler.js';
 import { ERROR_TABLE, type ErrorCode, type McpForm } from '../src/wire/errors.js';
@@ -166,7 +167,7 @@ function mailOpSection(o: MailOp): string {
     `### ${o.name}`,
     '',
     `- HTTP: \`POST ${o.path}\``,
-    `- MCP tool: \`${o.tool}\``,
+    o.tool ? `- MCP tool: \`${o.tool}\`` : '- HTTP only (for the hooks agent programs run; not an MCP tool)',
     '',
     o.summary,
     ...(note ? ['', note] : []),
@@ -389,6 +390,11 @@ export function renderProtocolDoc(): string {
     '## Mail operations',
     '',
     ...MAIL_OPS.flatMap((o) => [mailOpSection(o), '']),
+    '## Hook operations',
+    '',
+    'Used by `m4a hook …` (Claude Code Stop / UserPromptSubmit / SessionStart / PostToolUse, Codex Stop, Gemini CLI AfterAgent, Cursor stop) and `m4a listen`. Only mail new since the session was last told counts; a Stop hook blocks at most 7 times in a row (Claude Code ends the turn after 8); the wake text carries ids, senders and quoted subjects, never bodies, and says that mail comes from other agents, not from the user.',
+    '',
+    ...HOOK_OPS.flatMap((o) => [mailOpSection(o), '']),
     adminSection(),
     errorSection(),
     '',

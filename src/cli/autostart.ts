@@ -38,12 +38,28 @@ export async function probe(url: string, timeoutMs = 1000): Promise<{ version: s
   }
 }
 
+/** Node's own flags for the child, with `--import <package>` made absolute: the daemon runs from
+ *  the data directory, where a bare package name (tsx, in development) would not resolve. */
+function portableExecArgv(): string[] {
+  const out: string[] = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? '';
+    const v = args[i + 1];
+    if ((a === '--import' || a === '--loader') && v !== undefined && !/^[./]|^file:/.test(v)) {
+      out.push(a, import.meta.resolve(v));
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 /** Starts `m4a serve --auto` detached from this process (it outlives the agent that started it). */
 export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const log = openSync(join(dataDir, 'daemon.log'), 'a', 0o600);
   const port = env.M4A_PORT;
-  const child = spawn(process.execPath, [...process.execArgv, CLI_MAIN, 'serve', '--auto', '--data-dir', dataDir, ...(port ? ['--port', port] : [])], {
+  const child = spawn(process.execPath, [...portableExecArgv(), CLI_MAIN, 'serve', '--auto', '--data-dir', dataDir, ...(port ? ['--port', port] : [])], {
     detached: true,
     stdio: ['ignore', log, log],
     env,

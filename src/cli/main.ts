@@ -4,6 +4,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { registerAdmin } from './admin-commands.js';
 import { registerMail } from './mail-commands.js';
 import { registerDaemon } from './daemon-commands.js';
+import { registerSetup } from './setup/index.js';
+import { registerHooks } from './hook-commands.js';
 import { EXIT, printJson } from './output.js';
 
 const program = new Command();
@@ -71,6 +73,8 @@ program
   });
 
 registerMail(program);
+registerSetup(program);
+registerHooks(program);
 registerDaemon(program);
 registerAdmin(program);
 

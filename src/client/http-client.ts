@@ -4,6 +4,7 @@ import { Agent, request } from 'node:http';
 import { MailError, errorFromBody } from '../wire/errors.js';
 import type * as W from '../wire/ops.js';
 import type * as A from '../wire/admin.js';
+import type * as H from '../wire/hooks.js';
 import type { Address } from '../wire/address.js';
 import { portOwner } from './port-owner.js';
 
@@ -170,6 +171,12 @@ export class MailClient {
   }
   directory(): Promise<W.DirectoryResponse> {
     return this.call('/mail/directory');
+  }
+  notice(input: H.NoticeRequest): Promise<H.NoticeResponse> {
+    return this.call('/mail/notice', input, (input.wait_secs ?? 0) * 1000);
+  }
+  listen(on: boolean): Promise<{ address: string; listening: boolean }> {
+    return this.call('/mail/listen', { on });
   }
 
   readonly admin = {

@@ -29,6 +29,8 @@ import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
 import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import { fitToBudget } from './inbox-budget.js';
 import { WakeBatcher } from './wake-batch.js';
+import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS } from './notices.js';
+import type * as H from '../wire/hooks.js';
 import { checkAlias } from './names.js';
 
 export interface EngineOptions {
@@ -65,6 +67,7 @@ export class MailEngine {
   readonly log: Logger;
   private doorbell: Doorbell | undefined;
   readonly wakes: WakeBatcher;
+  readonly notices = new NoticeBook();
   /** Highest seq this engine has seen committed; -1 until start(). */
   private lastSeq = -1;
   private idemWindow: number;
@@ -345,6 +348,37 @@ export class MailEngine {
       accounts: accounts.map((a) => ({ id: a.id, label: a.label, kind: a.kind, sessions: byAccount.get(a.id) ?? [] })),
       rooms: rooms.map((r) => ({ name: r.name, member: mine.includes(r.name) })),
     };
+  }
+
+  /** For hooks: mail new since this session was last told, and whether a Stop hook should block. */
+  async notice(c: Caller, req: H.NoticeRequest): Promise<H.NoticeResponse> {
+    this.need(c, 'read');
+    const session = c.session;
+    if (!session) throw new MailError('permission_denied', 'hooks speak for an attested session', { need: 'session' });
+    const st = this.notices.get(keyOfLineage(c.account.id, session.lineage));
+    const now = this.clock.now();
+    if (req.event === 'prompt') st.blocks = 0;
+    const answer = (mail: H.NoticeItem[], more: boolean, block: boolean): H.NoticeResponse => ({ mail, more, block, listening: st.listening, consecutive_blocks: st.blocks });
+    if (req.event === 'tool' && now - st.lastToolNotice < TOOL_NOTICE_EVERY_MS) return answer([], false, false);
+    const waitSecs = req.event === 'stop' ? (req.wait_secs ?? 0) : 0;
+    const page = await this.inbox(c, { after: encodeCursor(st.noticed), limit: 20, include_bodies: false, wait_secs: waitSecs });
+    const mail = page.messages.map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority }));
+    if (mail.length === 0) {
+      if (req.event === 'stop') st.blocks = 0; // the agent stops: the chain of blocks is over
+      return answer([], false, false);
+    }
+    if (req.event === 'peek') return answer(mail, mail.length === 20, false);
+    if (req.event === 'stop' && st.blocks >= MAX_CONSECUTIVE_BLOCKS) return answer(mail, mail.length === 20, false);
+    st.noticed = Math.max(st.noticed, decodeCursor(page.next_cursor ?? encodeCursor(st.noticed)));
+    if (req.event === 'tool') st.lastToolNotice = now;
+    if (req.event === 'stop') st.blocks++;
+    return answer(mail, mail.length === 20, req.event === 'stop');
+  }
+
+  async listen(c: Caller, on: boolean): Promise<{ address: string; listening: boolean }> {
+    if (!c.session) throw new MailError('permission_denied', 'listen mode belongs to an attested session', { need: 'session' });
+    this.notices.get(keyOfLineage(c.account.id, c.session.lineage)).listening = on;
+    return { address: callerAddress(c), listening: on };
   }
 
   /** Shutdown: answer every parked wait, flush session touches. */

@@ -8,6 +8,9 @@ import type { Attestor } from '../../attest/types.js';
 import type { Logger } from '../../engine/log.js';
 import { OPS_BY_PATH } from '../mail-ops.js';
 import { ADMIN_BY_PATH } from '../admin-ops.js';
+import { HOOK_OPS } from '../hook-ops.js';
+
+const HOOKS_BY_PATH = new Map(HOOK_OPS.map((o) => [o.path, o]));
 import { McpHandler } from '../mcp/mcp-handler.js';
 import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
@@ -85,7 +88,7 @@ export class HttpDoor {
       this.o.onStopRequest?.(input.when ?? 'now');
       return;
     }
-    const op = OPS_BY_PATH.get(path);
+    const op = OPS_BY_PATH.get(path) ?? HOOKS_BY_PATH.get(path);
     const adminRoute = op ? undefined : ADMIN_BY_PATH.get(path);
     if (!op && !adminRoute) throw new MailError('unknown_route', `no route ${path}`);
     if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `use POST ${path}`).toBody(), { allow: 'POST' });

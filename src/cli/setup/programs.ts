@@ -1,0 +1,109 @@
+// What setup writes for each agent program: the files per scope and the exact MCP entries.
+// Shapes follow /work/shared/AGENT-INTEGRATIONS.md §1 (Claude Code), §4.1 (Codex), §5 (Gemini), §6 (Cursor).
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_PORT } from '../../wire/locations.js';
+import { bridgeArgs, type Bridge } from './bridge-command.js';
+import { renderGuide } from './guide.js';
+
+export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor'] as const;
+export type Program = (typeof PROGRAMS)[number];
+export type Transport = 'stdio' | 'http';
+export type Scope = { kind: 'user' } | { kind: 'project'; dir: string };
+
+/** The server name everywhere (Gemini forbids `_` in it: its policy parser splits on the first one). */
+export const SERVER = 'm4a';
+export const TOKEN_VAR = 'M4A_TOKEN';
+/** An inbox wait lasts up to 60 s; give every call twice that. */
+const TOOL_TIMEOUT_MS = 120_000;
+/** Codex forwards only a fixed list of variables (HOME, PATH, …) to stdio servers; these locate the
+ *  daemon, its data and the credentials, and are forwarded only when set. */
+const CODEX_FORWARD = ['M4A_DATA_DIR', 'M4A_PORT', 'M4A_URL', 'M4A_CREDENTIALS', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'];
+
+export type JsonObject = Record<string, unknown>;
+
+export type Target =
+  /** An object member at `keys` (the last is our name) in a JSON file. */
+  | { kind: 'json-entry'; path: string; keys: string[]; value: JsonObject }
+  /** A string item in the array at `keys`. */
+  | { kind: 'json-item'; path: string; keys: string[]; item: string }
+  /** A marked block appended to a TOML or Markdown file; `table` is what the TOML must parse to. */
+  | { kind: 'block'; path: string; syntax: 'toml' | 'markdown'; body: string; table?: JsonObject }
+  /** A whole file of ours. */
+  | { kind: 'whole'; path: string; content: string };
+
+export interface Setting {
+  program: Program;
+  scope: Scope;
+  transport: Transport;
+  account: string;
+  bridge: Bridge;
+  env: NodeJS.ProcessEnv;
+}
+
+export const homeOf = (env: NodeJS.ProcessEnv): string => env.HOME || homedir();
+export const codexHome = (env: NodeJS.ProcessEnv): string => env.CODEX_HOME || join(homeOf(env), '.codex');
+export const mcpUrl = (env: NodeJS.ProcessEnv): string => `http://127.0.0.1:${env.M4A_PORT || DEFAULT_PORT}/mcp`;
+
+/** The MCP server entry in the program's own syntax. No secret: stdio reads the credentials file,
+ *  HTTP names the environment variable. */
+export function mcpEntry(s: Setting): JsonObject {
+  const stdio = s.transport === 'stdio';
+  const cmd = { command: s.bridge.command, args: bridgeArgs(s.bridge, s.account) };
+  const url = mcpUrl(s.env);
+  switch (s.program) {
+    case 'claude':
+      // Its HTTP client gives up after 60 s to first byte unless the entry's timeout is >= 60 s.
+      return stdio ? { type: 'stdio', ...cmd } : { type: 'http', url, headers: { Authorization: `Bearer \${${TOKEN_VAR}}` }, timeout: TOOL_TIMEOUT_MS };
+    case 'codex': {
+      // An inline bearer_token is rejected by Codex; it reads the variable named here.
+      const timeouts = { startup_timeout_sec: 30, tool_timeout_sec: TOOL_TIMEOUT_MS / 1000 };
+      return stdio ? { ...cmd, env_vars: CODEX_FORWARD, ...timeouts } : { url, bearer_token_env_var: TOKEN_VAR, ...timeouts };
+    }
+    case 'gemini':
+      return stdio ? { ...cmd, timeout: TOOL_TIMEOUT_MS } : { url, type: 'http', headers: { Authorization: `Bearer \${${TOKEN_VAR}}` }, timeout: TOOL_TIMEOUT_MS };
+    case 'cursor':
+      // Cursor documents no per-server tool timeout, so there is nothing to raise for long waits.
+      return stdio ? { type: 'stdio', ...cmd } : { url, headers: { Authorization: `Bearer \${env:${TOKEN_VAR}}` } };
+  }
+}
+
+const tomlValue = (v: unknown): string =>
+  Array.isArray(v) ? `[${v.map(tomlValue).join(', ')}]` : typeof v === 'string' ? JSON.stringify(v).replace(/\x7f/g, '\\u007f') : String(v);
+
+export function tomlTable(name: string, table: JsonObject, eol = '\n'): string {
+  return [`[${name}]`, ...Object.entries(table).map(([k, v]) => `${k} = ${tomlValue(v)}`)].map((l) => l + eol).join('');
+}
+
+/** Every file setup touches for this program and scope, in the order they are written. */
+export function targets(s: Setting): Target[] {
+  const home = homeOf(s.env);
+  const dir = s.scope.kind === 'project' ? s.scope.dir : null;
+  const entry = mcpEntry(s);
+  const mcp = (path: string): Target => ({ kind: 'json-entry', path, keys: ['mcpServers', SERVER], value: entry });
+  const section = (path: string): Target => ({ kind: 'block', path, syntax: 'markdown', body: renderGuide(s.program, 'section') });
+  switch (s.program) {
+    case 'claude': {
+      const skill = join(dir ?? home, '.claude', 'skills', 'mail4agent', 'SKILL.md');
+      const guide: Target = { kind: 'whole', path: skill, content: renderGuide('claude', 'file') };
+      if (!dir) return [mcp(join(home, '.claude.json')), guide];
+      // A project server needs approval in interactive sessions; this is the approval the dialog writes.
+      const approve: Target = { kind: 'json-item', path: join(dir, '.claude', 'settings.local.json'), keys: ['enabledMcpjsonServers'], item: SERVER };
+      return [mcp(join(dir, '.mcp.json')), approve, guide];
+    }
+    case 'codex': {
+      const base = dir ? join(dir, '.codex') : codexHome(s.env);
+      const table: Target = { kind: 'block', path: join(base, 'config.toml'), syntax: 'toml', body: tomlTable(`mcp_servers.${SERVER}`, entry), table: entry };
+      return [table, section(join(dir ?? codexHome(s.env), 'AGENTS.md'))];
+    }
+    case 'gemini': {
+      const base = join(dir ?? home, '.gemini');
+      return [mcp(join(base, 'settings.json')), section(join(dir ?? base, 'GEMINI.md'))];
+    }
+    case 'cursor': {
+      const base = join(dir ?? home, '.cursor');
+      if (!dir) return [mcp(join(base, 'mcp.json'))];
+      return [mcp(join(base, 'mcp.json')), { kind: 'whole', path: join(base, 'rules', 'mail4agent.mdc'), content: renderGuide('cursor', 'file') }];
+    }
+  }
+}

@@ -1,0 +1,76 @@
+// The file side of setup and unsetup, without the daemon: plan every file (refusing before any
+// write), then write them and the state record. Tests drive this directly on a temporary HOME.
+import { isDeepStrictEqual } from 'node:util';
+import { applySetup, applyUnsetup, type Written } from './apply.js';
+import { resolveBridge, type Bridge } from './bridge-command.js';
+import { planSetup, planUnsetup, type Change } from './plan.js';
+import { targets, type Program, type Scope, type Transport } from './programs.js';
+import { readState, recordFor, stateKey, writeState, type SetupRecord } from './state.js';
+
+export interface SetupOptions {
+  program: Program;
+  scope: Scope;
+  transport: Transport;
+  account: string;
+  force?: boolean;
+  env?: NodeJS.ProcessEnv;
+  bridge?: Bridge;
+}
+
+export interface Prepared {
+  bridge: Bridge;
+  changes: Change[];
+  commit(): Written[];
+}
+
+export function prepareSetup(o: SetupOptions): Prepared {
+  const env = o.env ?? process.env;
+  const bridge = o.bridge ?? resolveBridge(env);
+  const state = readState(env);
+  const key = stateKey(o.program, o.scope);
+  const changes = planSetup(targets({ ...o, env, bridge }), (p) => recordFor(state, p, key), !!o.force);
+  return {
+    bridge,
+    changes,
+    commit: () => {
+      const written = applySetup(changes);
+      const record: SetupRecord = {
+        program: o.program,
+        scope: o.scope.kind,
+        project_dir: o.scope.kind === 'project' ? o.scope.dir : null,
+        account: o.account,
+        transport: o.transport,
+        updated_at: new Date().toISOString(),
+        files: changes.flatMap((c) => (c.record ? [c.record] : [])),
+      };
+      // A run that changes nothing leaves the state file byte-identical too.
+      const fresh = readState(env);
+      const prior = fresh.setups[key];
+      if (prior && isDeepStrictEqual({ ...prior, updated_at: '' }, { ...record, updated_at: '' })) return written;
+      fresh.setups[key] = record;
+      writeState(fresh, env);
+      return written;
+    },
+  };
+}
+
+export const setupFiles = (o: SetupOptions): Written[] => prepareSetup(o).commit();
+
+export interface Undone {
+  record: SetupRecord | null;
+  files: Written[];
+  notes: string[];
+}
+
+export function unsetupFiles(o: { program: Program; scope: Scope; env?: NodeJS.ProcessEnv }): Undone {
+  const env = o.env ?? process.env;
+  const state = readState(env);
+  const key = stateKey(o.program, o.scope);
+  const record = state.setups[key];
+  if (!record) return { record: null, files: [], notes: [] };
+  const changes = planUnsetup(record.files);
+  const files = applyUnsetup(changes);
+  delete state.setups[key];
+  writeState(state, env);
+  return { record, files, notes: changes.flatMap((c) => (c.note ? [c.note] : [])) };
+}

@@ -1,0 +1,122 @@
+// The hooks that wake agents, run as the agent program runs them: a child of the agent, the
+// program's JSON on stdin, the program's JSON contract on stdout.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { MailClient } from '../src/client/http-client.js';
+import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { m4a, startShellAgent, type ShellAgent } from './support/shell-agents.js';
+
+// The Stop payload Claude Code sends (AGENT-INTEGRATIONS §2.2, verified with claude -p in §9).
+const stopInput = (active = false) =>
+  JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: '/repo', permission_mode: 'default', hook_event_name: 'Stop', stop_hook_active: active, last_assistant_message: 'Done.' });
+const promptInput = (event = 'UserPromptSubmit') => JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: '/repo', hook_event_name: event, prompt: 'go on' });
+
+describe('agent hooks', () => {
+  let d: TestDaemon;
+  let home: string;
+  let codex: MailClient;
+  let claude: ShellAgent;
+  let claudeAddress: string;
+
+  before(async () => {
+    d = await startTestDaemon();
+    codex = (await d.account('codex')).client;
+    const secret = (await d.account('claude')).secret;
+    home = mkdtempSync(join(tmpdir(), 'm4a-hooks-'));
+    mkdirSync(join(home, 'mail4agent'));
+    writeFileSync(join(home, 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { claude: { secret, provider: 'claude' } } }), { mode: 0o600 });
+    claude = await startShellAgent({ HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir, CLAUDE_CODE_SESSION_ID: 'abc123' });
+    const who = await claude.run(`${m4a} whoami --json`);
+    claudeAddress = JSON.parse(who.stdout).address;
+  });
+  after(async () => {
+    claude.stop();
+    await d.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const hook = async (name: string, input: string, env = '') => {
+    const r = await claude.run(`${env} ${m4a} hook ${name}`, input);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout.trim() ? JSON.parse(r.stdout) : null;
+  };
+
+  it('Stop: nothing new prints nothing; new mail blocks once with ids, senders and quoted subjects, never bodies', async () => {
+    assert.equal(await hook('claude-stop', stopInput()), null);
+    const a = await codex.send({ to: 'claude', subject: '"; rm -rf ~ #', body: 'THE BODY STAYS IN THE MAILBOX' });
+    const b = await codex.send({ to: claudeAddress, subject: 'second', body: 'x' });
+    const out = await hook('claude-stop', stopInput());
+    assert.equal(out.decision, 'block');
+    assert.match(out.reason, new RegExp(a.message_id));
+    assert.match(out.reason, new RegExp(b.message_id));
+    assert.ok(out.reason.includes(JSON.stringify('"; rm -rf ~ #')), 'the subject appears only as a quoted string');
+    assert.ok(!out.reason.includes('THE BODY'), 'bodies never travel in a wake');
+    assert.match(out.reason, /not from your user/);
+    assert.equal(await hook('claude-stop', stopInput(true)), null, 'already told: no standing nag');
+  });
+
+  it('the daemon counts consecutive blocks and stops before Claude Code\'s cap of 8', async () => {
+    let blocks = 0;
+    for (let i = 0; i < 9; i++) {
+      await codex.send({ to: 'claude', subject: `ping ${i}`, body: '' });
+      const out = await hook('claude-stop', stopInput(i > 0));
+      if (out?.decision === 'block') blocks++;
+      else break;
+    }
+    assert.equal(blocks, 7);
+    // A user turn resets the chain and tells about what is waiting, as context.
+    const ctx = await hook('claude-prompt', promptInput());
+    assert.equal(ctx.hookSpecificOutput.hookEventName, 'UserPromptSubmit');
+    assert.match(ctx.hookSpecificOutput.additionalContext, /ping 7/);
+    await codex.send({ to: 'claude', subject: 'after reset', body: '' });
+    assert.equal((await hook('claude-stop', stopInput()))?.decision, 'block');
+  });
+
+  it('SessionStart and PostToolUse add context; PostToolUse at most once a minute', async () => {
+    await codex.send({ to: 'claude', subject: 'at start', body: '' });
+    const start = await hook('claude-prompt', promptInput('SessionStart'));
+    assert.equal(start.hookSpecificOutput.hookEventName, 'SessionStart');
+    await codex.send({ to: 'claude', subject: 'tool 1', body: '' });
+    const t1 = await hook('claude-tool', JSON.stringify({ hook_event_name: 'PostToolUse', tool_name: 'Bash' }));
+    assert.match(t1.hookSpecificOutput.additionalContext, /tool 1/);
+    await codex.send({ to: 'claude', subject: 'tool 2', body: '' });
+    assert.equal(await hook('claude-tool', JSON.stringify({ hook_event_name: 'PostToolUse' })), null, 'rate limited');
+    assert.match((await hook('claude-stop', stopInput())).reason, /tool 2/, 'the rate-limited mail is still news for Stop');
+  });
+
+  it('listen mode: an idle session\'s Stop hook waits and wakes as soon as mail arrives', async () => {
+    const on = await claude.run(`${m4a} listen on --json`);
+    assert.equal(JSON.parse(on.stdout).listening, true);
+    const t0 = Date.now();
+    const waiting = claude.run(`M4A_LISTEN_SECS=20 ${m4a} hook claude-stop`, stopInput());
+    await new Promise((r) => setTimeout(r, 500));
+    const s = await codex.send({ to: 'claude', subject: 'wake up', body: '' });
+    const tSent = Date.now();
+    const r = await waiting;
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.decision, 'block');
+    assert.match(out.reason, new RegExp(s.message_id));
+    assert.ok(Date.now() - t0 >= 500, 'it waited for the mail');
+    assert.ok(Date.now() - tSent < 5000, `woke ${Date.now() - tSent} ms after the send (sanity bound)`);
+    await claude.run(`${m4a} listen off`);
+  });
+
+  it('other programs: Codex, Gemini CLI and Cursor contracts', async () => {
+    assert.deepEqual(await hook('codex-stop', stopInput()), {}, 'Codex expects JSON on exit 0');
+    await codex.send({ to: 'claude', subject: 'for codex', body: '' });
+    assert.equal((await hook('codex-stop', stopInput())).decision, 'block');
+    await codex.send({ to: 'claude', subject: 'for gemini', body: '' });
+    assert.equal((await hook('gemini-after-agent', stopInput())).decision, 'deny');
+    await codex.send({ to: 'claude', subject: 'for cursor', body: '' });
+    assert.match((await hook('cursor-stop', JSON.stringify({ status: 'completed', loop_count: 0 }))).followup_message, /for cursor/);
+  });
+
+  it('never breaks the agent: no daemon, no output, exit 0', async () => {
+    assert.equal(await hook('claude-stop', stopInput(), 'M4A_URL=http://127.0.0.1:9'), null);
+    assert.deepEqual(await hook('codex-stop', stopInput(), 'M4A_URL=http://127.0.0.1:9'), {});
+    assert.equal(await hook('claude-stop', 'not json at all'), null);
+  });
+});

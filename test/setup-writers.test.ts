@@ -1,0 +1,492 @@
+// m4a setup's file writers on a temporary HOME against realistic existing files: the entry is
+// exactly right, every other byte is kept, a second run changes nothing, unsetup restores the
+// original byte for byte, and a file that cannot be parsed is refused before anything is written.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { parse as parseToml } from '@decimalturn/toml-patch';
+import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
+import { DIST_MAIN, resolveBridge, type Bridge } from '../src/cli/setup/bridge-command.js';
+import { renderGuide } from '../src/cli/setup/guide.js';
+import { Refusal } from '../src/cli/setup/refusal.js';
+import { setupFiles, unsetupFiles, type SetupOptions } from '../src/cli/setup/setup-files.js';
+import type { Program, Scope } from '../src/cli/setup/programs.js';
+
+const FIX = new URL('./fixtures/setup/', import.meta.url);
+const fixture = (name: string): string => readFileSync(new URL(name, FIX), 'utf8');
+const BRIDGE: Bridge = { command: 'm4a', prefix: [], portable: true };
+const SECRET = 'm4a_s3cr3t_never_in_agent_configs_0123456789';
+const USER: Scope = { kind: 'user' };
+
+const temps: string[] = [];
+after(() => temps.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function home(): { home: string; env: NodeJS.ProcessEnv } {
+  const h = mkdtempSync(join(tmpdir(), 'm4a-setup-'));
+  temps.push(h);
+  // A secret in both places a careless writer could copy it from.
+  mkdirSync(join(h, '.config', 'mail4agent'), { recursive: true });
+  writeFileSync(join(h, '.config', 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { claude: { secret: SECRET, provider: 'claude' } } }), { mode: 0o600 });
+  return { home: h, env: { HOME: h, PATH: '', M4A_PORT: '7341', M4A_TOKEN: SECRET } };
+}
+
+function project(): string {
+  const d = mkdtempSync(join(tmpdir(), 'm4a-proj-'));
+  temps.push(d);
+  return d;
+}
+
+function put(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+}
+
+const read = (p: string): string => readFileSync(p, 'utf8');
+const json = (p: string): Record<string, unknown> => {
+  const errors: ParseError[] = [];
+  const v = parseJsonc(read(p), errors, { allowTrailingComma: true }) as Record<string, unknown>;
+  assert.deepEqual(errors, [], `${p} parses`);
+  return v;
+};
+
+/** Every file and directory under dir (credentials excluded), with file contents. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const p = join(dir, name);
+    out[relative(dir, p)] = statSync(p).isDirectory() ? '<dir>' : read(p);
+  }
+  return out;
+}
+
+/** The one contiguous piece inserted into orig to give now (fails if any original byte moved). */
+function insertedPart(orig: string, now: string): string {
+  let p = 0;
+  while (p < orig.length && orig[p] === now[p]) p++;
+  let s = 0;
+  while (s < orig.length - p && orig[orig.length - 1 - s] === now[now.length - 1 - s]) s++;
+  assert.equal(p + s, orig.length, 'every original byte is kept, in order, around one inserted piece');
+  return now.slice(p, now.length - s);
+}
+
+const run = (o: Partial<SetupOptions> & { program: Program; env: NodeJS.ProcessEnv }) =>
+  setupFiles({ scope: USER, transport: 'stdio', account: o.program, bridge: BRIDGE, ...o });
+const actions = (files: { path: string; action: string }[]): string[] => files.map((f) => f.action);
+
+function assertNoSecret(paths: string[]): void {
+  for (const p of paths) if (existsSync(p) && statSync(p).isFile()) assert.ok(!read(p).includes(SECRET), `no secret in ${p}`);
+}
+
+describe('setup writers: Claude Code', () => {
+  it('user scope: adds mcpServers.m4a to a busy ~/.claude.json, idempotent, unsetup restores it byte for byte', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude.json');
+    const orig = fixture('claude.json');
+    put(file, orig);
+
+    const first = run({ program: 'claude', env });
+    assert.deepEqual(first, [
+      { path: `${file}.m4a-backup`, action: 'created' },
+      { path: file, action: 'updated' },
+      { path: join(h, '.claude', 'skills', 'mail4agent', 'SKILL.md'), action: 'created' },
+    ]);
+    const now = read(file);
+    const v = json(file);
+    assert.deepEqual((v.mcpServers as Record<string, unknown>).m4a, { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'claude'] });
+    const o = JSON.parse(orig) as Record<string, unknown>;
+    delete (v.mcpServers as Record<string, unknown>).m4a;
+    assert.deepEqual(v, o, 'nothing else changed in meaning');
+    const part = insertedPart(orig, now);
+    assert.match(part, /^,\n {4}"m4a": \{\n {6}"type": "stdio",\n/, 'inserted after the other server, in the file\'s indentation');
+    assert.equal(read(`${file}.m4a-backup`), orig, 'backup of the original');
+
+    const skill = read(join(h, '.claude', 'skills', 'mail4agent', 'SKILL.md'));
+    assert.match(skill, /^---\nname: mail4agent\ndescription: [^\n]+\n---\n/);
+
+    const snap = snapshot(h);
+    assert.deepEqual(actions(run({ program: 'claude', env })), ['unchanged', 'unchanged'], 'second run changes nothing');
+    assert.deepEqual(snapshot(h), snap, 'every file byte-identical, no second backup');
+
+    const undone = unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.deepEqual(actions(undone.files), ['restored', 'removed', 'removed']);
+    assert.equal(read(file), orig, 'byte-identical to the original');
+    assert.ok(!existsSync(join(h, '.claude')), 'directories setup created are gone');
+    assert.ok(!existsSync(`${file}.m4a-backup`), 'the now redundant backup is gone');
+    assert.ok(!existsSync(join(h, '.config', 'mail4agent', 'setup-state.json')), 'no state left');
+    assert.ok(existsSync(join(h, '.config', 'mail4agent', 'credentials.json')), 'credentials kept');
+  });
+
+  it('user scope: a ~/.claude.json without mcpServers gets the object, and unsetup removes it again', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude.json');
+    const orig = '{\n  "numStartups": 1,\n  "projects": {}\n}\n';
+    put(file, orig);
+    run({ program: 'claude', env });
+    assert.deepEqual(json(file), { numStartups: 1, projects: {}, mcpServers: { m4a: { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'claude'] } } });
+    insertedPart(orig, read(file));
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('project scope: creates .mcp.json, approves m4a in an existing settings.local.json, installs the skill; unsetup undoes all', () => {
+    const { env } = home();
+    const dir = project();
+    const local = join(dir, '.claude', 'settings.local.json');
+    const origLocal = fixture('settings.local.json');
+    put(local, origLocal);
+    const before = snapshot(dir);
+
+    const files = run({ program: 'claude', env, scope: { kind: 'project', dir } });
+    assert.deepEqual(files, [
+      { path: join(dir, '.mcp.json'), action: 'created' },
+      { path: `${local}.m4a-backup`, action: 'created' },
+      { path: local, action: 'updated' },
+      { path: join(dir, '.claude', 'skills', 'mail4agent', 'SKILL.md'), action: 'created' },
+    ]);
+    assert.equal(read(join(dir, '.mcp.json')), '{\n  "mcpServers": {\n    "m4a": {\n      "type": "stdio",\n      "command": "m4a",\n      "args": [\n        "mcp",\n        "--account",\n        "claude"\n      ]\n    }\n  }\n}\n');
+    assert.deepEqual(json(local).enabledMcpjsonServers, ['github', 'm4a']);
+    assert.equal(insertedPart(origLocal, read(local)), ',\n    "m4a"');
+    assertNoSecret(Object.keys(snapshot(dir)).map((p) => join(dir, p)));
+
+    const snap = snapshot(dir);
+    run({ program: 'claude', env, scope: { kind: 'project', dir } });
+    assert.deepEqual(snapshot(dir), snap, 'idempotent');
+
+    unsetupFiles({ program: 'claude', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(snapshot(dir), before, 'the project is exactly as before');
+  });
+
+  it('project scope without .claude/: creates settings.local.json with enabledMcpjsonServers, then removes the directory', () => {
+    const { env } = home();
+    const dir = project();
+    run({ program: 'claude', env, scope: { kind: 'project', dir } });
+    assert.deepEqual(json(join(dir, '.claude', 'settings.local.json')), { enabledMcpjsonServers: ['m4a'] });
+    unsetupFiles({ program: 'claude', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('http transport: type http, the env reference in the header, timeout 120000; never the secret', () => {
+    const { home: h, env } = home();
+    run({ program: 'claude', env, transport: 'http' });
+    assert.deepEqual((json(join(h, '.claude.json')).mcpServers as Record<string, unknown>).m4a, {
+      type: 'http',
+      url: 'http://127.0.0.1:7341/mcp',
+      headers: { Authorization: 'Bearer ${M4A_TOKEN}' },
+      timeout: 120000,
+    });
+    assertNoSecret([join(h, '.claude.json')]);
+  });
+
+  it('switching transport replaces our own entry; unsetup still restores the original', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude.json');
+    const orig = fixture('claude.json');
+    put(file, orig);
+    run({ program: 'claude', env });
+    assert.deepEqual(actions(run({ program: 'claude', transport: 'http', env: { ...env, M4A_PORT: '7400' } })), ['updated', 'unchanged']);
+    assert.equal(((json(file).mcpServers as Record<string, Record<string, unknown>>).m4a)!.url, 'http://127.0.0.1:7400/mcp');
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('keeps servers the user added after setup, and removes only ours', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude.json');
+    put(file, fixture('claude.json'));
+    run({ program: 'claude', env });
+    const withMine = read(file).replace('"hasCompletedOnboarding": true', '"hasCompletedOnboarding": true,\n  "theme": "dark"');
+    writeFileSync(file, withMine.replace(/("m4a": \{[\s\S]*?\n {4}\})/, '$1,\n    "later": { "command": "later" }'));
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    const v = json(file);
+    assert.deepEqual(Object.keys(v.mcpServers as object), ['github', 'later']);
+    assert.equal(v.theme, 'dark');
+  });
+});
+
+describe('setup writers: Codex', () => {
+  const expectedStdio = {
+    command: 'm4a',
+    args: ['mcp', '--account', 'codex'],
+    env_vars: ['M4A_DATA_DIR', 'M4A_PORT', 'M4A_URL', 'M4A_CREDENTIALS', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'],
+    startup_timeout_sec: 30,
+    tool_timeout_sec: 120,
+  };
+
+  it('appends a marked [mcp_servers.m4a] block to a commented config.toml and a section to AGENTS.md; unsetup restores both', () => {
+    const { home: h, env } = home();
+    const toml = join(h, '.codex', 'config.toml');
+    const agents = join(h, '.codex', 'AGENTS.md');
+    const origToml = fixture('codex-config.toml');
+    const origAgents = fixture('AGENTS.md');
+    put(toml, origToml);
+    put(agents, origAgents);
+
+    assert.deepEqual(actions(run({ program: 'codex', env })), ['created', 'updated', 'created', 'updated']);
+    const text = read(toml);
+    assert.ok(text.startsWith(origToml), 'every byte of the original kept, comments included');
+    const block = text.slice(origToml.length);
+    assert.match(block, /^\n# >>> mail4agent \(managed by m4a setup; m4a unsetup removes it\) >>>\n\[mcp_servers\.m4a\]\n[\s\S]*\n# <<< mail4agent <<<\n$/);
+    const parsed = JSON.parse(JSON.stringify(parseToml(text))) as { model: string; profiles: unknown; mcp_servers: Record<string, unknown> };
+    assert.deepEqual(parsed.mcp_servers.m4a, expectedStdio);
+    assert.deepEqual(parsed.mcp_servers.other, { command: 'npx', args: ['-y', 'other-mcp'], env: { OTHER_URL: 'http://localhost:9000' } });
+    assert.equal(parsed.model, 'gpt-5-codex');
+    assert.deepEqual(parsed.profiles, { x: { model: 'o3', model_reasoning_effort: 'high' } });
+
+    const a = read(agents);
+    assert.ok(a.startsWith(origAgents));
+    assert.match(a.slice(origAgents.length), /^\n<!-- >>> mail4agent >>> -->\n## mail4agent[\s\S]*\n<!-- <<< mail4agent <<< -->\n$/);
+
+    const snap = snapshot(h);
+    assert.deepEqual(actions(run({ program: 'codex', env })), ['unchanged', 'unchanged']);
+    assert.deepEqual(snapshot(h), snap);
+
+    unsetupFiles({ program: 'codex', scope: USER, env });
+    assert.equal(read(toml), origToml);
+    assert.equal(read(agents), origAgents);
+  });
+
+  it('a file without a final newline, under CODEX_HOME: still exact', () => {
+    const { home: h, env } = home();
+    const codexHome = join(h, 'elsewhere');
+    const toml = join(codexHome, 'config.toml');
+    const orig = fixture('codex-config.toml').trimEnd();
+    put(toml, orig);
+    run({ program: 'codex', env: { ...env, CODEX_HOME: codexHome } });
+    assert.deepEqual(JSON.parse(JSON.stringify(parseToml(read(toml)))).mcp_servers.m4a, expectedStdio);
+    assert.ok(existsSync(join(codexHome, 'AGENTS.md')) && !existsSync(join(h, '.codex')), 'CODEX_HOME is where Codex reads');
+    unsetupFiles({ program: 'codex', scope: USER, env: { ...env, CODEX_HOME: codexHome } });
+    assert.equal(read(toml), orig);
+    assert.ok(!existsSync(join(codexHome, 'AGENTS.md')));
+  });
+
+  it('http transport: url and bearer_token_env_var (never an inline bearer_token), both timeouts', () => {
+    const { env } = home();
+    const dir = project();
+    run({ program: 'codex', env, transport: 'http', scope: { kind: 'project', dir } });
+    const text = read(join(dir, '.codex', 'config.toml'));
+    assert.deepEqual(JSON.parse(JSON.stringify(parseToml(text))), {
+      mcp_servers: { m4a: { url: 'http://127.0.0.1:7341/mcp', bearer_token_env_var: 'M4A_TOKEN', startup_timeout_sec: 30, tool_timeout_sec: 120 } },
+    });
+    assert.ok(!/bearer_token\s*=/.test(text));
+    assertNoSecret([join(dir, '.codex', 'config.toml'), join(dir, 'AGENTS.md')]);
+    unsetupFiles({ program: 'codex', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('refuses a config.toml that already defines mcp_servers.m4a, writing nothing anywhere', () => {
+    const { home: h, env } = home();
+    put(join(h, '.codex', 'config.toml'), '[mcp_servers.m4a]\ncommand = "mine"\n');
+    const before = snapshot(h);
+    assert.throws(() => run({ program: 'codex', env }), (e: unknown) => e instanceof Refusal && /already defines \[mcp_servers\.m4a\]/.test(e.message));
+    assert.deepEqual(snapshot(h), before);
+  });
+
+  it('refuses broken TOML, naming the file and the error; nothing written, no backup', () => {
+    const { home: h, env } = home();
+    const toml = join(h, '.codex', 'config.toml');
+    put(toml, 'model = "o3"\n[profiles.x\nmodel = "y"\n');
+    put(join(h, '.codex', 'AGENTS.md'), fixture('AGENTS.md'));
+    const before = snapshot(h);
+    assert.throws(() => run({ program: 'codex', env }), (e: unknown) => e instanceof Refusal && e.message.includes(toml) && /line|\(\d+, \d+\)/.test(e.message));
+    assert.deepEqual(snapshot(h), before);
+  });
+
+  it('refuses when our table cannot be added (mcp_servers is an inline table)', () => {
+    const { home: h, env } = home();
+    put(join(h, '.codex', 'config.toml'), 'mcp_servers = { other = { command = "x" } }\n');
+    const before = snapshot(h);
+    assert.throws(() => run({ program: 'codex', env }), /invalid TOML/);
+    assert.deepEqual(snapshot(h), before);
+  });
+});
+
+describe('setup writers: Gemini CLI', () => {
+  it('adds mcpServers.m4a to a commented, 4-space settings.json and a GEMINI.md section; unsetup restores', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.gemini', 'settings.json');
+    const orig = fixture('gemini-settings.json');
+    put(file, orig);
+    assert.deepEqual(actions(run({ program: 'gemini', env })), ['created', 'updated', 'created']);
+    const v = json(file);
+    assert.deepEqual((v.mcpServers as Record<string, unknown>).m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
+    const part = insertedPart(orig, read(file));
+    assert.match(part, /^,\n {8}"m4a": \{\n {12}"command": "m4a",/, 'the file\'s own 4-space indentation');
+    assert.ok(read(file).includes('// theme chosen in /settings'), 'comments kept');
+    assert.match(read(join(h, '.gemini', 'GEMINI.md')), /^<!-- >>> mail4agent >>> -->\n## mail4agent/);
+
+    const snap = snapshot(h);
+    run({ program: 'gemini', env });
+    assert.deepEqual(snapshot(h), snap);
+    unsetupFiles({ program: 'gemini', scope: USER, env });
+    assert.equal(read(file), orig);
+    assert.ok(!existsSync(join(h, '.gemini', 'GEMINI.md')));
+  });
+
+  it('http transport: url, type http, Authorization header with ${M4A_TOKEN}, timeout', () => {
+    const { env } = home();
+    const dir = project();
+    run({ program: 'gemini', env, transport: 'http', scope: { kind: 'project', dir } });
+    assert.deepEqual(json(join(dir, '.gemini', 'settings.json')), {
+      mcpServers: { m4a: { url: 'http://127.0.0.1:7341/mcp', type: 'http', headers: { Authorization: 'Bearer ${M4A_TOKEN}' }, timeout: 120000 } },
+    });
+    assert.ok(existsSync(join(dir, 'GEMINI.md')));
+    assertNoSecret([join(dir, '.gemini', 'settings.json'), join(dir, 'GEMINI.md')]);
+  });
+});
+
+describe('setup writers: Cursor', () => {
+  it('user scope: adds m4a beside another server in a tab-indented mcp.json, no rules file; unsetup restores', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.cursor', 'mcp.json');
+    const orig = fixture('cursor-mcp.json');
+    put(file, orig);
+    assert.deepEqual(actions(run({ program: 'cursor', env })), ['created', 'updated']);
+    assert.deepEqual(json(file), { mcpServers: { linear: { url: 'https://mcp.linear.app/sse' }, m4a: { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'cursor'] } } });
+    assert.match(insertedPart(orig, read(file)), /^,\n\t\t"m4a": \{\n\t\t\t"type"/);
+    const snap = snapshot(h);
+    run({ program: 'cursor', env });
+    assert.deepEqual(snapshot(h), snap);
+    unsetupFiles({ program: 'cursor', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('project scope, http: ${env:M4A_TOKEN} and a rule file; both removed by unsetup', () => {
+    const { env } = home();
+    const dir = project();
+    run({ program: 'cursor', env, transport: 'http', scope: { kind: 'project', dir } });
+    assert.deepEqual(json(join(dir, '.cursor', 'mcp.json')), { mcpServers: { m4a: { url: 'http://127.0.0.1:7341/mcp', headers: { Authorization: 'Bearer ${env:M4A_TOKEN}' } } } });
+    assert.match(read(join(dir, '.cursor', 'rules', 'mail4agent.mdc')), /^---\ndescription: .+\nglobs:\nalwaysApply: false\n---\n/);
+    unsetupFiles({ program: 'cursor', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+});
+
+describe('setup writers: refusals and ownership', () => {
+  it('a truncated JSON file is refused with its name and position; nothing written anywhere, no backup', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude.json');
+    put(file, fixture('claude.json').slice(0, 300));
+    const before = snapshot(h);
+    assert.throws(
+      () => run({ program: 'claude', env }),
+      (e: unknown) => e instanceof Refusal && e.message.includes(file) && /line \d+, column \d+/.test(e.message),
+    );
+    assert.deepEqual(snapshot(h), before);
+  });
+
+  it('checks every target before writing any: a broken second file stops the first from being written', () => {
+    const { env } = home();
+    const dir = project();
+    put(join(dir, '.claude', 'settings.local.json'), '{ "permissions": ');
+    const before = snapshot(dir);
+    assert.throws(() => run({ program: 'claude', env, scope: { kind: 'project', dir } }), /settings\.local\.json/);
+    assert.deepEqual(snapshot(dir), before, 'no .mcp.json, no skill, no backup');
+  });
+
+  it('an m4a entry setup did not write is refused, replaced with --force, and put back by unsetup', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.cursor', 'mcp.json');
+    const orig = '{\n  "mcpServers": {\n    "m4a": { "command": "my-own-m4a" }\n  }\n}\n';
+    put(file, orig);
+    assert.throws(() => run({ program: 'cursor', env }), (e: unknown) => e instanceof Refusal && /did not write/.test(e.message));
+    assert.equal(read(file), orig);
+    assert.ok(!existsSync(`${file}.m4a-backup`));
+    run({ program: 'cursor', env, force: true });
+    assert.deepEqual((json(file).mcpServers as Record<string, unknown>).m4a, { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'cursor'] });
+    assert.equal(read(`${file}.m4a-backup`), orig);
+    unsetupFiles({ program: 'cursor', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('a skill file setup did not write is refused without --force', () => {
+    const { home: h, env } = home();
+    const skill = join(h, '.claude', 'skills', 'mail4agent', 'SKILL.md');
+    put(skill, '---\nname: mail4agent\n---\nmine\n');
+    assert.throws(() => run({ program: 'claude', env }), /was not written by m4a setup/);
+    assert.ok(!existsSync(join(h, '.claude.json')), 'the MCP file was not created either');
+  });
+
+  it('keeps each file\'s style: CRLF, minified JSON, mode 0600, a symlinked settings file', () => {
+    const { home: h, env } = home();
+    const crlf = '{\r\n  "ui": {\r\n    "theme": "Dracula"\r\n  }\r\n}\r\n';
+    const dotfile = join(h, 'dotfiles', 'gemini.json');
+    put(dotfile, crlf);
+    mkdirSync(join(h, '.gemini'));
+    symlinkSync(dotfile, join(h, '.gemini', 'settings.json'));
+    put(join(h, '.gemini', 'GEMINI.md'), '# Mine\r\n\r\nUse tabs.\r\n');
+    const mini = '{"mcpServers":{"linear":{"url":"https://mcp.linear.app/sse"}}}';
+    put(join(h, '.cursor', 'mcp.json'), mini);
+    const claude = join(h, '.claude.json');
+    put(claude, fixture('claude.json'));
+    chmodSync(claude, 0o600);
+
+    for (const program of ['gemini', 'cursor', 'claude'] as const) run({ program, env });
+    assert.ok(lstatSync(join(h, '.gemini', 'settings.json')).isSymbolicLink(), 'still a symlink');
+    assert.match(insertedPart(crlf, read(dotfile)), /^,\r\n {2}"mcpServers": \{\r\n {4}"m4a": \{\r\n/, 'written through the symlink, in CRLF');
+    assert.ok(!/[^\r]\n/.test(read(join(h, '.gemini', 'GEMINI.md'))), 'the section uses CRLF too');
+    assert.equal(insertedPart(mini, read(join(h, '.cursor', 'mcp.json'))), ',"m4a":{"type":"stdio","command":"m4a","args":["mcp","--account","cursor"]}');
+    assert.equal(statSync(claude).mode & 0o777, 0o600, 'mode kept');
+
+    for (const program of ['gemini', 'cursor', 'claude'] as const) unsetupFiles({ program, scope: USER, env });
+    assert.equal(read(dotfile), crlf);
+    assert.equal(read(join(h, '.cursor', 'mcp.json')), mini);
+    assert.equal(read(join(h, '.gemini', 'GEMINI.md')), '# Mine\r\n\r\nUse tabs.\r\n');
+  });
+
+  it('unsetup with nothing recorded changes nothing', () => {
+    const { home: h, env } = home();
+    const before = snapshot(h);
+    const r = unsetupFiles({ program: 'gemini', scope: USER, env });
+    assert.equal(r.record, null);
+    assert.deepEqual(snapshot(h), before);
+  });
+
+  it('all four programs twice: the second run leaves every file byte-identical; unsetup of all leaves HOME as it was', () => {
+    const { home: h, env } = home();
+    put(join(h, '.claude.json'), fixture('claude.json'));
+    put(join(h, '.codex', 'config.toml'), fixture('codex-config.toml'));
+    put(join(h, '.gemini', 'settings.json'), fixture('gemini-settings.json'));
+    const before = snapshot(h);
+    for (const program of ['claude', 'codex', 'gemini', 'cursor'] as const) run({ program, env });
+    const once = snapshot(h);
+    for (const program of ['claude', 'codex', 'gemini', 'cursor'] as const) run({ program, env });
+    assert.deepEqual(snapshot(h), once);
+    assertNoSecret(Object.keys(once).filter((p) => !p.includes('credentials')).map((p) => join(h, p)));
+    for (const program of ['cursor', 'claude', 'gemini', 'codex'] as const) unsetupFiles({ program, scope: USER, env });
+    assert.deepEqual(snapshot(h), before);
+  });
+});
+
+describe('setup: the bridge command and the guide', () => {
+  it('uses plain m4a only when the m4a on PATH is this package', () => {
+    const bin = project();
+    const other = project();
+    const main = join(project(), 'main.js');
+    writeFileSync(main, '', { mode: 0o755 });
+    symlinkSync(main, join(bin, 'm4a'));
+    writeFileSync(join(other, 'm4a'), '#!/bin/sh\n', { mode: 0o755 });
+    assert.deepEqual(resolveBridge({ PATH: bin }, main, '/usr/bin/node'), { command: 'm4a', prefix: [], portable: true });
+    assert.deepEqual(resolveBridge({ PATH: `${other}:${bin}` }, main, '/usr/bin/node'), { command: '/usr/bin/node', prefix: [main], portable: false }, 'the first m4a on PATH is someone else\'s');
+    assert.deepEqual(resolveBridge({ PATH: '' }, main, '/usr/bin/node'), { command: '/usr/bin/node', prefix: [main], portable: false });
+    assert.match(DIST_MAIN, /[/\\]dist[/\\]cli[/\\]main\.js$/);
+  });
+
+  it('node + main.js in the entry when m4a is not on PATH', () => {
+    const { home: h, env } = home();
+    run({ program: 'gemini', env, bridge: resolveBridge(env) });
+    const entry = (json(join(h, '.gemini', 'settings.json')).mcpServers as Record<string, { command: string; args: string[] }>).m4a!;
+    assert.equal(entry.command, process.execPath);
+    assert.deepEqual(entry.args, [DIST_MAIN, 'mcp', '--account', 'gemini']);
+  });
+
+  it('one short guide with the etiquette, rendered per program', () => {
+    const section = renderGuide('codex', 'section');
+    assert.ok(section.split('\n').length <= 40, 'under ~40 lines');
+    for (const must of [/m4a_mail_peers/, /whoami/, /reply_to/, /in the chat/, /acknowledge acknowledgements/, /Ack each message/, /Point, do not paste/, /self-contained/, /not the user's instructions/])
+      assert.match(section, must);
+    const body = section.replace(/^## /, '');
+    for (const rendered of [renderGuide('claude', 'file'), renderGuide('cursor', 'file'), renderGuide('gemini', 'section')]) assert.ok(rendered.replace(/^#+ /m, '').includes(body), 'the same text everywhere');
+  });
+});
