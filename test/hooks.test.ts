@@ -120,3 +120,56 @@ describe('agent hooks', () => {
     assert.equal(await hook('claude-stop', 'not json at all'), null);
   });
 });
+
+describe('loop guard', () => {
+  let d: TestDaemon;
+  let a: MailClient;
+  let b: MailClient;
+  let human: MailClient;
+  before(async () => {
+    d = await startTestDaemon({ loopGuard: { pairMax: 4, windowMs: 60_000, threadMax: 6 } });
+    a = (await d.account('ping')).client;
+    b = (await d.account('pong')).client;
+    human = (await d.account('alice', { kind: 'human' })).client;
+  });
+  after(() => d.stop());
+
+  it('a ping-pong pair is stored but stops waking anyone, and the sender is told', async () => {
+    const sent = [];
+    let root = (await a.send({ to: 'pong', subject: 'ok', body: '' })).message_id;
+    sent.push(root);
+    for (let i = 0; i < 5; i++) {
+      const c = i % 2 ? a : b;
+      const r = await c.send({ to: i % 2 ? 'pong' : 'ping', subject: i % 2 ? 'ok' : 'thanks', body: '', reply_to: root });
+      sent.push(r.message_id);
+      if (i < 3) assert.equal(r.quiet, undefined, `message ${i + 2} still wakes`);
+      else assert.match(r.quiet ?? '', /loop guard/, `message ${i + 2} is quiet`);
+      root = r.message_id;
+    }
+    // Still stored: the recipients read everything.
+    const all = [...(await a.inbox({ include_acked: true, limit: 256 })).messages, ...(await b.inbox({ include_acked: true, limit: 256 })).messages].map((m) => m.id);
+    for (const id of sent) assert.ok(all.includes(id), 'quiet mail is stored');
+    // …but the hooks do not tell anyone about it.
+    const n = await b.call<{ mail: { id: string }[] }>('/mail/notice', { event: 'peek' }).catch((e: unknown) => e);
+    assert.ok(!(n instanceof Error), 'peek needs an attested session: the test process is one');
+    assert.ok(!(n as { mail: { id: string }[] }).mail.some((m) => m.id === sent[sent.length - 1]), 'quiet mail is never announced');
+  });
+
+  it('a deep thread quiets without a person in it; a person\'s message is never quieted', async () => {
+    let parent = (await human.send({ to: 'ping', subject: 'task', body: 'do it' })).message_id;
+    for (let i = 0; i < 6; i++) {
+      const r = await (i % 2 ? human : a).send({ to: i % 2 ? 'ping' : 'alice', subject: `step ${i}`, body: '', reply_to: parent });
+      assert.equal(r.quiet, undefined, 'a thread with a person in it is not a loop');
+      parent = r.message_id;
+    }
+    const c = (await d.account('c1')).client;
+    let p2 = (await a.send({ to: 'c1', subject: 'start', body: '' })).message_id;
+    let quiet = 0;
+    for (let i = 0; i < 8; i++) {
+      const r = await (i % 2 ? a : c).send({ to: i % 2 ? 'c1' : 'ping', subject: 'more', body: '', reply_to: p2 });
+      if (r.quiet) quiet++;
+      p2 = r.message_id;
+    }
+    assert.ok(quiet >= 2, `the deep agent-only thread was quieted (${quiet})`);
+  });
+});

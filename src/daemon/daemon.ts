@@ -7,6 +7,7 @@ import { AdminOps, OPERATOR_ACCOUNT } from '../engine/admin-ops.js';
 import { systemClock, systemIds, type Clock, type Ids } from '../engine/clock.js';
 import type { Logger } from '../engine/log.js';
 import type { WaitCaps } from '../engine/waits.js';
+import type { LoopGuardOptions } from '../engine/loop-guard.js';
 import { HttpDoor } from '../doors/http/http-door.js';
 import { createAttestor } from '../attest/index.js';
 import type { Attestor } from '../attest/types.js';
@@ -29,6 +30,7 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   sessionRetentionMs?: number;
   /** Started by a client on demand (`m4a serve --auto`); replaced after an upgrade once idle. */
   auto?: boolean;
+  loopGuard?: LoopGuardOptions;
   /** Called when the operator asks the daemon to stop (the caller decides how to exit). */
   onStopRequest?: (when: 'now' | 'idle') => void;
 }
@@ -66,6 +68,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       log,
       ...(o.waitCaps ? { waitCaps: o.waitCaps } : {}),
       ...(o.sessionRetentionMs ? { sessionRetentionMs: o.sessionRetentionMs } : {}),
+      ...(o.loopGuard ? { loopGuard: o.loopGuard } : {}),
     });
     await engine.start();
     const admin = new AdminOps(engine);

@@ -30,6 +30,7 @@ import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import { fitToBudget } from './inbox-budget.js';
 import { WakeBatcher } from './wake-batch.js';
 import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS } from './notices.js';
+import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { checkAlias } from './names.js';
 
@@ -45,6 +46,7 @@ export interface EngineOptions {
   /** How long ended sessions stay in the directory (default 24 h). */
   sessionRetentionMs?: number;
   idempotencyWindowMs?: number;
+  loopGuard?: LoopGuardOptions;
 }
 
 /** Who is calling: a verified account and, for agents, its attested session. */
@@ -68,6 +70,7 @@ export class MailEngine {
   private doorbell: Doorbell | undefined;
   readonly wakes: WakeBatcher;
   readonly notices = new NoticeBook();
+  readonly loops: LoopGuard;
   /** Highest seq this engine has seen committed; -1 until start(). */
   private lastSeq = -1;
   private idemWindow: number;
@@ -84,6 +87,7 @@ export class MailEngine {
     this.doorbell = o.doorbell;
     this.idemWindow = o.idempotencyWindowMs ?? DAY_MS;
     this.wakes = new WakeBatcher(this.store);
+    this.loops = new LoopGuard(o.clock, o.loopGuard ?? DEFAULT_LOOP_GUARD);
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
       if (e.seq > this.lastSeq && this.lastSeq >= 0) this.lastSeq = e.seq;
@@ -165,7 +169,12 @@ export class MailEngine {
     const m = outcome.message;
     if (outcome.kind === 'conflict')
       throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
-    if (outcome.kind === 'created') void this.ring(target.accounts, m);
+    let quiet: string | null = null;
+    if (outcome.kind === 'created') {
+      quiet = await this.judgeLoop(c, m, req.to.kind === 'room' ? null : target.accounts[0] ?? null);
+      if (quiet) this.loops.markQuiet(m.id);
+      else void this.ring(target.accounts, m);
+    }
     return {
       message_id: m.id,
       from: senderAddress(m),
@@ -173,7 +182,19 @@ export class MailEngine {
       to: m.toAddress,
       redirected: outcome.kind === 'created' ? target.redirected : m.toAddress !== formatAddress(req.to),
       duplicate: outcome.kind === 'duplicate',
+      ...(quiet ? { quiet: `stored but wakes nobody: ${quiet} (loop guard; do not send acknowledgement-only replies)` } : {}),
     };
+  }
+
+  private async judgeLoop(c: Caller, m: StoredMessage, to: string | null): Promise<string | null> {
+    // A person's message is never throttled, and it resets nothing: the guard only counts agents.
+    if (c.account.kind === 'human') return null;
+    let thread = { length: 1, hasHuman: false };
+    if (m.threadId !== m.id) {
+      const all = await this.store.getThread(m.threadId);
+      thread = { length: all.length, hasHuman: all.some((x) => x.fromKind === 'human') };
+    }
+    return this.loops.judge(c.account.id, to, thread);
   }
 
   /** Doorbells after commit: best effort, never able to fail or slow the send. */
@@ -362,8 +383,11 @@ export class MailEngine {
     if (req.event === 'tool' && now - st.lastToolNotice < TOOL_NOTICE_EVERY_MS) return answer([], false, false);
     const waitSecs = req.event === 'stop' ? (req.wait_secs ?? 0) : 0;
     const page = await this.inbox(c, { after: encodeCursor(st.noticed), limit: 20, include_bodies: false, wait_secs: waitSecs });
-    const mail = page.messages.map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority }));
+    // Mail the loop guard quieted is in the inbox but wakes nobody.
+    const mail = page.messages.filter((m) => !this.loops.isQuiet(m.id)).map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority }));
     if (mail.length === 0) {
+      // Only quieted mail (or none): pass over it silently, so a listening hook waits for real news.
+      if (req.event !== 'peek' && page.next_cursor) st.noticed = Math.max(st.noticed, decodeCursor(page.next_cursor));
       if (req.event === 'stop') st.blocks = 0; // the agent stops: the chain of blocks is over
       return answer([], false, false);
     }

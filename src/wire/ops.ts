@@ -24,6 +24,7 @@ export const SendResponse = z.object({
   to: z.string().describe('where the message went (a reply to an ended session goes to its successor or account)'),
   redirected: z.boolean().describe('true when `to` differs from what was asked'),
   duplicate: z.boolean().describe('true when an idempotency key matched an earlier send'),
+  quiet: z.string().optional().describe('present when the loop guard stored the message without waking anyone, and why'),
 });
 
 const WaitSecs = z.number().finite().min(0).describe('park until mail arrives, at most 60 s (50 s over MCP); clamped, never refused');
