@@ -111,3 +111,27 @@ describe('daemon lifecycle (built CLI, separate processes)', () => {
     }
   });
 });
+
+describe('operator credentials with a shared store', () => {
+  it('a second data directory on the same store gets its own operator, never rotating the first', async () => {
+    const { startDaemon } = await import('../src/daemon/daemon.js');
+    const { silentLogger } = await import('../src/engine/log.js');
+    const root = mkdtempSync(join(tmpdir(), 'm4a-ops-'));
+    const store = `sqlite:${join(root, 'shared.db')}`;
+    try {
+      const a = await startDaemon({ dataDir: join(root, 'a'), store, port: 0, log: silentLogger });
+      const tokenA = a.operatorToken;
+      await a.close();
+      const b = await startDaemon({ dataDir: join(root, 'b'), store, port: 0, log: silentLogger });
+      assert.notEqual(b.operatorToken, tokenA);
+      const list = await new MailClient({ url: b.url, token: b.operatorToken }).admin.accountList();
+      assert.deepEqual(list.accounts.filter((x) => x.permissions.operator).map((x) => x.id).sort(), ['operator', `operator-${b.hostId.slice(0, 12)}`]);
+      await b.close();
+      const a2 = await startDaemon({ dataDir: join(root, 'a'), store, port: 0, log: silentLogger });
+      assert.equal(a2.operatorToken, tokenA, 'the first data directory\'s credential still works');
+      await a2.close();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

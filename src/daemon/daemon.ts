@@ -72,7 +72,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     });
     await engine.start();
     const admin = new AdminOps(engine);
-    const operatorToken = await ensureOperator(engine, admin, cfg.dataDir);
+    const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
     const door = new HttpDoor({ engine, admin, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
     const port = await door.listen(cfg.host, cfg.port);
     const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
@@ -116,17 +116,22 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
   }
 }
 
-/** The operator credential exists from the first start on, in a 0600 file only the OS user reads. */
-async function ensureOperator(engine: MailEngine, admin: AdminOps, dataDir: string): Promise<string> {
+/** The operator credential exists from the first start on, in a 0600 file only the OS user reads.
+ *  Several daemons may share one store (PostgreSQL): each data directory keeps its own operator
+ *  account, so starting one never rotates another's secret. */
+async function ensureOperator(engine: MailEngine, admin: AdminOps, dataDir: string, hostId: string): Promise<string> {
   const path = join(dataDir, FILES.operatorToken);
-  const existing = await engine.store.getAccount(OPERATOR_ACCOUNT);
-  if (existing && existsSync(path)) {
+  if (existsSync(path)) {
     const token = readFileSync(path, 'utf8').trim();
-    if (digestSecret(token) === existing.secretDigest) return token;
+    const acc = token ? await engine.store.findAccountByDigest(digestSecret(token)) : null;
+    if (acc?.permissions.operator) return token;
   }
-  const { secret } = existing
-    ? await admin.rotate(OPERATOR_ACCOUNT)
-    : await admin.createAccount({ id: OPERATOR_ACCOUNT, kind: 'service', label: 'operator', permissions: { send: true, read: true, urgent: true, operator: true } });
+  const shared = await engine.store.getAccount(OPERATOR_ACCOUNT);
+  const id = shared ? `${OPERATOR_ACCOUNT}-${hostId.slice(0, 12)}` : OPERATOR_ACCOUNT;
+  const mine = shared && (await engine.store.getAccount(id));
+  const { secret } = mine
+    ? await admin.rotate(id)
+    : await admin.createAccount({ id, kind: 'service', label: 'operator', permissions: { send: true, read: true, urgent: true, operator: true } });
   writeSecretFile(path, `${secret}\n`);
   return secret;
 }
