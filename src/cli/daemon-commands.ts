@@ -24,9 +24,23 @@ async function waitGone(url: string, ms: number): Promise<boolean> {
   return false;
 }
 
+/** After the port closes the process still finishes its shutdown; wait for it to be gone. */
+async function waitExited(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function stopDaemon(dataDir: string): Promise<boolean> {
   const url = daemonUrl(dataDir);
-  if (!(await probe(url))) return false;
+  const h = await probe(url);
+  if (!h) return false;
   const op = new MailClient({ url, token: operatorToken(dataDir) });
   try {
     await op.call('/admin/daemon/stop', { when: 'now' });
@@ -34,6 +48,7 @@ async function stopDaemon(dataDir: string): Promise<boolean> {
     op.close();
   }
   if (!(await waitGone(url, 10_000))) throw new Error(`the daemon at ${url} did not stop within 10 s`);
+  await waitExited(h.pid, 5_000);
   return true;
 }
 
