@@ -122,6 +122,22 @@ describe('two agents with bash tools, the real CLI, an auto-started daemon', () 
     assert.match(human.stdout, /reviewing fix-42/);
   });
 
+  it('every other --json output parses with its documented schema', async () => {
+    const { z } = await import('zod');
+    const sent = W.SendResponse.parse(JSON.parse((await claude.run(`${m4a} send codex "json" "x" --json`)).stdout));
+    assert.equal(sent.to, 'codex');
+    W.UnreadResponse.parse(JSON.parse((await codex.run(`${m4a} unread --json`)).stdout));
+    W.StatusResponse.parse(JSON.parse((await codex.run(`${m4a} alias reviewer --json`)).stdout));
+    const Check = z.object({ name: z.string(), status: z.enum(['ok', 'warn', 'fail']), detail: z.string(), todo: z.string().optional() });
+    const doctor = z.object({ ok: z.boolean(), checks: z.array(Check) }).parse(JSON.parse((await claude.run(`${m4a} doctor --json`)).stdout));
+    assert.ok(doctor.checks.some((c) => c.name === 'daemon' && c.status === 'ok'));
+    assert.ok(doctor.checks.some((c) => c.name === 'account claude' && c.status === 'ok'), JSON.stringify(doctor.checks));
+    const caps = z.object({ name: z.literal('mail4agent'), version: z.string(), mcp_tools: z.array(z.string()), setup_programs: z.array(z.string()) }).parse(JSON.parse((await claude.run(`${m4a} capabilities --json`)).stdout));
+    assert.equal(caps.mcp_tools.length, 8);
+    const status = z.object({ running: z.boolean(), url: z.string(), pid: z.number().nullable(), version: z.string().nullable() }).parse(JSON.parse(cli(['daemon', 'status', '--json']).stdout));
+    assert.equal(status.running, true);
+  });
+
   it('exit codes: refused 1, usage 2, daemon unreachable 3', async () => {
     const refused = await claude.run(`${m4a} send nobody "x" "y"`);
     assert.equal(refused.code, 1);

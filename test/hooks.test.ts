@@ -135,7 +135,7 @@ describe('loop guard', () => {
   after(() => d.stop());
 
   it('a ping-pong pair is stored but stops waking anyone, and the sender is told', async () => {
-    const sent = [];
+    const sent: string[] = [];
     let root = (await a.send({ to: 'pong', subject: 'ok', body: '' })).message_id;
     sent.push(root);
     for (let i = 0; i < 5; i++) {

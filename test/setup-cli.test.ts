@@ -142,9 +142,11 @@ describe('m4a setup / unsetup (CLI, auto-started daemon)', () => {
         ['.mcp.json', 'created'],
         ['.claude/settings.local.json', 'created'],
         ['.claude/skills/mail4agent/SKILL.md', 'created'],
+        ['.claude/settings.json', 'created'],
       ],
     );
     assert.ok(result.todo.some((t) => /workspace trust/.test(t)), 'says what approval still needs');
+    assert.ok(result.todo.some((t) => t.includes(join(dir, '.claude', 'settings.json')) && /hooks/.test(t)), 'says the hooks need the trust dialog too');
 
     assert.equal(statSync(creds()).mode & 0o777, 0o600);
     const stored = (JSON.parse(readFileSync(creds(), 'utf8')) as { accounts: Record<string, { secret: string; provider: string }> }).accounts.claude!;
@@ -162,6 +164,40 @@ describe('m4a setup / unsetup (CLI, auto-started daemon)', () => {
     const entry = (JSON.parse(readFileSync(join(dir, '.mcp.json'), 'utf8')) as { mcpServers: { m4a: { command: string; args: string[] } } }).mcpServers.m4a;
     const me = await callTool(entry.command, entry.args, env, 'm4a_mail_whoami');
     assert.equal(me.account, 'claude');
+  });
+
+  it('the Stop hook it wrote runs under sh -c with Claude Code\'s Stop JSON: exit 0, quiet with no mail, blocks with new mail', () => {
+    const settings = JSON.parse(readFileSync(join(dir, '.claude', 'settings.json'), 'utf8')) as { hooks: Record<string, { hooks: { command: string; timeout: number }[] }[]> };
+    const stop = settings.hooks.Stop!;
+    assert.equal(stop.length, 1);
+    const { command, timeout } = stop[0]!.hooks[0]!;
+    assert.ok(timeout > 540, 'outlasts the listen-mode long poll');
+    assert.match(command, / hook claude-stop --account claude$/);
+    // The Stop payload Claude Code sends (AGENT-INTEGRATIONS §2.2).
+    const input = JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: dir, permission_mode: 'default', hook_event_name: 'Stop', stop_hook_active: false, last_assistant_message: 'Done.' });
+    const hook = () => spawnSync('sh', ['-c', command], { input, encoding: 'utf8', env, cwd: dir, timeout: 60_000 });
+    const quiet = hook();
+    assert.equal(quiet.status, 0, quiet.stderr);
+    assert.equal(quiet.stderr, '', 'reached the daemon as the account (a failing hook says why on stderr)');
+    assert.equal(quiet.stdout, '', 'no mail: Claude may stop');
+
+    // Another program, set up without hooks, sends mail to claude.
+    const other = m4a(['setup', 'cursor', '--no-hooks', '--json']);
+    assert.equal(other.status, 0, other.stderr);
+    assert.deepEqual(
+      SetupResult.parse(JSON.parse(other.stdout)).files.map((f) => relative(home, f.path)),
+      ['.cursor/mcp.json'],
+      '--no-hooks: no hooks.json',
+    );
+    const sent = m4a(['send', '--account', 'cursor', '--json', 'claude', 'are you there?', 'ping']);
+    assert.equal(sent.status, 0, sent.stderr);
+    const id = (JSON.parse(sent.stdout) as { message_id: string }).message_id;
+    const woken = hook();
+    assert.equal(woken.status, 0, woken.stderr);
+    const out = JSON.parse(woken.stdout) as { decision: string; reason: string };
+    assert.equal(out.decision, 'block');
+    assert.ok(out.reason.includes(id), 'the reason names the new message');
+    assert.equal(m4a(['unsetup', 'cursor']).status, 0);
   });
 
   it('running it again reports the account as existing and changes nothing', () => {

@@ -2,6 +2,7 @@
 // exactly right, every other byte is kept, a second run changes nothing, unsetup restores the
 // original byte for byte, and a file that cannot be parsed is refused before anything is written.
 import { after, describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,6 +92,7 @@ describe('setup writers: Claude Code', () => {
       { path: `${file}.m4a-backup`, action: 'created' },
       { path: file, action: 'updated' },
       { path: join(h, '.claude', 'skills', 'mail4agent', 'SKILL.md'), action: 'created' },
+      { path: join(h, '.claude', 'settings.json'), action: 'created' },
     ]);
     const now = read(file);
     const v = json(file);
@@ -106,11 +108,11 @@ describe('setup writers: Claude Code', () => {
     assert.match(skill, /^---\nname: mail4agent\ndescription: [^\n]+\n---\n/);
 
     const snap = snapshot(h);
-    assert.deepEqual(actions(run({ program: 'claude', env })), ['unchanged', 'unchanged'], 'second run changes nothing');
+    assert.deepEqual(actions(run({ program: 'claude', env })), ['unchanged', 'unchanged', 'unchanged'], 'second run changes nothing');
     assert.deepEqual(snapshot(h), snap, 'every file byte-identical, no second backup');
 
     const undone = unsetupFiles({ program: 'claude', scope: USER, env });
-    assert.deepEqual(actions(undone.files), ['restored', 'removed', 'removed']);
+    assert.deepEqual(actions(undone.files), ['restored', 'removed', 'removed', 'removed']);
     assert.equal(read(file), orig, 'byte-identical to the original');
     assert.ok(!existsSync(join(h, '.claude')), 'directories setup created are gone');
     assert.ok(!existsSync(`${file}.m4a-backup`), 'the now redundant backup is gone');
@@ -144,6 +146,7 @@ describe('setup writers: Claude Code', () => {
       { path: `${local}.m4a-backup`, action: 'created' },
       { path: local, action: 'updated' },
       { path: join(dir, '.claude', 'skills', 'mail4agent', 'SKILL.md'), action: 'created' },
+      { path: join(dir, '.claude', 'settings.json'), action: 'created' },
     ]);
     assert.equal(read(join(dir, '.mcp.json')), '{\n  "mcpServers": {\n    "m4a": {\n      "type": "stdio",\n      "command": "m4a",\n      "args": [\n        "mcp",\n        "--account",\n        "claude"\n      ]\n    }\n  }\n}\n');
     assert.deepEqual(json(local).enabledMcpjsonServers, ['github', 'm4a']);
@@ -185,7 +188,7 @@ describe('setup writers: Claude Code', () => {
     const orig = fixture('claude.json');
     put(file, orig);
     run({ program: 'claude', env });
-    assert.deepEqual(actions(run({ program: 'claude', transport: 'http', env: { ...env, M4A_PORT: '7400' } })), ['updated', 'unchanged']);
+    assert.deepEqual(actions(run({ program: 'claude', transport: 'http', env: { ...env, M4A_PORT: '7400' } })), ['updated', 'unchanged', 'unchanged']);
     assert.equal(((json(file).mcpServers as Record<string, Record<string, unknown>>).m4a)!.url, 'http://127.0.0.1:7400/mcp');
     unsetupFiles({ program: 'claude', scope: USER, env });
     assert.equal(read(file), orig);
@@ -223,7 +226,7 @@ describe('setup writers: Codex', () => {
     put(toml, origToml);
     put(agents, origAgents);
 
-    assert.deepEqual(actions(run({ program: 'codex', env })), ['created', 'updated', 'created', 'updated']);
+    assert.deepEqual(actions(run({ program: 'codex', env })), ['created', 'updated', 'created', 'updated', 'created']);
     const text = read(toml);
     assert.ok(text.startsWith(origToml), 'every byte of the original kept, comments included');
     const block = text.slice(origToml.length);
@@ -239,7 +242,7 @@ describe('setup writers: Codex', () => {
     assert.match(a.slice(origAgents.length), /^\n<!-- >>> mail4agent >>> -->\n## mail4agent[\s\S]*\n<!-- <<< mail4agent <<< -->\n$/);
 
     const snap = snapshot(h);
-    assert.deepEqual(actions(run({ program: 'codex', env })), ['unchanged', 'unchanged']);
+    assert.deepEqual(actions(run({ program: 'codex', env })), ['unchanged', 'unchanged', 'unchanged']);
     assert.deepEqual(snapshot(h), snap);
 
     unsetupFiles({ program: 'codex', scope: USER, env });
@@ -308,7 +311,7 @@ describe('setup writers: Gemini CLI', () => {
     const file = join(h, '.gemini', 'settings.json');
     const orig = fixture('gemini-settings.json');
     put(file, orig);
-    assert.deepEqual(actions(run({ program: 'gemini', env })), ['created', 'updated', 'created']);
+    assert.deepEqual(actions(run({ program: 'gemini', env, hooks: false })), ['created', 'updated', 'created']);
     const v = json(file);
     assert.deepEqual((v.mcpServers as Record<string, unknown>).m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
     const part = insertedPart(orig, read(file));
@@ -317,7 +320,7 @@ describe('setup writers: Gemini CLI', () => {
     assert.match(read(join(h, '.gemini', 'GEMINI.md')), /^<!-- >>> mail4agent >>> -->\n## mail4agent/);
 
     const snap = snapshot(h);
-    run({ program: 'gemini', env });
+    run({ program: 'gemini', env, hooks: false });
     assert.deepEqual(snapshot(h), snap);
     unsetupFiles({ program: 'gemini', scope: USER, env });
     assert.equal(read(file), orig);
@@ -330,6 +333,11 @@ describe('setup writers: Gemini CLI', () => {
     run({ program: 'gemini', env, transport: 'http', scope: { kind: 'project', dir } });
     assert.deepEqual(json(join(dir, '.gemini', 'settings.json')), {
       mcpServers: { m4a: { url: 'http://127.0.0.1:7341/mcp', type: 'http', headers: { Authorization: 'Bearer ${M4A_TOKEN}' }, timeout: 120000 } },
+      // The hooks run the m4a command whatever the transport.
+      hooks: {
+        AfterAgent: [{ hooks: [{ type: 'command', command: 'm4a hook gemini-after-agent --account gemini', name: 'mail4agent', timeout: 600000 }] }],
+        BeforeAgent: [{ hooks: [{ type: 'command', command: 'm4a hook gemini-before-agent --account gemini', name: 'mail4agent', timeout: 30000 }] }],
+      },
     });
     assert.ok(existsSync(join(dir, 'GEMINI.md')));
     assertNoSecret([join(dir, '.gemini', 'settings.json'), join(dir, 'GEMINI.md')]);
@@ -342,7 +350,7 @@ describe('setup writers: Cursor', () => {
     const file = join(h, '.cursor', 'mcp.json');
     const orig = fixture('cursor-mcp.json');
     put(file, orig);
-    assert.deepEqual(actions(run({ program: 'cursor', env })), ['created', 'updated']);
+    assert.deepEqual(actions(run({ program: 'cursor', env })), ['created', 'updated', 'created']);
     assert.deepEqual(json(file), { mcpServers: { linear: { url: 'https://mcp.linear.app/sse' }, m4a: { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'cursor'] } } });
     assert.match(insertedPart(orig, read(file)), /^,\n\t\t"m4a": \{\n\t\t\t"type"/);
     const snap = snapshot(h);
@@ -488,5 +496,294 @@ describe('setup: the bridge command and the guide', () => {
       assert.match(section, must);
     const body = section.replace(/^## /, '');
     for (const rendered of [renderGuide('claude', 'file'), renderGuide('cursor', 'file'), renderGuide('gemini', 'section')]) assert.ok(rendered.replace(/^#+ /m, '').includes(body), 'the same text everywhere');
+  });
+});
+
+// ---- the hooks that wake agents (AGENT-INTEGRATIONS §2.1, §4.3, §5.3, §6.2) ----
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Claude Code's and Codex's matcher group: one command handler, timeout in seconds. */
+const group = (command: string, timeout: number, matcher?: string): Json => ({ ...(matcher !== undefined ? { matcher } : {}), hooks: [{ type: 'command', command, timeout }] });
+const geminiGroup = (command: string, timeoutMs: number): Json => ({ hooks: [{ type: 'command', command, name: 'mail4agent', timeout: timeoutMs }] });
+
+/** Every byte of orig is in now, in order (what a setup that only inserts must leave). */
+function assertKeptInOrder(orig: string, now: string): void {
+  let i = 0;
+  for (const ch of now) if (ch === orig[i]) i++;
+  assert.equal(i, orig.length, 'every original byte kept, in order');
+}
+
+describe('setup writers: hooks', () => {
+  it('Claude Code user: appends our groups after the user\'s own Stop and PostToolUse hooks, keeps permissions; idempotent; unsetup restores the bytes', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude', 'settings.json');
+    const orig = fixture('claude-settings.json');
+    put(file, orig);
+
+    const files = run({ program: 'claude', env });
+    assert.deepEqual(files.slice(-2), [
+      { path: `${file}.m4a-backup`, action: 'created' },
+      { path: file, action: 'updated' },
+    ]);
+    const v = json(file) as Json;
+    const o = JSON.parse(orig) as Json;
+    assert.deepEqual(v.hooks, {
+      Stop: [o.hooks.Stop[0], group('m4a hook claude-stop --account claude', 600)],
+      PostToolUse: [o.hooks.PostToolUse[0], group('m4a hook claude-tool --account claude', 30, '*')],
+      UserPromptSubmit: [group('m4a hook claude-prompt --account claude', 30)],
+      SessionStart: [group('m4a hook claude-prompt --account claude', 30, 'startup|resume')],
+    });
+    assert.deepEqual({ ...v, hooks: o.hooks }, o, 'permissions, env, model and the rest unchanged');
+    assert.deepEqual(Object.keys(v), Object.keys(o), 'no member moved');
+    assertKeptInOrder(orig, read(file));
+    assert.match(read(file), /\n {6}\},\n {6}\{\n {8}"hooks": \[\n {10}\{\n {12}"type": "command",\n {12}"command": "m4a hook claude-stop --account claude",\n {12}"timeout": 600\n/, 'after the user\'s group, in the file\'s indentation');
+    assert.equal(read(`${file}.m4a-backup`), orig);
+
+    const snap = snapshot(h);
+    assert.ok(actions(run({ program: 'claude', env })).every((a) => a === 'unchanged'));
+    assert.deepEqual(snapshot(h), snap, 'no duplicate group, no byte changed');
+
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.equal(read(file), orig, 'byte-identical');
+    assert.ok(!existsSync(`${file}.m4a-backup`));
+  });
+
+  it('Claude Code project: creates .claude/settings.json holding only the hooks; unsetup removes it and the directory', () => {
+    const { env } = home();
+    const dir = project();
+    run({ program: 'claude', env, scope: { kind: 'project', dir } });
+    assert.deepEqual(json(join(dir, '.claude', 'settings.json')), {
+      hooks: {
+        Stop: [group('m4a hook claude-stop --account claude', 600)],
+        UserPromptSubmit: [group('m4a hook claude-prompt --account claude', 30)],
+        SessionStart: [group('m4a hook claude-prompt --account claude', 30, 'startup|resume')],
+        PostToolUse: [group('m4a hook claude-tool --account claude', 30, '*')],
+      },
+    });
+    assert.ok(!('hooks' in json(join(dir, '.claude', 'settings.local.json'))), 'hooks go to the shared settings, not the local approval file');
+    unsetupFiles({ program: 'claude', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('Codex: $CODEX_HOME/hooks.json beside the user\'s hooks (seconds); project: .codex/hooks.json; both undone exactly', () => {
+    const { home: h, env } = home();
+    const codexHome = join(h, 'codex-home');
+    const file = join(codexHome, 'hooks.json');
+    const orig = fixture('codex-hooks.json');
+    put(file, orig);
+    const e = { ...env, CODEX_HOME: codexHome };
+    run({ program: 'codex', env: e });
+    const v = json(file);
+    const o = JSON.parse(orig) as Json;
+    assert.deepEqual(v, {
+      hooks: {
+        SessionStart: o.hooks.SessionStart,
+        Stop: [o.hooks.Stop[0], group('m4a hook codex-stop --account codex', 600)],
+        UserPromptSubmit: [group('m4a hook codex-prompt --account codex', 30)],
+      },
+    });
+    assertKeptInOrder(orig, read(file));
+    assert.ok(!existsSync(join(h, '.codex')), 'CODEX_HOME, not ~/.codex');
+    const snap = snapshot(h);
+    run({ program: 'codex', env: e });
+    assert.deepEqual(snapshot(h), snap);
+    unsetupFiles({ program: 'codex', scope: USER, env: e });
+    assert.equal(read(file), orig);
+
+    const dir = project();
+    run({ program: 'codex', env, scope: { kind: 'project', dir } });
+    assert.deepEqual(json(join(dir, '.codex', 'hooks.json')), {
+      hooks: { Stop: [group('m4a hook codex-stop --account codex', 600)], UserPromptSubmit: [group('m4a hook codex-prompt --account codex', 30)] },
+    });
+    unsetupFiles({ program: 'codex', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('Gemini CLI: AfterAgent and BeforeAgent in the same commented settings.json, timeouts in milliseconds; unsetup restores', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.gemini', 'settings.json');
+    const orig = fixture('gemini-settings.json');
+    put(file, orig);
+    run({ program: 'gemini', env });
+    const v = json(file) as Json;
+    assert.deepEqual(v.hooks, {
+      AfterAgent: [geminiGroup('m4a hook gemini-after-agent --account gemini', 600000)],
+      BeforeAgent: [geminiGroup('m4a hook gemini-before-agent --account gemini', 30000)],
+    });
+    assert.deepEqual(v.mcpServers.m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
+    assertKeptInOrder(orig, read(file));
+    assert.match(read(file), /\n {4}"hooks": \{\n {8}"AfterAgent": \[\n {12}\{/, 'the file\'s own 4-space indentation');
+    const snap = snapshot(h);
+    run({ program: 'gemini', env });
+    assert.deepEqual(snapshot(h), snap);
+    unsetupFiles({ program: 'gemini', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('Cursor user: appends to the flat stop list after the user\'s hook, keeps version 1; idempotent; unsetup restores', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.cursor', 'hooks.json');
+    const orig = fixture('cursor-hooks.json');
+    put(file, orig);
+    assert.deepEqual(actions(run({ program: 'cursor', env })), ['created', 'created', 'updated']);
+    const o = JSON.parse(orig) as Json;
+    assert.deepEqual(json(file), {
+      version: 1,
+      hooks: { afterFileEdit: o.hooks.afterFileEdit, stop: [o.hooks.stop[0], { command: 'm4a hook cursor-stop --account cursor', timeout: 600, loop_limit: 5 }] },
+    });
+    assert.equal(
+      insertedPart(orig, read(file)),
+      ',\n      {\n        "command": "m4a hook cursor-stop --account cursor",\n        "timeout": 600,\n        "loop_limit": 5\n      }',
+      'one object after the user\'s, no inner hooks wrapper',
+    );
+    const snap = snapshot(h);
+    run({ program: 'cursor', env });
+    assert.deepEqual(snapshot(h), snap);
+    unsetupFiles({ program: 'cursor', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('Cursor project: a new hooks.json is exactly {"version":1,"hooks":{"stop":[ours]}}; unsetup removes it', () => {
+    const { env } = home();
+    const dir = project();
+    run({ program: 'cursor', env, scope: { kind: 'project', dir } });
+    const text = read(join(dir, '.cursor', 'hooks.json'));
+    assert.deepEqual(JSON.parse(text), { version: 1, hooks: { stop: [{ command: 'm4a hook cursor-stop --account cursor', timeout: 600, loop_limit: 5 }] } });
+    assert.ok(text.startsWith('{\n  "version": 1,\n  "hooks": {'), 'version first');
+    unsetupFiles({ program: 'cursor', scope: { kind: 'project', dir }, env });
+    assert.deepEqual(readdirSync(dir), []);
+  });
+
+  it('the command is quoted for the shell when the bridge path needs it', () => {
+    const { home: h, env } = home();
+    const bridge: Bridge = { command: "/opt/my node/bin/node", prefix: ["/srv/it's/dist/cli/main.js"], portable: false };
+    run({ program: 'cursor', env, bridge });
+    const cmd = ((json(join(h, '.cursor', 'hooks.json')) as Json).hooks.stop as Json[])[0]!.command as string;
+    assert.equal(cmd, `'/opt/my node/bin/node' '/srv/it'\\''s/dist/cli/main.js' hook cursor-stop --account cursor`);
+    const r = spawnSync('sh', ['-c', `printf '%s\\n' ${cmd.replace(/ hook .*/, '')}`], { encoding: 'utf8' });
+    assert.equal(r.stdout, "/opt/my node/bin/node\n/srv/it's/dist/cli/main.js\n", 'the shell reads back the two words');
+  });
+
+  it('refuses a hooks file it cannot use (unparseable, "hooks" not an object, another Cursor version) before writing anything', () => {
+    const cases: [string, string, RegExp][] = [
+      ['.claude/settings.json', '{ "hooks": { "Stop": [ ', /cannot parse .*line \d+, column \d+/],
+      ['.claude/settings.json', '{ "hooks": [] }', /"hooks" is an array, not an object/],
+      ['.claude/settings.json', '{ "hooks": { "Stop": {} } }', /"hooks\.Stop" is an object, not an array/],
+      ['.cursor/hooks.json', '{ "version": 2, "hooks": {} }', /"version" is 2, not 1/],
+    ];
+    for (const [rel, text, why] of cases) {
+      const { home: h, env } = home();
+      put(join(h, rel), text);
+      const before = snapshot(h);
+      const program = rel.startsWith('.claude') ? 'claude' : 'cursor';
+      assert.throws(() => run({ program, env }), (e: unknown) => e instanceof Refusal && e.message.includes(join(h, rel)) && why.test(e.message), `${rel}: ${text}`);
+      assert.deepEqual(snapshot(h), before, 'no MCP entry, guide, backup or state either');
+    }
+  });
+
+  it('--no-hooks writes no hook; turning hooks off later removes them and restores the file byte for byte', () => {
+    const { home: h, env } = home();
+    const claude = join(h, '.claude', 'settings.json');
+    const gemini = join(h, '.gemini', 'settings.json');
+    put(claude, fixture('claude-settings.json'));
+    put(gemini, fixture('gemini-settings.json'));
+    const before = snapshot(h);
+
+    run({ program: 'cursor', env, hooks: false });
+    assert.ok(!existsSync(join(h, '.cursor', 'hooks.json')));
+    run({ program: 'gemini', env, hooks: false });
+    const mcpOnly = read(gemini);
+    assert.ok(!('hooks' in json(gemini)));
+    run({ program: 'claude', env, hooks: false });
+    assert.equal(read(claude), fixture('claude-settings.json'));
+    assert.ok(!existsSync(`${claude}.m4a-backup`));
+
+    for (const program of ['cursor', 'gemini', 'claude'] as const) run({ program, env });
+    assert.ok(existsSync(join(h, '.cursor', 'hooks.json')));
+    assert.ok('hooks' in json(gemini) && ((json(claude) as Json).hooks.Stop as unknown[]).length === 2);
+
+    const off = run({ program: 'claude', env, hooks: false });
+    assert.deepEqual(off.slice(-2), [
+      { path: claude, action: 'restored' },
+      { path: `${claude}.m4a-backup`, action: 'removed' },
+    ]);
+    assert.equal(read(claude), fixture('claude-settings.json'));
+    assert.deepEqual(actions(run({ program: 'cursor', env, hooks: false })).slice(-1), ['removed']);
+    assert.ok(!existsSync(join(h, '.cursor', 'hooks.json')));
+    run({ program: 'gemini', env, hooks: false });
+    assert.equal(read(gemini), mcpOnly, 'only the hooks left the file');
+
+    for (const program of ['cursor', 'gemini', 'claude'] as const) unsetupFiles({ program, scope: USER, env });
+    assert.deepEqual(snapshot(h), before);
+  });
+
+  it('another account or bridge replaces our group in place (no duplicate); unsetup still restores the original', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude', 'settings.json');
+    const orig = fixture('claude-settings.json');
+    put(file, orig);
+    run({ program: 'claude', env });
+    run({ program: 'claude', env, account: 'claude-2', bridge: { command: '/usr/bin/node', prefix: ['/opt/m4a/dist/cli/main.js'], portable: false } });
+    const v = json(file) as Json;
+    assert.deepEqual(v.hooks.Stop, [JSON.parse(orig).hooks.Stop[0], group('/usr/bin/node /opt/m4a/dist/cli/main.js hook claude-stop --account claude-2', 600)]);
+    assert.equal(JSON.stringify(v).split('hook claude-prompt').length - 1, 2, 'UserPromptSubmit and SessionStart, once each');
+    assert.ok(!read(file).includes('m4a hook claude-stop --account claude"'));
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.equal(read(file), orig);
+  });
+
+  it('our group edited by hand is left as the user made it, not duplicated, and removed by unsetup; without a record an identical group is not added twice', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.cursor', 'hooks.json');
+    const orig = fixture('cursor-hooks.json');
+    put(file, orig);
+    run({ program: 'cursor', env });
+    writeFileSync(file, read(file).replace('"loop_limit": 5', '"loop_limit": 2'));
+    const edited = read(file);
+    run({ program: 'cursor', env });
+    assert.equal(read(file), edited, 'left as edited, nothing appended');
+    unsetupFiles({ program: 'cursor', scope: USER, env });
+    assert.equal(read(file), orig);
+
+    // The state is lost, the hook is still there: recognised by its command.
+    run({ program: 'cursor', env });
+    const once = read(file);
+    rmSync(join(h, '.config', 'mail4agent', 'setup-state.json'));
+    run({ program: 'cursor', env });
+    assert.equal(read(file), once);
+    assert.equal(((json(file) as Json).hooks.stop as unknown[]).length, 2);
+    unsetupFiles({ program: 'cursor', scope: USER, env });
+    assert.equal(read(file), orig, 'recognised as ours again, so unsetup removes it');
+  });
+
+  it('keeps hooks the user added after setup, in the same arrays, and removes only ours', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude', 'settings.json');
+    run({ program: 'claude', env });
+    const v = json(file) as Json;
+    v.hooks.Stop.push(group('say done', 5));
+    v.hooks.Notification = [group('notify-send claude', 5)];
+    writeFileSync(file, `${JSON.stringify(v, null, 2)}\n`);
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.deepEqual(json(file), { hooks: { Stop: [group('say done', 5)], Notification: [group('notify-send claude', 5)] } });
+  });
+
+  it('reads a state file from before hooks (one edit per file) and undoes it', () => {
+    const { home: h, env } = home();
+    const file = join(h, '.claude.json');
+    const orig = fixture('claude.json');
+    put(file, orig);
+    run({ program: 'claude', env, hooks: false });
+    const statePath = join(h, '.config', 'mail4agent', 'setup-state.json');
+    const state = JSON.parse(read(statePath)) as Json;
+    for (const f of state.setups['claude user'].files) {
+      f.edit = f.edits[0];
+      delete f.edits;
+    }
+    writeFileSync(statePath, JSON.stringify(state));
+    unsetupFiles({ program: 'claude', scope: USER, env });
+    assert.equal(read(file), orig);
+    assert.ok(!existsSync(join(h, '.claude')));
   });
 });

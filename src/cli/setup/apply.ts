@@ -28,12 +28,34 @@ function unchangedSincePlan(changes: Change[]): void {
   for (const c of changes) if (c.after !== c.before && readText(c.path) !== c.before) throw new Refusal(`${c.path} changed while m4a ran; run the command again`, c.path);
 }
 
+/** After a file is undone: drop our backup once the file is back to exactly what it held. */
+function dropBackup(c: Change, backup: boolean, out: Written[]): void {
+  const b = backupPath(c.path);
+  if (backup && c.after !== null && existsSync(b) && readFileSync(b, 'utf8') === c.after) {
+    rmSync(b);
+    out.push({ path: b, action: 'removed' });
+  }
+}
+
+/** Directories setup created, innermost first, removed when empty. */
+function dropDirs(dirs: string[]): void {
+  for (const d of [...new Set(dirs)].sort((a, b) => b.length - a.length)) {
+    try {
+      if (readdirSync(d).length === 0) rmdirSync(d);
+    } catch {
+      /* gone already, or not ours to judge */
+    }
+  }
+}
+
 export function applySetup(changes: Change[]): Written[] {
   unchangedSincePlan(changes);
   const out: Written[] = [];
   for (const c of changes) {
-    if (c.after !== c.before && c.after !== null) {
-      if (c.before !== null && !existsSync(backupPath(c.path))) {
+    if (c.after !== c.before && c.after === null) rmSync(c.path, { force: true });
+    else if (c.after !== c.before && c.after !== null) {
+      // A file being undone (c.retired) gets no backup: it is going back to what it held.
+      if (c.before !== null && !c.retired && !existsSync(backupPath(c.path))) {
         copyFileSync(c.path, backupPath(c.path));
         if (c.record) c.record.backup = true;
         out.push({ path: backupPath(c.path), action: 'created' });
@@ -42,7 +64,9 @@ export function applySetup(changes: Change[]): Written[] {
       writeKeeping(c.path, c.after);
     }
     out.push({ path: c.path, action: c.action });
+    if (c.retired) dropBackup(c, c.retired.backup, out);
   }
+  dropDirs(changes.flatMap((c) => c.retired?.dirs ?? []));
   return out;
 }
 
@@ -55,20 +79,8 @@ export function applyUnsetup(changes: Change[]): Written[] {
       else writeKeeping(c.path, c.after);
     }
     out.push({ path: c.path, action: c.action });
-    // Our backup is redundant once the file is back to exactly what it held.
-    const b = backupPath(c.path);
-    if (c.record?.backup && c.after !== null && existsSync(b) && readFileSync(b, 'utf8') === c.after) {
-      rmSync(b);
-      out.push({ path: b, action: 'removed' });
-    }
+    dropBackup(c, !!c.record?.backup, out);
   }
-  const dirs = [...new Set(changes.flatMap((c) => c.record?.dirs ?? []))].sort((a, b) => b.length - a.length);
-  for (const d of dirs) {
-    try {
-      if (readdirSync(d).length === 0) rmdirSync(d);
-    } catch {
-      /* gone already, or not ours to judge */
-    }
-  }
+  dropDirs(changes.flatMap((c) => c.record?.dirs ?? []));
   return out;
 }

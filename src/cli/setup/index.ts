@@ -13,11 +13,12 @@ export function registerSetup(program: Command): void {
   scoped(
     program
       .command('setup <program>')
-      .description('connect claude, codex, gemini or cursor to the mailbox: account, MCP server entry, agent guide (safe to run again)'),
+      .description('connect claude, codex, gemini or cursor to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent (safe to run again)'),
   )
     .option('--transport <transport>', 'stdio (the m4a mcp bridge, starts the daemon) or http', 'stdio')
     .option('--account <name>', 'the account to use (default: the program name)')
     .option('--force', 'replace an m4a entry or guide file that setup did not write (unsetup puts it back)')
+    .option('--no-hooks', 'install the MCP entry and the guide only, not the hooks that wake the agent (removes ones setup installed before)')
     .action(async (name: string, o: SetupFlags) => {
       const { runSetup } = await import('./run.js');
       await runSetup(name, o);

@@ -144,17 +144,20 @@ export function insertMember(doc: JsonDoc, keys: string[], value: unknown, file:
   return insert(doc, parents, keys[keys.length - 1]!, (indent, inline) => formatValue(doc, value, indent, inline), file);
 }
 
-export function insertItem(doc: JsonDoc, keys: string[], item: string, file: string): Insertion & { created: number } {
-  return insert(doc, keys, null, () => JSON.stringify(item), file);
+/** Appends `item` to the array at `keys` (created with its missing parents), in the file's layout. */
+export function insertItem(doc: JsonDoc, keys: string[], item: unknown, file: string): Insertion & { created: number } {
+  return insert(doc, keys, null, (indent, inline) => formatValue(doc, item, indent, inline), file);
 }
 
-/** Replaces the value at `keys` in place; returns the new text and the raw text it replaced. */
-export function replaceValue(doc: JsonDoc, keys: string[], value: unknown): { text: string; body: string; old: string } {
+/** Replaces the value at `keys` (an object member or an array item) in place; returns the new text
+ *  and the raw text it replaced. */
+export function replaceValue(doc: JsonDoc, keys: (string | number)[], value: unknown): { text: string; body: string; old: string } {
   const v = findNodeAtLocation(doc.root!, keys)!;
-  const prop = v.parent!;
-  const container = prop.parent!;
+  // A member is laid out from its property's line; an array item from its own.
+  const at = v.parent!.type === 'property' ? v.parent! : v;
+  const container = at.parent!;
   const inline = !doc.text.slice(container.offset, container.offset + container.length).includes('\n');
-  const body = formatValue(doc, value, lineIndent(doc.text, prop.offset), inline);
+  const body = formatValue(doc, value, lineIndent(doc.text, at.offset), inline);
   const old = doc.text.slice(v.offset, v.offset + v.length);
   return { text: doc.text.slice(0, v.offset) + body + doc.text.slice(v.offset + v.length), body, old };
 }
@@ -165,9 +168,22 @@ export function spliceValue(doc: JsonDoc, keys: string[], raw: string): string {
   return doc.text.slice(0, v.offset) + raw + doc.text.slice(v.offset + v.length);
 }
 
-export function rawValue(doc: JsonDoc, keys: string[]): string | undefined {
+export function rawValue(doc: JsonDoc, keys: (string | number)[]): string | undefined {
   const v = doc.root && findNodeAtLocation(doc.root, keys);
   return v ? doc.text.slice(v.offset, v.offset + v.length) : undefined;
+}
+
+/** The text of item `at` of the array at `keys`, with the separator that goes with it (the one
+ *  before it, or for a first item the one after it): what removing just that item takes out. */
+export function itemPiece(doc: JsonDoc, keys: string[], at: number): { lead: string; body: string; trail: string } {
+  const kids = findNodeAtLocation(doc.root!, keys)!.children!;
+  const k = kids[at]!;
+  const body = doc.text.slice(k.offset, k.offset + k.length);
+  const prev = kids[at - 1];
+  const next = kids[at + 1];
+  if (prev) return { lead: doc.text.slice(prev.offset + prev.length, k.offset), body, trail: '' };
+  if (next) return { lead: '', body, trail: doc.text.slice(k.offset + k.length, next.offset) };
+  return { lead: '', body, trail: '' };
 }
 
 export const getAt = (doc: JsonDoc, keys: string[]): unknown => {

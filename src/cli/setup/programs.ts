@@ -1,5 +1,6 @@
-// What setup writes for each agent program: the files per scope and the exact MCP entries.
-// Shapes follow /work/shared/AGENT-INTEGRATIONS.md §1 (Claude Code), §4.1 (Codex), §5 (Gemini), §6 (Cursor).
+// What setup writes for each agent program: the files per scope, the exact MCP entries and the hooks
+// that wake agents. Shapes follow /work/shared/AGENT-INTEGRATIONS.md §1 and §2.1 (Claude Code),
+// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor).
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_PORT } from '../../wire/locations.js';
@@ -23,10 +24,15 @@ const CODEX_FORWARD = ['M4A_DATA_DIR', 'M4A_PORT', 'M4A_URL', 'M4A_CREDENTIALS',
 export type JsonObject = Record<string, unknown>;
 
 export type Target =
-  /** An object member at `keys` (the last is our name) in a JSON file. */
-  | { kind: 'json-entry'; path: string; keys: string[]; value: JsonObject }
+  /** An object member at `keys` (the last is our name) in a JSON file. With `ensure`, a member the
+   *  file needs but that is not ours (Cursor's "version"): added when missing, kept when equal,
+   *  refused when different. */
+  | { kind: 'json-entry'; path: string; keys: string[]; value: unknown; ensure?: boolean }
   /** A string item in the array at `keys`. */
   | { kind: 'json-item'; path: string; keys: string[]; item: string }
+  /** An object appended to the array at `keys`, shared with the user's own items; ours is the item
+   *  holding the string `marker` (the hook's command). */
+  | { kind: 'json-append'; path: string; keys: string[]; value: JsonObject; marker: string }
   /** A marked block appended to a TOML or Markdown file; `table` is what the TOML must parse to. */
   | { kind: 'block'; path: string; syntax: 'toml' | 'markdown'; body: string; table?: JsonObject }
   /** A whole file of ours. */
@@ -39,6 +45,8 @@ export interface Setting {
   account: string;
   bridge: Bridge;
   env: NodeJS.ProcessEnv;
+  /** Install the hooks that wake agents (default true). */
+  hooks?: boolean;
 }
 
 export const homeOf = (env: NodeJS.ProcessEnv): string => env.HOME || homedir();
@@ -75,8 +83,87 @@ export function tomlTable(name: string, table: JsonObject, eol = '\n'): string {
   return [`[${name}]`, ...Object.entries(table).map(([k, v]) => `${k} = ${tomlValue(v)}`)].map((l) => l + eol).join('');
 }
 
-/** Every file setup touches for this program and scope, in the order they are written. */
+/** A word for the shell: as is when it needs no quoting, else single-quoted. */
+export const shellWord = (s: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+
+/** The shell command a program runs for one of our hooks (`m4a hook NAME --account ACCOUNT`). */
+export const hookCommand = (b: Bridge, hook: string, account: string): string => [b.command, ...b.prefix, 'hook', hook, '--account', account].map(shellWord).join(' ');
+
+/** A Stop hook long-polls up to M4A_LISTEN_SECS (540 s by default); the program's timeout exceeds it. */
+const STOP_TIMEOUT_SECS = 600;
+const CONTEXT_TIMEOUT_SECS = 30;
+
+interface HookSpec {
+  /** The event, the key of its array under "hooks". */
+  event: string;
+  matcher?: string;
+  hook: string;
+  /** Seconds (Gemini's file takes milliseconds; converted there). */
+  timeout: number;
+}
+
+/** Per program, the hooks and when they run (§2.1, §4.3, §5.3, §6.2). */
+const HOOKS: Record<Program, HookSpec[]> = {
+  claude: [
+    { event: 'Stop', hook: 'claude-stop', timeout: STOP_TIMEOUT_SECS },
+    { event: 'UserPromptSubmit', hook: 'claude-prompt', timeout: CONTEXT_TIMEOUT_SECS },
+    { event: 'SessionStart', matcher: 'startup|resume', hook: 'claude-prompt', timeout: CONTEXT_TIMEOUT_SECS },
+    { event: 'PostToolUse', matcher: '*', hook: 'claude-tool', timeout: CONTEXT_TIMEOUT_SECS },
+  ],
+  codex: [
+    { event: 'Stop', hook: 'codex-stop', timeout: STOP_TIMEOUT_SECS },
+    { event: 'UserPromptSubmit', hook: 'codex-prompt', timeout: CONTEXT_TIMEOUT_SECS },
+  ],
+  gemini: [
+    { event: 'AfterAgent', hook: 'gemini-after-agent', timeout: STOP_TIMEOUT_SECS },
+    { event: 'BeforeAgent', hook: 'gemini-before-agent', timeout: CONTEXT_TIMEOUT_SECS },
+  ],
+  cursor: [{ event: 'stop', hook: 'cursor-stop', timeout: STOP_TIMEOUT_SECS }],
+};
+
+/** Cursor's follow-up cap per stop hook (its documented default). */
+const CURSOR_LOOP_LIMIT = 5;
+
+/** The hook targets for one program in `path`: one object appended to each event's array. */
+export function hookTargets(s: Setting, path: string): Target[] {
+  return HOOKS[s.program].map((h): Target => {
+    const command = hookCommand(s.bridge, h.hook, s.account);
+    let value: JsonObject;
+    if (s.program === 'cursor') value = { command, timeout: h.timeout, loop_limit: CURSOR_LOOP_LIMIT };
+    else if (s.program === 'gemini') value = { hooks: [{ type: 'command', command, name: 'mail4agent', timeout: h.timeout * 1000 }] };
+    else value = { ...(h.matcher !== undefined ? { matcher: h.matcher } : {}), hooks: [{ type: 'command', command, timeout: h.timeout }] };
+    return { kind: 'json-append', path, keys: ['hooks', h.event], value, marker: command };
+  });
+}
+
+/** The file holding a program's hooks for a scope. */
+export function hooksFile(s: Setting): string {
+  const dir = s.scope.kind === 'project' ? s.scope.dir : null;
+  const home = homeOf(s.env);
+  switch (s.program) {
+    case 'claude':
+      return join(dir ?? home, '.claude', 'settings.json');
+    case 'codex':
+      return join(dir ? join(dir, '.codex') : codexHome(s.env), 'hooks.json');
+    case 'gemini':
+      return join(dir ?? home, '.gemini', 'settings.json');
+    case 'cursor':
+      return join(dir ?? home, '.cursor', 'hooks.json');
+  }
+}
+
+/** Every file setup touches for this program and scope, in the order they are written (several
+ *  targets may edit one file; they apply in this order). */
 export function targets(s: Setting): Target[] {
+  const base = mcpTargets(s);
+  if (s.hooks === false) return base;
+  const file = hooksFile(s);
+  // Cursor's hooks.json declares its format version.
+  const version: Target[] = s.program === 'cursor' ? [{ kind: 'json-entry', path: file, keys: ['version'], value: 1, ensure: true }] : [];
+  return [...base, ...version, ...hookTargets(s, file)];
+}
+
+function mcpTargets(s: Setting): Target[] {
   const home = homeOf(s.env);
   const dir = s.scope.kind === 'project' ? s.scope.dir : null;
   const entry = mcpEntry(s);

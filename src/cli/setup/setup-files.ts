@@ -13,6 +13,8 @@ export interface SetupOptions {
   transport: Transport;
   account: string;
   force?: boolean;
+  /** Install the hooks that wake agents (default true); false also removes ones installed before. */
+  hooks?: boolean;
   env?: NodeJS.ProcessEnv;
   bridge?: Bridge;
 }
@@ -28,7 +30,7 @@ export function prepareSetup(o: SetupOptions): Prepared {
   const bridge = o.bridge ?? resolveBridge(env);
   const state = readState(env);
   const key = stateKey(o.program, o.scope);
-  const changes = planSetup(targets({ ...o, env, bridge }), (p) => recordFor(state, p, key), !!o.force);
+  const changes = planSetup(targets({ ...o, env, bridge }), (p) => recordFor(state, p, key), !!o.force, state.setups[key]?.files ?? []);
   return {
     bridge,
     changes,

@@ -1,6 +1,6 @@
 // ~/.config/mail4agent/setup-state.json: per program and scope, each file setup touched, whether
-// it existed, and exactly what was added, so unsetup removes that and nothing else. Mode 0600:
-// a value replaced with --force is kept here to be put back.
+// it existed, and exactly what was added (in the order it was added), so unsetup removes that and
+// nothing else. Mode 0600: a value replaced with --force is kept here to be put back.
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { configDir } from '../credentials.js';
@@ -9,8 +9,10 @@ import { Refusal } from './refusal.js';
 
 export type Edit =
   /** lead + body + trail was inserted (body is our value); `created` parents were added with it. */
-  | { kind: 'json-entry'; keys: string[]; value: JsonObject; lead: string; body: string; trail: string; created: number; replaced?: string }
+  | { kind: 'json-entry'; keys: string[]; value: unknown; lead: string; body: string; trail: string; created: number; replaced?: string }
   | { kind: 'json-item'; keys: string[]; item: string; lead: string; trail: string; created: number }
+  /** lead + body + trail appended `value` to the array at `keys`; ours is the item holding `marker`. */
+  | { kind: 'json-append'; keys: string[]; value: JsonObject; marker: string; lead: string; body: string; trail: string; created: number }
   | { kind: 'block'; syntax: 'toml' | 'markdown'; prefix: string; body: string }
   | { kind: 'whole'; content: string; replaced?: string };
 
@@ -21,7 +23,8 @@ export interface FileRecord {
   dirs: string[];
   /** Whether setup made <path>.m4a-backup. */
   backup: boolean;
-  edit: Edit;
+  /** What was added, oldest first (unsetup undoes them newest first). */
+  edits: Edit[];
 }
 
 export interface SetupRecord {
@@ -48,6 +51,12 @@ export function readState(env: NodeJS.ProcessEnv = process.env): SetupState {
   try {
     const s = JSON.parse(readFileSync(p, 'utf8')) as SetupState;
     if (typeof s.setups !== 'object' || s.setups === null) throw new Error('no "setups" object');
+    // Records written before a file could hold several edits have a single `edit`.
+    for (const r of Object.values(s.setups))
+      for (const f of r.files as (FileRecord & { edit?: Edit })[]) {
+        if (!Array.isArray(f.edits)) f.edits = f.edit ? [f.edit] : [];
+        delete f.edit;
+      }
     return { version: 1, setups: s.setups };
   } catch (err) {
     throw new Refusal(`cannot parse ${p}: ${err instanceof Error ? err.message : String(err)}`, p);
