@@ -190,6 +190,7 @@ function adminSection(): string {
     '| route | summary |',
     '|---|---|',
     ...ADMIN_ROUTES.map((r) => `| \`POST ${r.path}\` | ${cell(r.summary)} |`),
+    '| `POST /admin/daemon/stop` | Stop the daemon: `{"when":"now"}` (default) or `{"when":"idle"}` (once no request is in flight and no wait is parked; clients use it to replace an older auto-started daemon). |',
     '',
     ...parts.flatMap((p) => [p, '']),
   ].join('\n');

@@ -245,7 +245,12 @@ export class MailEngine {
       const end = await parked.ended;
       if (end === 'woken' && bound !== null && !req.thread_id) {
         const fresh = await this.wakes.page({ scope, keys: readKeys(scope), bound, limit });
-        if (fresh && fresh.length > 0) return this.answer(scope, fresh.map((m) => ({ ...m, ackedAt: null })), after, includeBodies, door.budgetBytes);
+        if (fresh && fresh.length > 0) {
+          // New mail can be acknowledged already (a sibling session read it first): the store says.
+          const acked = await this.store.ackedAt(scope, fresh.map((m) => ({ seq: m.seq, toKey: m.toKey })));
+          const rows = fresh.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
+          if (rows.length > 0) return this.answer(scope, rows, after, includeBodies, door.budgetBytes);
+        }
       }
       if (end !== 'woken' && end !== 'refresh') {
         return { messages: [], next_cursor: encodeCursor(after ?? (await this.store.headSeq())), unread: await this.store.unread(scope) };

@@ -7,8 +7,9 @@
 // now is exactly the mail committed since on its keys, and every such commit is among the keys
 // noted in this turn (a commit in an earlier turn would have woken it then). Fetches stop at the
 // highest seq noted, so an answer's cursor never passes a commit that is not in the answer.
-// Brand-new mail is unacknowledged (nobody could have read it yet). Readers with a thread filter,
-// or whose page would be truncated, fall back to their own full query.
+// The engine then asks the store which of these rows the reader's scope has already acknowledged
+// (a sibling session may have read and acked new mail first). Readers with a thread filter, or
+// whose page would be truncated, fall back to their own full query.
 import type { MailKey, ReaderScope, StoredMessage, Store } from '../store/types.js';
 
 export interface WakeContext {

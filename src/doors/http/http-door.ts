@@ -65,7 +65,7 @@ export class HttpDoor {
     this.guard.check(req.headers.host, req.headers.origin);
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/health') {
-      if (req.method !== 'GET' && req.method !== 'HEAD') throw new MailError('method_not_allowed', 'use GET /health');
+      if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, new MailError('method_not_allowed', 'use GET /health').toBody(), { allow: 'GET, HEAD' });
       return sendJson(res, 200, { ok: true, name: 'mail4agent', version: this.o.version, attestation: this.o.attestor.supported, store: this.o.engine.store.kind, pid: process.pid });
     }
     if (path === '/mcp') {
@@ -80,7 +80,7 @@ export class HttpDoor {
       return sendJson(res, ans.status, ans.body);
     }
     if (path === '/admin/daemon/stop') {
-      if (req.method !== 'POST') throw new MailError('method_not_allowed', 'use POST /admin/daemon/stop');
+      if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', 'use POST /admin/daemon/stop').toBody(), { allow: 'POST' });
       const caller = await this.callers.admin(req);
       if (!caller.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
       const input = parseInput(DaemonStopRequest, await readJsonBody(req));

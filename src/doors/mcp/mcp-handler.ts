@@ -36,13 +36,24 @@ export class McpHandler {
       if (payload.length === 0) return { status: 200, body: rpcError(null, -32600, 'empty batch') };
       const out: RpcResponse[] = [];
       for (const m of payload) {
-        const r = await this.one(caller, m, true);
+        const r = await this.safeOne(caller, m, true);
         if (r) out.push(r);
       }
       return out.length ? { status: 200, body: out } : { status: 202 };
     }
-    const r = await this.one(caller, payload, false);
+    const r = await this.safeOne(caller, payload, false);
     return r ? { status: 200, body: r } : { status: 202 };
+  }
+
+  /** One message's failure answers that message (-32603), never the whole batch with a 500. */
+  private async safeOne(caller: Caller, msg: unknown, inBatch: boolean): Promise<RpcResponse | null> {
+    try {
+      return await this.one(caller, msg, inBatch);
+    } catch (err) {
+      this.log.error({ err: err instanceof Error ? err.message : String(err) }, 'unexpected failure in a JSON-RPC message');
+      const id = typeof msg === 'object' && msg !== null ? (msg as { id?: unknown }).id : null;
+      return rpcError(typeof id === 'string' || typeof id === 'number' ? id : null, -32603, 'internal error');
+    }
   }
 
   private async one(caller: Caller, msg: unknown, inBatch: boolean): Promise<RpcResponse | null> {
@@ -90,7 +101,7 @@ export class McpHandler {
 
   private async call(caller: Caller, id: Id, params: Record<string, unknown>): Promise<RpcResponse> {
     const op = typeof params.name === 'string' ? OPS_BY_TOOL.get(params.name) : undefined;
-    if (!op) return rpcError(id, -32602, `unknown tool: ${String(params.name)}`);
+    if (!op) return rpcError(id, -32602, `unknown tool: ${typeof params.name === 'string' ? params.name.slice(0, 128) : `(a ${typeof params.name}, not a name)`}`);
     try {
       const input = parseInput(op.input, params.arguments ?? {});
       const out = await op.run(this.engine, caller, input as never, 'mcp');

@@ -1,0 +1,457 @@
+// Property tests over the HTTP door: every route of docs/protocol.md (mail and operator), and
+// /mcp with arbitrary JSON-RPC, batches and every tool with arbitrary arguments. Inputs: arbitrary
+// JSON, wrong types, unknown fields, deep nesting, values at and over the limits, control
+// characters, lone surrogates, invalid UTF-8 bytes, random paths, methods, Host and Origin.
+// Every answer is a success or the named envelope with its documented status; never a 500 or a
+// hang; a refused request stores nothing.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { LIMITS } from '../../src/wire/limits.js';
+import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
+import { MAIL_OPS } from '../../src/doors/mail-ops.js';
+import { ADMIN_ROUTES } from '../../src/doors/admin-ops.js';
+import { PROTOCOL_VERSIONS } from '../../src/doors/mcp/mcp-handler.js';
+import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
+import { assertEnvelope, assertUnchanged, fastWaitClock, http, storeSnapshot, type RawAnswer } from './helpers.js';
+
+const NUM_RUNS = Number(process.env.M4A_FUZZ_RUNS ?? 0) || undefined;
+const runs = (n: number) => ({ numRuns: NUM_RUNS ?? n, includeErrorInReport: true, ...(process.env.M4A_FUZZ_SEED ? { seed: Number(process.env.M4A_FUZZ_SEED) } : {}) });
+
+// ---- values
+
+/** Counterexamples print through this, so a 1 MiB body shows as its first bytes and its size. */
+const short = <T extends object>(v: T, text: string | Buffer): T =>
+  Object.assign(v, { [fc.toStringMethod]: () => `${JSON.stringify(String(text).slice(0, 300))}${text.length > 300 ? ` … (${text.length} bytes)` : ''}` });
+
+
+/** Strings at and one past each byte limit, in one-, two- and four-byte characters. */
+const LIMIT_SIZES = [
+  LIMITS.selectorBytes, LIMITS.subjectBytes, LIMITS.bodyBytes, LIMITS.correlationBytes, LIMITS.refLocatorBytes,
+  LIMITS.refDigestBytes, LIMITS.declaredBytes, LIMITS.labelBytes, LIMITS.urlBytes, 64,
+];
+const sized = fc
+  .tuple(fc.constantFrom(...LIMIT_SIZES), fc.constantFrom(-1, 0, 1, 2), fc.constantFrom('k', 'é', '😀', 'a1'))
+  .map(([n, delta, unit]) => unit.repeat(Math.max(0, Math.ceil((n + delta) / Buffer.byteLength(unit)))));
+
+const CONTROL = fc.integer({ min: 0, max: 0x9f }).filter((c) => c < 0x20 || c >= 0x7f).map((c) => String.fromCharCode(c));
+const weirdString = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.string({ unit: 'binary', maxLength: 12 }),
+  fc.string({ unit: fc.oneof(CONTROL, fc.constantFrom('a', ' ', '\n', '\t')), maxLength: 8 }),
+  fc.constantFrom('\ud800', 'a\udfff', '\ud83d', '\u0000', '\u2028', '\ufeff', '\u009b', '../..', '%00', '<script>', 'null', '__proto__', 'constructor', 'toString'),
+  sized,
+);
+
+const { tree } = fc.letrec<{ tree: unknown }>((tie) => ({
+  tree: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.oneof(fc.constant(null), fc.boolean(), fc.double(), fc.integer(), weirdString),
+    fc.array(tie('tree'), { maxLength: 3 }),
+    fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'toString', 'valueOf', 'kind', 'to')), tie('tree'), { maxKeys: 3 }),
+  ),
+}));
+
+/** A value nested `depth` levels deep (JSON.parse copes; a recursive walk of it would not). */
+const deep = (depth: number, kind: 'array' | 'object'): unknown => {
+  let v: unknown = 'bottom';
+  for (let i = 0; i < depth; i++) v = kind === 'array' ? [v] : { a: v };
+  return v;
+};
+const deepValue = fc.tuple(fc.constantFrom(20, 500), fc.constantFrom('array' as const, 'object' as const)).map(([n, k]) => deep(n, k));
+
+const wrongType = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.constant([]), fc.constant({}), fc.array(fc.string({ maxLength: 3 }), { maxLength: 3 }));
+
+/** Any value for a field: mostly plausible ones (so requests reach the engine), often wrong. */
+const valueFor = (dict: readonly unknown[]) =>
+  fc.oneof(
+    { weight: 5, arbitrary: fc.constantFrom(...dict) },
+    { weight: 2, arbitrary: weirdString },
+    { weight: 2, arbitrary: wrongType },
+    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+    { weight: 1, arbitrary: tree },
+    { weight: 1, arbitrary: deepValue },
+  );
+
+// ---- routes
+
+interface RouteSpec {
+  path: string;
+  admin: boolean;
+  base: () => Record<string, unknown>;
+  /** More valid-shaped bodies to start from (mutations reach deeper from several starts). */
+  more?: Record<string, unknown>[];
+  fields: Record<string, readonly unknown[]>;
+}
+
+describe('fuzz: HTTP routes and MCP', () => {
+  let d: TestDaemon;
+  let aliceSecret: string;
+  let routes: RouteSpec[];
+  let tools: { tool: string; spec: RouteSpec }[];
+  let readable: string[];
+  before(async () => {
+    d = await startTestDaemon({ clock: fastWaitClock() });
+    const alice = await d.account('alice', { urgent: true });
+    aliceSecret = alice.secret;
+    const bob = await d.account('bob');
+    await d.operator.admin.roomAdd('lobby');
+    await d.operator.admin.memberAdd('lobby', 'alice');
+    await d.operator.admin.memberAdd('lobby', 'bob');
+    const me = (await alice.client.whoami()).address;
+    const m1 = await bob.client.send({ to: 'alice', subject: 'hello', body: 'body' });
+    const m2 = await alice.client.send({ to: '#lobby', subject: 'room', body: 'r' });
+    const m3 = await bob.client.send({ to: me, subject: 'session', body: 's' });
+    const foreign = await bob.client.send({ to: 'bob', subject: 'not for alice', body: '' });
+    // Used only in mixed ack lists (one readable, one not): a refused ack must acknowledge none.
+    const spare: string[] = [];
+    for (let i = 0; i < 6; i++) spare.push((await bob.client.send({ to: 'alice', subject: `spare ${i}`, body: '' })).message_id);
+    readable = [m1.message_id, m2.message_id, m3.message_id];
+    const ids = [...readable, foreign.message_id, 'm-0', 'm-zzzzzzzzzz', 'm-', 'm-A', `m-${'a'.repeat(65)}`];
+    const cursors = ['c1.0', 'c1.1', 'c1.3', 'c1.zzzzzzzzzzzz', 'c1.', 'c2.1', 'c1.-1', 'x'.repeat(65)];
+    const addresses = [
+      'bob', 'alice', me, 'bob/s-deadbeefdeadbeef', `alice/${me.split('/')[1]!.slice(0, 10)}`, 'nobody', '#lobby', '#nowhere', '#', '', 'alice/', '/s-1',
+      'a'.repeat(129), { kind: 'direct', participant: 'bob' }, { kind: 'room', room: 'lobby' }, { kind: 'session', participant: 'alice', session: me.split('/')[1] },
+      { kind: 'direct', participant: 'bob', extra: 1 }, { kind: 'email', to: 'x' },
+    ];
+    const selectors = ['fz1', 'fz2', 'lobby', 'nobody', 'ok.name_1@x+y-z', '-x', '.x', 'a..b', 'a b', 'k'.repeat(128), 'k'.repeat(129), 'é', ''];
+    const text = ['', 'plain', 'line\nbreak', 'tab\there'];
+    const refs = [[], [{ kind: 'git', locator: 'abc' }], [{ kind: 'git', locator: 'abc', digest: 'ff' }], Array.from({ length: 9 }, () => ({ kind: 'k', locator: 'l' })), [{ kind: 'k' }], [{ kind: 'k', locator: 'l', digest: 'XYZ' }]];
+    const bool = [true, false];
+    const waits = [0, 0.01, 1, 60, 1e9, -1];
+    const limits = [1, 2, 50, 256, 257, 0, -1, 1.5];
+    const mail: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
+      '/mail/send': {
+        base: () => ({ to: 'bob', subject: 'fuzz', body: 'fuzz' }),
+        more: [
+          { to: '#lobby', subject: 'Re', body: 'b', reply_to: readable[0] },
+          { to: me, subject: 'self', body: 'b', idempotency_key: 'k1', correlation: 'c' },
+          { to: { kind: 'room', room: 'lobby' }, subject: 's', body: 'b', refs: [{ kind: 'git', locator: 'x', digest: 'ab' }], priority: 'urgent' },
+          { to: 'bob', subject: 's', body: 'b', reply_to: foreign.message_id },
+        ],
+        fields: {
+          to: addresses, subject: text, body: text, reply_to: ids, correlation: text, refs,
+          idempotency_key: ['k1', 'k2', 'k'.repeat(128), 'k'.repeat(129), 'bad key'], priority: ['normal', 'urgent', 'low'],
+        },
+      },
+      '/mail/inbox': { base: () => ({}), more: [{ include_acked: true, limit: 2 }, { after: 'c1.0', wait_secs: 1 }, { thread_id: readable[0], include_bodies: false }], fields: { after: cursors, limit: limits, include_acked: bool, include_bodies: bool, thread_id: ids, wait_secs: waits } },
+      '/mail/ack': { base: () => ({ message_id: readable[0] }), more: [{ message_ids: readable }, ...spare.map((id, i) => ({ message_ids: [id, i % 2 ? 'm-0' : foreign.message_id] }))], fields: { message_id: ids, message_ids: [ids.slice(0, 2), [], Array.from({ length: 257 }, () => 'm-1'), readable, ...spare.map((id, i) => [id, i % 2 ? 'm-0' : foreign.message_id])] } },
+      '/mail/get': { base: () => ({ message_id: readable[1] }), more: [{ message_id: foreign.message_id, thread: true }, { message_id: readable[2], thread: true }], fields: { message_id: ids, thread: bool } },
+      '/mail/unread': { base: () => ({}), fields: {} },
+      '/mail/whoami': { base: () => ({}), fields: {} },
+      '/mail/directory': { base: () => ({}), fields: {} },
+      '/mail/status': { base: () => ({ working_on: 'fuzzing' }), more: [{ alias: 'front' }, { alias: 'back', unalias: 'front', role: 'r' }, { parent: me }], fields: { working_on: text, role: text, parent: [me, ...text], alias: ['front', 'back', 's-abc', 'abcdef12', 'x'.repeat(65), ...selectors], unalias: ['front', ...selectors] } },
+    };
+    const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
+      '/admin/account/add': {
+        base: () => ({ id: 'fz1' }),
+        fields: { id: selectors, kind: ['agent', 'human', 'service', 'robot'], label: text, permissions: [{}, { send: false }, { read: true, urgent: true }, { root: true }], bind_provider: ['claude', ...selectors] },
+      },
+      '/admin/account/rotate': { base: () => ({ id: 'fz1' }), fields: { id: selectors } },
+      '/admin/account/remove': { base: () => ({ id: 'fz2' }), fields: { id: selectors } },
+      '/admin/account/list': { base: () => ({}), fields: { id: selectors } },
+      '/admin/room/add': { base: () => ({ name: 'fzroom' }), fields: { name: selectors, everyone: bool } },
+      '/admin/room/remove': { base: () => ({ name: 'fzroom' }), fields: { name: selectors } },
+      '/admin/room/list': { base: () => ({}), fields: { name: selectors } },
+      '/admin/room/member/add': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
+      '/admin/room/member/remove': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
+      '/admin/listener': { base: () => ({ account: 'fz1', url: 'http://127.0.0.1:9/bell' }), fields: { account: selectors, url: ['http://localhost:9/', 'http://example.com/', 'http://[::1]:9/', 'http://127.0.0.1:99999/', 'x'.repeat(2049), ''] } },
+      '/admin/listener/remove': { base: () => ({ account: 'fz1' }), fields: { account: selectors } },
+      // Refused to non-operators; with the operator token this test daemon has no stop hook.
+      '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
+    };
+    // Every documented route has a spec here (a new route fails this until it is fuzzed).
+    for (const o of MAIL_OPS) assert.ok(mail[o.path], `fuzz spec for ${o.path}`);
+    for (const r of ADMIN_ROUTES) assert.ok(admin[r.path], `fuzz spec for ${r.path}`);
+    routes = [
+      ...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })),
+      ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s })),
+    ];
+    tools = MAIL_OPS.map((o) => ({ tool: o.tool, spec: routes.find((r) => r.path === o.path)! }));
+  });
+  after(async () => {
+    const h = await http(d.url, '/health', { method: 'GET' });
+    assert.equal(h.status, 200, 'the daemon still answers /health after the fuzzing');
+    assert.equal(d.engine.waits.size, 0, 'no wait left parked');
+    await d.stop();
+  });
+
+  /** A JSON object for a route: a valid body with mutations, a soup of its fields, or anything. */
+  const objectFor = (spec: RouteSpec): fc.Arbitrary<unknown> => {
+    const names = Object.keys(spec.fields);
+    const key = fc.oneof(
+      { weight: 4, arbitrary: names.length ? fc.constantFrom(...names) : fc.constant('from') },
+      { weight: 1, arbitrary: fc.constantFrom('from', 'extra', '__proto__', 'constructor', 'toString', 'to', 'id') },
+      { weight: 1, arbitrary: fc.string({ maxLength: 8 }) },
+    );
+    const setField = key.chain((k) => valueFor(Object.hasOwn(spec.fields, k) ? spec.fields[k]! : ['x']).map((v) => ({ k, v })));
+    const starts = [spec.base(), ...(spec.more ?? [])];
+    const mutated = fc
+      .tuple(fc.nat({ max: starts.length - 1 }), fc.array(fc.oneof(setField, key.map((k) => ({ k, v: undefined }))), { maxLength: 3 }))
+      .map(([start, muts]) => {
+        const o: Record<string, unknown> = structuredClone(starts[start]!);
+        for (const { k, v } of muts) {
+          if (v === undefined) delete o[k];
+          else Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+        }
+        return o;
+      });
+    const soup = fc.array(setField, { maxLength: 5 }).map((kvs) => {
+      const o: Record<string, unknown> = {};
+      for (const { k, v } of kvs) Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+      return o;
+    });
+    return fc.oneof({ weight: 6, arbitrary: mutated }, { weight: 2, arbitrary: soup }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) });
+  };
+
+  type Body = { bytes: string | Buffer; invalidUtf8: boolean; overCap: boolean };
+
+  const INVALID_UTF8 = [[0xff], [0xc3, 0x28], [0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]];
+
+  /** The bytes on the wire: the JSON text, or a damaged one. */
+  const bodyFor = (spec: RouteSpec): fc.Arbitrary<Body> => {
+    const json = objectFor(spec).map((v) => JSON.stringify(v) ?? '');
+    return fc.oneof(
+      { weight: 12, arbitrary: json.map((t): Body => ({ bytes: t, invalidUtf8: false, overCap: false })) },
+      {
+        weight: 2,
+        arbitrary: fc.tuple(json, fc.nat(), fc.constantFrom(...INVALID_UTF8)).map(([t, at, bad]): Body => {
+          const b = Buffer.from(t, 'utf8');
+          const i = b.length ? at % b.length : 0;
+          return { bytes: Buffer.concat([b.subarray(0, i), Buffer.from(bad), b.subarray(i)]), invalidUtf8: true, overCap: false };
+        }),
+      },
+      { weight: 1, arbitrary: fc.tuple(json, fc.nat()).map(([t, n]): Body => ({ bytes: t.slice(0, t.length ? n % t.length : 0), invalidUtf8: false, overCap: false })) },
+      { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((a): Body => ({ bytes: Buffer.from(a), invalidUtf8: false, overCap: false })) },
+      { weight: 1, arbitrary: fc.constantFrom('', ' ', '\ufeff{}', 'null', '[]', '"x"', '1e999', '{"a":1,"a":2}').map((t): Body => ({ bytes: t, invalidUtf8: false, overCap: false })) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(fc.constantFrom(...Object.keys(spec.fields), 'x'), fc.constantFrom(1000, 100_000), fc.boolean()).map(([k, n, arr]): Body => {
+          // Nesting far deeper than any JSON.stringify or recursive walk survives, built as text.
+          const t = JSON.stringify(spec.base());
+          const nested = arr ? `${'['.repeat(n)}0${']'.repeat(n)}` : `${'{"a":'.repeat(n)}0${'}'.repeat(n)}`;
+          const bytes = `${t.slice(0, -1)}${t.length > 2 ? ',' : ''}"${k}":${nested}}`;
+          return short({ bytes, invalidUtf8: false, overCap: false }, bytes);
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(-1, 0, 1).map((delta): Body => {
+          // A body exactly at, just under and just over the request cap.
+          const n = LIMITS.requestBodyBytes + delta;
+          const head = '{"to":"bob","subject":"s","body":"';
+          const bytes = head + 'x'.repeat(n - head.length - 2) + '"}';
+          return short({ bytes, invalidUtf8: false, overCap: n > LIMITS.requestBodyBytes }, bytes);
+        }),
+      },
+    );
+  };
+
+  const expectSuccessShape = (r: RawAnswer, where: string) => {
+    assert.ok(r.json && typeof r.json === 'object' && !Array.isArray(r.json), `${where}: a success is a JSON object: ${r.text.slice(0, 200)}`);
+    assert.ok(!('error' in r.json), `${where}: a 200 with an error envelope`);
+  };
+
+  it('every route: arbitrary, mistyped, oversized and broken bodies get a success or a named refusal that stores nothing', async () => {
+    const store = d.engine.store;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 1_000_000 }).chain((i) => {
+          const spec = routes[i % routes.length]!;
+          return fc.tuple(fc.constant(spec), bodyFor(spec));
+        }),
+        async ([spec, body]) => {
+          const where = `${spec.path} ${String(body.bytes).slice(0, 160)}`;
+          const before = await storeSnapshot(store);
+          const r = await http(d.url, spec.path, { token: spec.admin ? d.operatorToken : aliceSecret, body: body.bytes, fresh: body.overCap });
+          assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
+          const head = await store.headSeq();
+          const prior = before.head;
+          if (r.status === 200) {
+            expectSuccessShape(r, where);
+            assert.ok(!body.invalidUtf8, `${where}: invalid UTF-8 accepted`);
+            assert.ok(!body.overCap, `${where}: a body over the cap accepted`);
+            if (spec.path === '/mail/send') assert.equal(head, prior + (r.json.duplicate ? 0 : 1), `${where}: one send stores one message`);
+            else assert.equal(head, prior, `${where}: only send stores mail`);
+          } else {
+            const code = assertEnvelope(r, where);
+            if (body.overCap) assert.deepEqual([code, r.json.error.field], ['too_large', '(body)'], where);
+            else if (body.invalidUtf8) assert.deepEqual([code, r.json.error.field], ['malformed', '(body)'], where);
+            await assertUnchanged(store, before, `${where} (${code})`);
+          }
+        },
+      ),
+      runs(200),
+    );
+  });
+
+  it('/mcp: arbitrary JSON-RPC messages and batches, every method, every tool with arbitrary arguments', async () => {
+    const store = d.engine.store;
+    const toolCall = fc.integer({ min: 0, max: 1_000_000 }).chain((i) => {
+      const t = tools[i % tools.length]!;
+      return fc.record({ name: fc.oneof({ weight: 8, arbitrary: fc.constant(t.tool) }, { weight: 1, arbitrary: valueFor(['m4a_mail_nope', 'tools/call', '']) }), arguments: objectFor(t.spec) }, { requiredKeys: ['name'] });
+    });
+    const params = fc.oneof(
+      { weight: 6, arbitrary: toolCall },
+      { weight: 1, arbitrary: fc.record({ protocolVersion: valueFor([...PROTOCOL_VERSIONS, '2024-11-05', '']) }) },
+      { weight: 1, arbitrary: valueFor([{}, [], null]) },
+    );
+    const msg = fc.record(
+      {
+        jsonrpc: fc.oneof({ weight: 8, arbitrary: fc.constant('2.0') }, { weight: 1, arbitrary: valueFor(['1.0', 2, null]) }),
+        id: fc.oneof({ weight: 6, arbitrary: fc.oneof(fc.nat(), fc.string({ maxLength: 6 })) }, { weight: 1, arbitrary: valueFor([null, 1.5, {}, []]) }),
+        method: fc.oneof(
+          { weight: 6, arbitrary: fc.constant('tools/call') },
+          { weight: 3, arbitrary: fc.constantFrom('initialize', 'ping', 'tools/list', 'notifications/initialized', 'resources/list', 'prompts/get', '') },
+          { weight: 1, arbitrary: valueFor(['x']) },
+        ),
+        params,
+        result: fc.constant({}),
+        error: fc.constant({ code: 1, message: 'x' }),
+      },
+      { requiredKeys: [] },
+    );
+    const payload = fc.oneof(
+      { weight: 6, arbitrary: msg },
+      { weight: 3, arbitrary: fc.array(msg, { maxLength: 4 }) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+    );
+    const nested = (n: number) => `${'['.repeat(n)}"m4a_mail_send"${']'.repeat(n)}`;
+    const deepRpc = fc.tuple(fc.constantFrom(1000, 100_000), fc.constantFrom(...tools.map((t) => t.tool))).chain(([n, tool]) =>
+      fc.constantFrom(
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":${nested(n)}}}`,
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${tool}","arguments":{"to":${nested(n)},"message_id":${nested(n)}}}}`,
+        `{"jsonrpc":"2.0","id":${nested(n)},"method":"ping"}`,
+        `{"jsonrpc":"2.0","id":1,"method":${nested(n)}}`,
+        `{"jsonrpc":${nested(n)},"id":1,"method":"ping"}`,
+        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${nested(n)}}`,
+        `[${Array.from({ length: 3 }, () => `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"${tool}","arguments":${nested(n)}}}`).join(',')}]`,
+      ),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.oneof({ weight: 12, arbitrary: payload.map((p) => ({ p, text: JSON.stringify(p) ?? '' })) }, { weight: 1, arbitrary: deepRpc.map((text) => short({ p: undefined as unknown, text }, text)) }), async ({ p, text }) => {
+        const where = `/mcp ${text.slice(0, 200)}`;
+        const before = await storeSnapshot(store);
+        const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
+        assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
+        const prior = before.head;
+        if (r.status === 202) {
+          assert.equal(r.text, '', `${where}: 202 has no body`);
+          assert.equal(await store.headSeq(), prior, `${where}: notifications store nothing`);
+          return;
+        }
+        if (r.status !== 200) {
+          assertEnvelope(r, where);
+          await assertUnchanged(store, before, where);
+          return;
+        }
+        const answers: any[] = Array.isArray(r.json) ? r.json : [r.json];
+        assert.ok(answers.length > 0, `${where}: an empty batch answer`);
+        let created = 0;
+        let refusals = 0;
+        for (const a of answers) {
+          assert.equal(a?.jsonrpc, '2.0', `${where}: jsonrpc`);
+          assert.ok(Object.hasOwn(a, 'id'), `${where}: every answer has an id`);
+          assert.notEqual(Object.hasOwn(a, 'result'), Object.hasOwn(a, 'error'), `${where}: exactly one of result or error`);
+          if (a.error) {
+            assert.ok([-32600, -32601, -32602].includes(a.error.code), `${where}: JSON-RPC error code ${a.error.code}`);
+            assert.equal(typeof a.error.message, 'string');
+            refusals++;
+            continue;
+          }
+          const content = a.result?.content;
+          if (!Array.isArray(content)) continue; // initialize, ping, tools/list
+          assert.equal(content.length, 1, where);
+          assert.equal(content[0].type, 'text', where);
+          const out = JSON.parse(content[0].text);
+          if (a.result.isError) {
+            assert.ok(isErrorCode(out?.error?.code), `${where}: tool error ${content[0].text}`);
+            assert.notEqual(out.error.code, 'internal', `${where}: internal error in a tool call`);
+            assert.equal(ERROR_TABLE[out.error.code as keyof typeof ERROR_TABLE].mcp, 'tool_error', `${where}: ${out.error.code} must not be a tool result`);
+            refusals++;
+          } else if (typeof out.message_id === 'string' && typeof out.duplicate === 'boolean' && !out.duplicate) created++;
+        }
+        assert.equal(await store.headSeq(), prior + created, `${where}: the store holds exactly the sends that succeeded`);
+        if (!Array.isArray(r.json) && refusals === 1) await assertUnchanged(store, before, where);
+        if (!Array.isArray(p) && p && typeof p === 'object' && (typeof (p as any).id === 'number' || typeof (p as any).id === 'string') && (p as any).jsonrpc === '2.0' && typeof (p as any).method === 'string') {
+          assert.equal(r.json.id, (p as any).id, `${where}: the answer echoes the id`);
+        }
+      }),
+      runs(200),
+    );
+  });
+
+  it('regression: tools/call with a tool name that is not a string answers -32602, never a 500', async () => {
+    // Found by the /mcp property: the name went through String(), which throws on an object whose
+    // own toString is not callable and overflows the stack on deep nesting.
+    const deepName = `${'['.repeat(100_000)}"m4a_mail_send"${']'.repeat(100_000)}`;
+    for (const name of ['{"toString":"x"}', '{"valueOf":1,"toString":2}', deepName, '[1,2]', '5', 'null']) {
+      const text = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":${name}}}`;
+      const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
+      assert.equal(r.status, 200, `name ${name.slice(0, 40)}: HTTP ${r.status} ${r.text}`);
+      assert.equal(r.json.id, 7);
+      assert.equal(r.json.error?.code, -32602, `name ${name.slice(0, 40)}`);
+    }
+  });
+
+  it('paths, methods, Host, Origin and Authorization: only the daemon\'s own names and a valid bearer get through', async () => {
+    const allowedHosts = [`127.0.0.1:${d.port}`, `localhost:${d.port}`];
+    const allowedOrigins = allowedHosts.map((h) => `http://${h}`);
+    const knownPaths = ['/health', '/mcp', ...routes.map((r) => r.path)];
+    // docs/protocol.md: a 405 on /mcp or an operation route carries Allow: POST.
+    const documented = new Set(['/mcp', ...MAIL_OPS.map((o) => o.path), ...ADMIN_ROUTES.map((r) => r.path)]);
+    const headerValue = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 30 });
+    const arb = fc.record(
+      {
+        method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'),
+        path: fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom(...knownPaths) },
+          { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...knownPaths), fc.webSegment()).map(([p, s]) => `${p}/${s}`) },
+          { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...knownPaths), fc.webQueryParameters()).map(([p, q]) => `${p}?${q}`) },
+          { weight: 1, arbitrary: fc.webPath().map((p) => p || '/') },
+          { weight: 1, arbitrary: fc.constantFrom('/', '//mail/send', '/mail/send/', '/MAIL/SEND', '/mail/%73end', '/../mail/send', '/admin', '/mcp/') },
+        ),
+        host: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...allowedHosts) }, { weight: 1, arbitrary: fc.constantFrom(`LOCALHOST:${d.port}`, `127.0.0.1:${d.port + 1}`, 'localhost', `[::1]:${d.port}`, `evil.example:${d.port}`) }, { weight: 1, arbitrary: headerValue.filter((h) => h !== '') }),
+        origin: fc.oneof(fc.constantFrom(...allowedOrigins, 'null', 'http://evil.example', `https://127.0.0.1:${d.port}`), headerValue),
+        auth: fc.oneof(fc.constantFrom('alice', 'operator', 'none', 'lower'), headerValue.map((v) => `raw:${v}`)),
+        body: fc.constantFrom('{}', '', '{"to":"bob","subject":"s","body":"b"}'),
+      },
+      { requiredKeys: ['method', 'path', 'host', 'auth', 'body'] },
+    );
+    const store = d.engine.store;
+    await fc.assert(
+      fc.asyncProperty(arb, async (a) => {
+        const headers: Record<string, string> = { host: a.host };
+        if (a.origin !== undefined) headers.origin = a.origin;
+        if (a.auth === 'alice') headers.authorization = `Bearer ${aliceSecret}`;
+        else if (a.auth === 'operator') headers.authorization = `Bearer ${d.operatorToken}`;
+        else if (a.auth === 'lower') headers.authorization = `bearer ${aliceSecret}`;
+        else if (a.auth.startsWith('raw:')) headers.authorization = a.auth.slice(4);
+        const where = `${a.method} ${a.path} ${JSON.stringify(headers)}`;
+        const before = await storeSnapshot(store);
+        const sendable = a.method !== 'GET' && a.method !== 'HEAD';
+        const r = await http(d.url, a.path, { method: a.method, headers, ...(sendable ? { body: a.body } : {}) });
+        assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
+        const hostOk = allowedHosts.includes(a.host.trim().toLowerCase());
+        const originOk = a.origin === undefined || allowedOrigins.includes(a.origin.trim());
+        if (r.status === 400 && r.text === '') return; // refused by the HTTP parser itself (clientError)
+        if (!hostOk || !originOk) {
+          if (a.method === 'HEAD') assert.equal(r.status, 403, where);
+          else {
+            assert.equal(assertEnvelope(r, where), 'forbidden_origin', where);
+            assert.equal(r.json.error.field, hostOk ? 'origin' : 'host', where);
+          }
+        }
+        if (r.status === 200) {
+          assert.ok(hostOk && originOk, `${where}: accepted with a foreign Host or Origin`);
+          if (!(a.path.split('?')[0] === '/health')) assert.ok(['alice', 'operator', 'lower'].includes(a.auth) || a.auth === `raw:Bearer ${aliceSecret}`, `${where}: accepted without the bearer`);
+        } else if (a.method !== 'HEAD') {
+          const code = assertEnvelope(r, where);
+          if (code === 'method_not_allowed' && documented.has(a.path.split('?')[0]!)) assert.equal(r.headers.allow, 'POST', `${where}: 405 without Allow: POST`);
+          await assertUnchanged(store, before, where);
+        }
+      }),
+      runs(150),
+    );
+  });
+});
