@@ -316,7 +316,7 @@ describe('openStore', () => {
       assert.equal(s.kind, 'sqlite', spec);
       await s.close();
     }
-    await assert.rejects(openStore('postgres://nowhere'), /unknown store spec/);
+    await assert.rejects(openStore('mysql://nowhere'), /unknown store spec/);
     await assert.rejects(openStore('sqlite:'), /names no file/);
   });
 });

@@ -24,7 +24,7 @@ program
   .option('--data-dir <dir>', 'data directory (default $M4A_DATA_DIR or ~/.local/share/mail4agent)')
   .option('--port <port>', 'port on the loopback address (default 7341)', portArg)
   .option('--host <host>', 'loopback address to bind: 127.0.0.1 or ::1', '127.0.0.1')
-  .option('--store <spec>', 'sqlite:/path/to/mail.db or memory')
+  .option('--store <spec>', 'sqlite:/path/to/mail.db, postgres://user@host/db (shared by several daemons) or memory')
   .option('--auto', 'started on demand by a client (replaced after an upgrade once idle)')
   .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean }) => {
     if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
@@ -70,6 +70,17 @@ program
   .action(async () => {
     const { capabilities } = await import('./capabilities.js');
     printJson(capabilities());
+  });
+
+program
+  .command('migrate-store')
+  .description('copy a mailbox from one store to another (e.g. SQLite to PostgreSQL) without losing or doubling anything')
+  .requiredOption('--from <spec>', 'the source, e.g. sqlite:/path/mail.db')
+  .requiredOption('--to <spec>', 'the target, e.g. postgres://user@host/mail4agent')
+  .option('--json', 'JSON output')
+  .action(async (o: { from: string; to: string; json?: boolean }) => {
+    const { runMigrateStore } = await import('../daemon/migrate-store.js');
+    process.exitCode = await runMigrateStore(o);
   });
 
 registerMail(program);

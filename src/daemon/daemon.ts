@@ -18,6 +18,7 @@ import { acquireLock, ensureDataDir, FILES, loadHostId, writeSecretFile } from '
 import { PACKAGE_ROOT, VERSION } from './version.js';
 import { resolveConfig, type DaemonConfig } from './config.js';
 import { digestSecret } from '../engine/credentials.js';
+import { MailError } from '../wire/errors.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   clock?: Clock;
@@ -56,7 +57,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
   let store: Store | undefined;
   try {
     const hostId = loadHostId(cfg.dataDir);
-    store = await openStore(cfg.store);
+    store = await openStore(cfg.store, { hostId });
     const attestor = o.attestor ?? createAttestor({ hostId, packageRoot: PACKAGE_ROOT, allowedUids: o.allowedUids ?? [] });
     const engine = new MailEngine({
       store,
@@ -126,12 +127,20 @@ async function ensureOperator(engine: MailEngine, admin: AdminOps, dataDir: stri
     const acc = token ? await engine.store.findAccountByDigest(digestSecret(token)) : null;
     if (acc?.permissions.operator) return token;
   }
-  const shared = await engine.store.getAccount(OPERATOR_ACCOUNT);
-  const id = shared ? `${OPERATOR_ACCOUNT}-${hostId.slice(0, 12)}` : OPERATOR_ACCOUNT;
-  const mine = shared && (await engine.store.getAccount(id));
-  const { secret } = mine
-    ? await admin.rotate(id)
-    : await admin.createAccount({ id, kind: 'service', label: 'operator', permissions: { send: true, read: true, urgent: true, operator: true } });
+  const create = (id: string) => admin.createAccount({ id, kind: 'service', label: 'operator', permissions: { send: true, read: true, urgent: true, operator: true } });
+  const own = `${OPERATOR_ACCOUNT}-${hostId.slice(0, 12)}`;
+  let secret: string;
+  if (!(await engine.store.getAccount(OPERATOR_ACCOUNT))) {
+    // Two daemons starting together on a fresh shared store race for the name; the loser takes its own.
+    try {
+      secret = (await create(OPERATOR_ACCOUNT)).secret;
+    } catch (err) {
+      if (!(err instanceof MailError && err.code === 'already_exists')) throw err;
+      secret = (await create(own)).secret;
+    }
+  } else {
+    secret = (await engine.store.getAccount(own)) ? (await admin.rotate(own)).secret : (await create(own)).secret;
+  }
   writeSecretFile(path, `${secret}\n`);
   return secret;
 }

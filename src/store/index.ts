@@ -1,19 +1,45 @@
-// Picks a store from a spec string: 'memory', 'sqlite:<path>', or a bare path ending in .db.
+// Picks a store from a spec string: 'memory', 'sqlite:<path>', a bare path ending in .db, or
+// 'postgres://…' / 'postgresql://…' (a database several daemons share; see docs/scaling.md).
 // Async so a store that must connect first (PostgreSQL) fits the same call.
 import { createMemoryStore } from './memory/memory-store.js';
 import { openSqliteStore } from './sqlite/sqlite-store.js';
+import { isPostgresSpec } from './postgres/spec.js';
 import type { Store } from './types.js';
 
 export { createMemoryStore } from './memory/memory-store.js';
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions, type SqliteStoreStats } from './sqlite/sqlite-store.js';
+export { isPostgresSpec, parsePostgresSpec } from './postgres/spec.js';
+export { machineHostId, bootId } from './postgres/host-identity.js';
+export type { PostgresStore, PostgresStoreOptions, HostOptions } from './postgres/postgres-store.js';
 
-export async function openStore(spec: string): Promise<Store> {
+export interface OpenStoreOptions {
+  /** The daemon's host id: a shared store publishes it as alive (see PostgresStore.attachHost). */
+  hostId?: string;
+}
+
+export async function openStore(spec: string, opts: OpenStoreOptions = {}): Promise<Store> {
   if (spec === 'memory') return createMemoryStore();
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new Error(`store spec '${spec}' names no file`);
     return openSqliteStore({ path });
   }
+  if (isPostgresSpec(spec)) {
+    // Loaded only when asked for: a SQLite daemon never loads the PostgreSQL client.
+    const { openPostgresStore } = await import('./postgres/postgres-store.js');
+    const store = await openPostgresStore({ spec });
+    if (opts.hostId !== undefined) {
+      try {
+        await store.attachHost(opts.hostId);
+      } catch (err) {
+        await store.close().catch(() => undefined);
+        throw err;
+      }
+    }
+    return store;
+  }
   if (spec.endsWith('.db')) return openSqliteStore({ path: spec });
-  throw new Error(`unknown store spec '${spec}': use 'memory', 'sqlite:/path/file.db' or a path ending in .db`);
+  throw new Error(
+    `unknown store spec '${spec.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@')}': use 'memory', 'sqlite:/path/file.db', a path ending in .db or 'postgres://user@host/db'`,
+  );
 }

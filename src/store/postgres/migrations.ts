@@ -1,0 +1,177 @@
+// The PostgreSQL schema, numbered and append-only like the SQLite one: never edit a shipped entry,
+// add the next one. `m4a_migrations` records which have run. Several daemons may start at once
+// against the same schema, so migrate() runs under a transaction-level advisory lock keyed by the
+// schema: the first to take it applies what is missing, the others then find nothing to do.
+//
+// Column names match the SQLite store's, so both stores share the row mappings (../sqlite/rows.ts).
+// Every key column uses COLLATE "C": byte order of UTF-8, which is code point order, as SQLite's
+// BINARY order is (ids, names and prefixes sort identically in both stores).
+import type { Sql } from 'postgres';
+
+/** First key of the two-int advisory locks this store takes ('m4a' in ASCII). */
+export const LOCK_NAMESPACE = 0x6d3461;
+/** Second keys (besides the per-schema migration lock, which is hashtext of the schema). */
+export const LOCKS = { registry: 1 } as const;
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: the initial schema (SQLite migrations 1 and 2 together), plus what sharing needs:
+  // message_head (the commit-order seq), hosts (liveness heartbeats), sessions.reg (registration order).
+  `
+  CREATE TABLE meta (key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+
+  CREATE TABLE accounts (
+    id text COLLATE "C" PRIMARY KEY,
+    kind text NOT NULL,
+    label text NOT NULL,
+    perm_send integer NOT NULL,
+    perm_read integer NOT NULL,
+    perm_urgent integer NOT NULL,
+    perm_operator integer NOT NULL,
+    bind_provider text,
+    secret_digest text NOT NULL,
+    created_at bigint NOT NULL
+  );
+  CREATE INDEX accounts_by_digest ON accounts (secret_digest);
+
+  CREATE TABLE rooms (
+    name text COLLATE "C" PRIMARY KEY,
+    created_at bigint NOT NULL,
+    everyone integer NOT NULL DEFAULT 0
+  );
+  CREATE TABLE members (
+    room text COLLATE "C" NOT NULL,
+    account text COLLATE "C" NOT NULL,
+    acked bigint NOT NULL,
+    PRIMARY KEY (room, account)
+  );
+  CREATE INDEX members_by_account ON members (account, room);
+
+  CREATE TABLE listeners (account text COLLATE "C" PRIMARY KEY, url text NOT NULL);
+
+  CREATE TABLE sessions (
+    reg bigserial NOT NULL UNIQUE,
+    account text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    lineage text COLLATE "C" NOT NULL,
+    host_id text COLLATE "C" NOT NULL,
+    pid bigint NOT NULL,
+    start_time bigint NOT NULL,
+    exe text NOT NULL,
+    uid bigint NOT NULL,
+    c_provider text COLLATE "C",
+    c_provider_session_id text COLLATE "C",
+    c_model text,
+    c_cwd text,
+    d_working_on text,
+    d_role text,
+    d_parent text,
+    created_at bigint NOT NULL,
+    last_seen bigint NOT NULL,
+    ended_at bigint,
+    successor text COLLATE "C",
+    PRIMARY KEY (account, id)
+  );
+  CREATE INDEX sessions_by_provider ON sessions (account, c_provider, c_provider_session_id, created_at);
+  CREATE INDEX sessions_by_end ON sessions (ended_at) WHERE ended_at IS NOT NULL;
+  CREATE INDEX sessions_by_lineage ON sessions (account, lineage, created_at);
+  CREATE INDEX sessions_by_host ON sessions (host_id);
+
+  CREATE TABLE names (
+    account text COLLATE "C" NOT NULL,
+    name text COLLATE "C" NOT NULL,
+    lineage text COLLATE "C" NOT NULL,
+    kind text NOT NULL CHECK (kind IN ('slug', 'alias')),
+    PRIMARY KEY (account, name)
+  );
+  CREATE INDEX names_by_lineage ON names (account, lineage, kind);
+
+  -- The highest committed seq. An append batch locks this row first and assigns its seqs from it,
+  -- so seqs are handed out in commit order with no gaps (see postgres-store.ts, "Sequence").
+  CREATE TABLE message_head (one integer PRIMARY KEY CHECK (one = 1), seq bigint NOT NULL);
+  INSERT INTO message_head (one, seq) VALUES (1, 0);
+
+  CREATE TABLE messages (
+    seq bigint PRIMARY KEY,
+    id text COLLATE "C" NOT NULL UNIQUE,
+    thread_id text COLLATE "C" NOT NULL,
+    from_account text COLLATE "C" NOT NULL,
+    from_session text,
+    from_kind text NOT NULL,
+    to_address text NOT NULL,
+    to_key text COLLATE "C" NOT NULL,
+    subject text NOT NULL,
+    body text NOT NULL,
+    reply_to text,
+    correlation text,
+    refs text NOT NULL,
+    priority text NOT NULL,
+    created_at bigint NOT NULL,
+    idempotency_key text COLLATE "C",
+    fingerprint text
+  );
+  CREATE INDEX messages_by_key ON messages (to_key, seq);
+  CREATE INDEX messages_by_thread ON messages (thread_id, seq);
+  CREATE INDEX messages_by_idempotency ON messages (from_account, idempotency_key, seq)
+    WHERE idempotency_key IS NOT NULL;
+
+  CREATE TABLE acks (
+    ack_key text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL,
+    to_key text COLLATE "C" NOT NULL,
+    acked_at bigint NOT NULL,
+    PRIMARY KEY (ack_key, seq)
+  );
+  CREATE INDEX acks_by_to_key ON acks (ack_key, to_key);
+
+  CREATE TABLE ack_floors (
+    ack_key text COLLATE "C" NOT NULL,
+    to_key text COLLATE "C" NOT NULL,
+    floor bigint NOT NULL,
+    PRIMARY KEY (ack_key, to_key)
+  );
+
+  CREATE TABLE mailbox_counts (
+    to_key text COLLATE "C" PRIMARY KEY,
+    total bigint NOT NULL,
+    unacked bigint NOT NULL
+  );
+
+  -- One row per daemon host: refreshed by its daemon; once expires_at (database clock, ms) has
+  -- passed, the host's sessions read as ended at expires_at (until the host comes back).
+  CREATE TABLE hosts (
+    host_id text COLLATE "C" PRIMARY KEY,
+    boot_id text,
+    started_at bigint NOT NULL,
+    last_seen bigint NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  `,
+];
+
+/** Brings the schema forward under the advisory lock; returns the versions this call applied. */
+export async function migrate(sql: Sql, schema: string | null): Promise<number[]> {
+  return sql.begin(async (tx) => {
+    // Keyed by the schema, so daemons of different schemas (or test files) never wait on each other.
+    const key = schema ?? ((await tx<{ s: string }[]>`SELECT current_schema() AS s`)[0]?.s ?? 'public');
+    await tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, hashtext(${`migrate:${key}`}))`;
+    if (schema !== null) await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+    await tx.unsafe(`CREATE TABLE IF NOT EXISTS m4a_migrations (
+      version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const rows = await tx<{ v: number | null }[]>`SELECT max(version) AS v FROM m4a_migrations`;
+    const current = rows[0]?.v ?? 0;
+    if (current > MIGRATIONS.length) {
+      throw new Error(`database schema version ${current} is newer than this build (${MIGRATIONS.length})`);
+    }
+    const applied: number[] = [];
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      await tx.unsafe(MIGRATIONS[v] as string);
+      await tx`INSERT INTO m4a_migrations (version) VALUES (${v + 1})`;
+      applied.push(v + 1);
+    }
+    return applied;
+  });
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
