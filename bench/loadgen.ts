@@ -1,0 +1,32 @@
+// The load generator: its own process, so the daemon's CPU and memory are the daemon's. Takes one
+// JSON spec as its argument, prints one JSON result line on stdout; progress goes to stderr.
+import { runFixed, type FixedSpec } from './loadgen/fixed.js';
+import { runWake, type WakeSpec } from './loadgen/wake.js';
+import { runFanout, type FanoutSpec } from './loadgen/fanout.js';
+import { runWaiters, type WaitersSpec } from './loadgen/waiters.js';
+import { runMcpStdio, type McpStdioSpec } from './loadgen/mcp-stdio.js';
+import { runSoak, type SoakSpec } from './loadgen/soak.js';
+import { finish, readSpec } from './lib/spec.js';
+
+type Spec = FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec;
+
+function run(spec: Spec): Promise<unknown> {
+  switch (spec.mode) {
+    case 'fixed':
+      return runFixed(spec);
+    case 'wake':
+      return runWake(spec);
+    case 'fanout':
+      return runFanout(spec);
+    case 'waiters':
+      return runWaiters(spec);
+    case 'mcp-stdio':
+      return runMcpStdio(spec);
+    case 'soak':
+      return runSoak(spec);
+    default:
+      return Promise.reject(new Error(`unknown mode ${(spec as { mode: string }).mode}`));
+  }
+}
+
+finish(run(readSpec<Spec>()));
