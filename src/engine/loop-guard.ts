@@ -27,8 +27,10 @@ export class LoopGuard {
     let reason: string | null = null;
     if (to !== null && to !== from) {
       const key = from < to ? `${from}\u0000${to}` : `${to}\u0000${from}`;
+      // Only the newest pairMax + 1 times matter: the verdict is whether that many fit the window.
       const times = (this.pairs.get(key) ?? []).filter((t) => now - t < this.o.windowMs);
       times.push(now);
+      if (times.length > this.o.pairMax + 1) times.splice(0, times.length - this.o.pairMax - 1);
       this.pairs.set(key, times);
       if (times.length > this.o.pairMax)
         reason = `${from} and ${to} exchanged ${times.length} messages within ${Math.round(this.o.windowMs / 60_000)} min`;

@@ -25,6 +25,7 @@ import {
   type Store,
   type StoredMessage,
 } from '../types.js';
+import { CommitListeners } from '../commit-listeners.js';
 
 interface Room {
   createdAt: number;
@@ -103,7 +104,7 @@ class MemoryStore implements Store {
   private readonly acks = new Map<MailKey, Map<number, Ack>>();
   /** Per mailbox key: delivered, and not acked under the key itself (see sqlite migrations). */
   private readonly mailboxCounts = new Map<MailKey, { total: number; unacked: number }>();
-  private readonly commitListeners = new Set<(e: CommitEvent) => void>();
+  private readonly commits = new CommitListeners();
   private seq = 0;
 
   async close(): Promise<void> {}
@@ -495,18 +496,11 @@ class MemoryStore implements Store {
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {
-    this.commitListeners.add(listener);
-    return () => this.commitListeners.delete(listener);
+    return this.commits.add(listener);
   }
 
   private emit(e: CommitEvent): void {
-    for (const l of [...this.commitListeners]) {
-      try {
-        l(e);
-      } catch {
-        // A wake-up is a hint: a failing listener must not break the store.
-      }
-    }
+    this.commits.emit(e);
   }
 }
 

@@ -61,6 +61,7 @@ import {
   type Store,
   type StoredMessage,
 } from '../types.js';
+import { CommitListeners } from '../commit-listeners.js';
 import {
   accountParams,
   messageParams,
@@ -233,7 +234,7 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   /** The NOTIFY channel: one per schema, so schemas sharing a database do not wake each other. */
   readonly channel: string;
-  private readonly listeners = new Set<(e: CommitEvent) => void>();
+  private readonly commits = new CommitListeners();
   private readonly counts: PostgresStoreStats = { appendBatches: 0, appends: 0, catchUps: 0, notifications: 0, listens: 0 };
   private queue: Pending[] = [];
   private flushing = false;
@@ -845,18 +846,11 @@ export class PostgresStore implements Store {
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.commits.add(listener);
   }
 
   private emit(e: CommitEvent): void {
-    for (const l of [...this.listeners]) {
-      try {
-        l(e);
-      } catch {
-        // A wake-up is a hint: a failing listener must not undo or block the commit.
-      }
-    }
+    this.commits.emit(e);
   }
 
   // ---- messages: reads

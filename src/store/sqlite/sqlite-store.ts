@@ -27,6 +27,7 @@ import {
   type MailKey,
   type StoredMessage,
 } from '../types.js';
+import { CommitListeners } from '../commit-listeners.js';
 import { GroupCommit } from './group-commit.js';
 import { migrate } from './migrations.js';
 import { PageStatements } from './page-query.js';
@@ -76,7 +77,7 @@ export class SqliteStore implements Store {
   /** One transaction wrapper, reused: better-sqlite3 rolls back if the callback throws. */
   private readonly inTx: (fn: () => unknown) => unknown;
   private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
-  private readonly listeners = new Set<(e: CommitEvent) => void>();
+  private readonly commits = new CommitListeners();
   private readonly counts: SqliteStoreStats = { commits: 0, appendBatches: 0, appends: 0 };
   private closed = false;
 
@@ -498,17 +499,10 @@ export class SqliteStore implements Store {
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.commits.add(listener);
   }
 
   private emit(e: CommitEvent): void {
-    for (const l of [...this.listeners]) {
-      try {
-        l(e);
-      } catch {
-        // A wake-up is a hint: a failing listener must not undo or block the commit.
-      }
-    }
+    this.commits.emit(e);
   }
 }
