@@ -18,7 +18,7 @@ interface HookSpec {
   quiet?: unknown;
 }
 
-// Output contracts: /work/shared/AGENT-INTEGRATIONS.md §2.3–2.4 (Claude Code), §4.3 (Codex),
+// Output contracts: shared/AGENT-INTEGRATIONS.md §2.3–2.4 (Claude Code), §4.3 (Codex),
 // §5.3 (Gemini CLI), §6.2 (Cursor).
 const HOOKS: Record<string, HookSpec> = {
   'claude-stop': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'block', reason }) },

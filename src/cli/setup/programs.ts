@@ -1,5 +1,5 @@
 // What setup writes for each agent program: the files per scope, the exact MCP entries and the hooks
-// that wake agents. Shapes follow /work/shared/AGENT-INTEGRATIONS.md §1 and §2.1 (Claude Code),
+// that wake agents. Shapes follow shared/AGENT-INTEGRATIONS.md §1 and §2.1 (Claude Code),
 // §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor).
 import { homedir } from 'node:os';
 import { join } from 'node:path';
