@@ -2,12 +2,13 @@
 // one daemon per data directory, SIGTERM answers parked waits, data survives a restart.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MailClient } from '../src/client/http-client.js';
+import { serveProcess, type ServedDaemon } from './support/serve-process.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
@@ -16,22 +17,7 @@ function m4a(args: string[], env: Record<string, string> = {}): { status: number
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-async function serve(dataDir: string): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null>; stderr: () => string }> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-  return { child, url, exited, stderr: () => err };
-}
+const serve = (dataDir: string): Promise<ServedDaemon> => serveProcess(['--data-dir', dataDir, '--port', '0']);
 
 describe('daemon lifecycle (built CLI, separate processes)', () => {
   let dir: string;

@@ -3,7 +3,8 @@
 // from a send on one to a parked inbox on the other, concurrent senders on both with a reader that
 // must see every message exactly once and in order, and pg_terminate_backend mid-load.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { serveProcess } from '../support/serve-process.js';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,23 +25,8 @@ interface Daemon {
 }
 
 async function serve(dir: string, spec: string): Promise<Daemon> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dir, '--port', '0', '--store', spec], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, M4A_LOG_LEVEL: 'warn' },
-  });
-  let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${err}`)));
-  });
-  return { child, url, dir, exited, stderr: () => err };
+  const d = await serveProcess(['--data-dir', dir, '--port', '0', '--store', spec], { ...process.env, M4A_LOG_LEVEL: 'warn' });
+  return { ...d, dir };
 }
 
 function m4a(args: string[]): { status: number | null; stdout: string; stderr: string } {
