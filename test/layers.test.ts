@@ -15,6 +15,8 @@ const ALLOWED: Record<string, (target: string) => boolean> = {
   // The engine sees the store only through its interface and attestation only through its types.
   engine: (t) => t.startsWith('wire/') || t === 'store/types' || t === 'attest/types',
   doors: (t) => t.startsWith('wire/') || t.startsWith('engine/') || t === 'attest/types' || t === 'store/types',
+  // Wake adapters reach agents (programs, app-servers, webhooks); the engine never sees them.
+  wake: (t) => t.startsWith('wire/') || t.startsWith('engine/') || t === 'store/types' || t === 'attest/types',
   client: (t) => t.startsWith('wire/'),
   cli: (t) => t.startsWith('wire/') || t.startsWith('client/'),
   daemon: () => true,

@@ -119,7 +119,7 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 2);
+      assert.equal(MIGRATIONS.length, 3);
     } finally {
       version.close();
     }

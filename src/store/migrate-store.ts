@@ -1,4 +1,4 @@
-// Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name,
+// Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name, record,
 // message (same id, same seq, so cursors stay valid), ack, ack floor and idempotency key (a column of
 // its message). One read snapshot of the SQLite file, one PostgreSQL transaction holding the append
 // lock (so running daemons neither interleave seqs nor see half of it). Running it again copies
@@ -22,7 +22,7 @@ export interface MigrateStoreCounts {
 export interface MigrateStoreReport {
   from: string;
   to: string;
-  tables: Record<'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors', MigrateStoreCounts>;
+  tables: Record<'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors' | 'records', MigrateStoreCounts>;
   /** The target's head seq afterwards. */
   headSeq: number;
 }
@@ -110,6 +110,9 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
       // A higher floor from the source is taken (both are true lower bounds of the same acks).
       'ON CONFLICT (ack_key, to_key) DO UPDATE SET floor = excluded.floor WHERE excluded.floor > ack_floors.floor',
     );
+
+    // Wake chains, attempts, timers, web logins …: kept as they are (a record present in both stays).
+    await run('records', 'records', all('SELECT kind, id, value, updated_at FROM records ORDER BY kind, id'));
 
     // Counters from the rows themselves: right however often this runs.
     await tx`INSERT INTO mailbox_counts (to_key, total, unacked)

@@ -166,6 +166,16 @@ export interface CommitEvent {
   seq: number;
 }
 
+/** A small durable document the engine keeps beside the mail: wake chains, wake attempts, receipts,
+ *  timers, web logins … `kind` and `id` are the key; the value is the engine's JSON, opaque here.
+ *  Ids sort byte-wise, so `listRecords(kind, prefix)` walks one owner's records in order. */
+export interface RecordRow {
+  kind: string;
+  id: string;
+  value: string;
+  updatedAt: number;
+}
+
 export interface Store {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
   close(): Promise<void>;
@@ -236,6 +246,17 @@ export interface Store {
   headSeq(): Promise<number>;
   /** Messages delivered to one key with seq > after, oldest first, at most limit (woken waits). */
   messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]>;
+
+  /** Creates or replaces the record. */
+  putRecord(row: RecordRow): Promise<void>;
+  /** Inserts each record whose (kind, id) is absent, in one transaction; returns the ids inserted
+   *  (a record that exists is left unchanged: the first writer wins, e.g. a claim or "first seen"). */
+  insertRecords(rows: RecordRow[]): Promise<string[]>;
+  getRecord(kind: string, id: string): Promise<RecordRow | null>;
+  /** Records of a kind whose id starts with `idPrefix` (all when empty), id order, at most `limit`. */
+  listRecords(kind: string, idPrefix: string, limit: number): Promise<RecordRow[]>;
+  /** True when this call removed it (so exactly one of several racing deleters wins). */
+  deleteRecord(kind: string, id: string): Promise<boolean>;
 
   /** Called after every commit that adds mail (in this process or, for shared stores, any daemon). */
   onCommit(listener: (e: CommitEvent) => void): () => void;

@@ -27,6 +27,9 @@ async function fill(s: Store): Promise<void> {
   await s.addMember('lobby', 'alice');
   await s.addMember('lobby', 'bob');
   await s.setListener('bob', 'http://127.0.0.1:9/ring');
+  await s.putRecord({ kind: 'timer', id: 't-1', value: '{"due":5}', updatedAt: 11 });
+  await s.putRecord({ kind: 'timer', id: 't-2', value: '{"due":6}', updatedAt: 12 });
+  await s.putRecord({ kind: 'wake_chain', id: 'bob', value: '{"steps":[]}', updatedAt: 13 });
   await s.initMeta('installation', 'abc');
   await s.registerSession(session('alice', 's-1', { slugBase: 'web', createdAt: 2_000 }));
   await s.registerSession(session('alice', 's-2', { slugBase: 'web', predecessor: 's-1', createdAt: 3_000 }));
@@ -68,6 +71,7 @@ async function view(s: Store): Promise<unknown> {
     names: await s.listNames(),
     listeners: [await s.getListener('alice'), await s.getListener('bob')],
     meta: await s.getMeta('installation'),
+    records: [await s.listRecords('timer', '', 100), await s.listRecords('wake_chain', '', 100)],
     head: await s.headSeq(),
     threads: [await s.getThread('t0'), await s.getThread('t3')],
     pages,

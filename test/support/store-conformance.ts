@@ -729,6 +729,47 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       });
     });
 
+    describe('records', () => {
+      const rec = (kind: string, id: string, value: string, updatedAt = 1) => ({ kind, id, value, updatedAt });
+
+      it('puts, replaces, reads and deletes one record; kinds are separate namespaces', async () => {
+        assert.equal(await store.getRecord('timer', 't-1'), null);
+        await store.putRecord(rec('timer', 't-1', '{"a":1}', 5));
+        await store.putRecord(rec('chain', 't-1', 'other kind', 6));
+        assert.deepEqual(await store.getRecord('timer', 't-1'), rec('timer', 't-1', '{"a":1}', 5));
+        await store.putRecord(rec('timer', 't-1', '{"a":2}', 7));
+        assert.deepEqual(await store.getRecord('timer', 't-1'), rec('timer', 't-1', '{"a":2}', 7));
+        assert.equal(await store.deleteRecord('timer', 't-1'), true);
+        assert.equal(await store.deleteRecord('timer', 't-1'), false, 'only the first delete wins');
+        assert.equal(await store.getRecord('timer', 't-1'), null);
+        assert.deepEqual(await store.getRecord('chain', 't-1'), rec('chain', 't-1', 'other kind', 6));
+      });
+
+      it('inserts only absent records, first writer wins, and names those it inserted', async () => {
+        await store.putRecord(rec('seen', 'm-2|bob', 'first', 1));
+        const ins = await store.insertRecords([rec('seen', 'm-1|bob', 'a', 2), rec('seen', 'm-2|bob', 'late', 2), rec('seen', 'm-3|bob', 'c', 2)]);
+        assert.deepEqual(ins, ['m-1|bob', 'm-3|bob']);
+        assert.equal((await store.getRecord('seen', 'm-2|bob'))?.value, 'first');
+        assert.deepEqual(await store.insertRecords([]), []);
+        assert.deepEqual(await store.insertRecords([rec('seen', 'm-1|bob', 'again', 3)]), []);
+      });
+
+      it('lists by id prefix in code point order, up to the limit', async () => {
+        for (const id of ['b|2', 'a|1', 'b|10', 'b|1', 'bz', 'b|\u{1F600}', 'c']) await store.putRecord(rec('k', id, id));
+        await store.putRecord(rec('other', 'b|0', 'x'));
+        assert.deepEqual((await store.listRecords('k', 'b|', 100)).map((r) => r.id), ['b|1', 'b|10', 'b|2', 'b|\u{1F600}']);
+        assert.deepEqual((await store.listRecords('k', 'b|', 2)).map((r) => r.id), ['b|1', 'b|10']);
+        assert.deepEqual((await store.listRecords('k', '', 100)).map((r) => r.id), ['a|1', 'bz', 'b|1', 'b|10', 'b|2', 'b|\u{1F600}', 'c']);
+        assert.deepEqual(await store.listRecords('k', 'b|', 0), []);
+        assert.deepEqual(await store.listRecords('none', '', 10), []);
+      });
+
+      it('racing inserts of one id: exactly one wins', async () => {
+        const results = await Promise.all([1, 2, 3, 4].map((n) => store.insertRecords([rec('claim', 'wake|m-1', `daemon-${n}`)])));
+        assert.equal(results.filter((r) => r.length === 1).length, 1);
+      });
+    });
+
     describe('onCommit', () => {
       it('tells listeners the key and seq once the message is readable', async () => {
         const seen: CommitEvent[] = [];

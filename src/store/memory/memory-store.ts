@@ -20,6 +20,7 @@ import {
   type PagedMessage,
   type PageQuery,
   type ReaderScope,
+  type RecordRow,
   type RoomRecord,
   type SessionRecord,
   type Store,
@@ -105,6 +106,8 @@ class MemoryStore implements Store {
   /** Per mailbox key: delivered, and not acked under the key itself (see sqlite migrations). */
   private readonly mailboxCounts = new Map<MailKey, { total: number; unacked: number }>();
   private readonly commits = new CommitListeners();
+  /** kind -> id -> record */
+  private readonly records = new Map<string, Map<string, RecordRow>>();
   private seq = 0;
 
   async close(): Promise<void> {}
@@ -202,6 +205,44 @@ class MemoryStore implements Store {
 
   async removeMember(room: string, account: string): Promise<boolean> {
     return this.rooms.get(room)?.members.delete(account) ?? false;
+  }
+
+  async putRecord(r: RecordRow): Promise<void> {
+    this.recordsOf(r.kind).set(r.id, { ...r });
+  }
+
+  async insertRecords(rows: RecordRow[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const r of rows) {
+      const m = this.recordsOf(r.kind);
+      if (m.has(r.id)) continue;
+      m.set(r.id, { ...r });
+      out.push(r.id);
+    }
+    return out;
+  }
+
+  async getRecord(kind: string, id: string): Promise<RecordRow | null> {
+    const r = this.records.get(kind)?.get(id);
+    return r ? { ...r } : null;
+  }
+
+  async listRecords(kind: string, idPrefix: string, limit: number): Promise<RecordRow[]> {
+    const m = this.records.get(kind);
+    if (!m || limit <= 0) return [];
+    // Code point order, as the SQL stores sort (BINARY / COLLATE "C").
+    const ids = [...m.keys()].filter((id) => id.startsWith(idPrefix)).sort(binaryCompare);
+    return ids.slice(0, limit).map((id) => ({ ...(m.get(id) as RecordRow) }));
+  }
+
+  async deleteRecord(kind: string, id: string): Promise<boolean> {
+    return this.records.get(kind)?.delete(id) ?? false;
+  }
+
+  private recordsOf(kind: string): Map<string, RecordRow> {
+    let m = this.records.get(kind);
+    if (!m) this.records.set(kind, (m = new Map()));
+    return m;
   }
 
   async setListener(account: string, url: string): Promise<boolean> {

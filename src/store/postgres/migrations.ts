@@ -146,6 +146,16 @@ export const MIGRATIONS: readonly string[] = [
     expires_at bigint NOT NULL
   );
   `,
+  // 2: small durable documents beside the mail (SQLite migration 3).
+  `
+  CREATE TABLE records (
+    kind text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    value text NOT NULL,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (kind, id)
+  );
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

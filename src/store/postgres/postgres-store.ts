@@ -56,6 +56,7 @@ import {
   type PagedMessage,
   type PageQuery,
   type ReaderScope,
+  type RecordRow,
   type RoomRecord,
   type SessionRecord,
   type Store,
@@ -203,11 +204,21 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   }
 }
 
+interface RecordDbRow {
+  kind: string;
+  id: string;
+  value: string;
+  updated_at: string | number;
+}
+
+const toRecord = (r: RecordDbRow): RecordRow => ({ kind: r.kind, id: r.id, value: r.value, updatedAt: Number(r.updated_at) });
+
 /** Reads that only SELECT: safe to run again when their connection was lost under them. */
 const READS = [
   'getMeta', 'getAccount', 'findAccountByDigest', 'listAccounts', 'getRoom', 'listRooms', 'roomsOf', 'getListener',
   'getSession', 'findSessionsByPrefix', 'lineageSessions', 'resolveName', 'namesOf', 'listNames', 'listSessions',
   'findByProviderSession', 'getMessage', 'getThread', 'headSeq', 'messagesAfter', 'page', 'unread', 'ackedAt',
+  'getRecord', 'listRecords',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A read whose connection was killed (pg_terminate_backend, failover) runs once more on a new
@@ -487,6 +498,45 @@ export class PostgresStore implements Store {
   async getListener(account: string): Promise<string | null> {
     const [r] = await this.sql<{ url: string }[]>`SELECT url FROM listeners WHERE account = ${account}`;
     return r?.url ?? null;
+  }
+
+  // ---- records
+
+  async putRecord(r: RecordRow): Promise<void> {
+    await this.sql`INSERT INTO records (kind, id, value, updated_at) VALUES (${r.kind}, ${r.id}, ${r.value}, ${r.updatedAt})
+      ON CONFLICT (kind, id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
+  }
+
+  async insertRecords(rows: RecordRow[]): Promise<string[]> {
+    if (rows.length === 0) return [];
+    return this.sql.begin(async (tx) => {
+      const out: string[] = [];
+      for (const r of rows) {
+        const ins = await tx`INSERT INTO records (kind, id, value, updated_at) VALUES (${r.kind}, ${r.id}, ${r.value}, ${r.updatedAt})
+          ON CONFLICT (kind, id) DO NOTHING RETURNING id`;
+        if (ins.length > 0) out.push(r.id);
+      }
+      return out;
+    });
+  }
+
+  async getRecord(kind: string, id: string): Promise<RecordRow | null> {
+    const [r] = await this.sql<RecordDbRow[]>`SELECT kind, id, value, updated_at FROM records WHERE kind = ${kind} AND id = ${id}`;
+    return r ? toRecord(r) : null;
+  }
+
+  async listRecords(kind: string, idPrefix: string, limit: number): Promise<RecordRow[]> {
+    if (limit <= 0) return [];
+    const upper = prefixUpperBound(idPrefix);
+    const rows =
+      upper === null
+        ? await this.sql<RecordDbRow[]>`SELECT kind, id, value, updated_at FROM records WHERE kind = ${kind} AND id >= ${idPrefix} ORDER BY id LIMIT ${limit}`
+        : await this.sql<RecordDbRow[]>`SELECT kind, id, value, updated_at FROM records WHERE kind = ${kind} AND id >= ${idPrefix} AND id < ${upper} ORDER BY id LIMIT ${limit}`;
+    return rows.map(toRecord);
+  }
+
+  async deleteRecord(kind: string, id: string): Promise<boolean> {
+    return (await this.sql`DELETE FROM records WHERE kind = ${kind} AND id = ${id}`).count > 0;
   }
 
   // ---- sessions

@@ -130,6 +130,17 @@ export const MIGRATIONS: readonly string[] = [
   -- everyone: every account, present and future, is made a member.
   ALTER TABLE rooms ADD COLUMN everyone INTEGER NOT NULL DEFAULT 0;
   `,
+  // 3: small durable documents beside the mail (wake chains and attempts, receipts, timers, web
+  // logins); the engine owns the JSON in value.
+  `
+  CREATE TABLE records (
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, id)
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

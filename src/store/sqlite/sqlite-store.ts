@@ -21,6 +21,7 @@ import {
   type PagedMessage,
   type PageQuery,
   type ReaderScope,
+  type RecordRow,
   type RoomRecord,
   type SessionRecord,
   type Store,
@@ -32,7 +33,7 @@ import { GroupCommit } from './group-commit.js';
 import { migrate } from './migrations.js';
 import { PageStatements } from './page-query.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
-import { prepareStatements, type Statements } from './statements.js';
+import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
@@ -64,6 +65,8 @@ export function prefixUpperBound(prefix: string): string | null {
   }
   return null;
 }
+
+const toRecord = (r: RecordDbRow): RecordRow => ({ kind: r.kind, id: r.id, value: r.value, updatedAt: r.updated_at });
 
 export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
   return new SqliteStore(opts);
@@ -240,6 +243,33 @@ export class SqliteStore implements Store {
 
   async removeMember(room: string, account: string): Promise<boolean> {
     return this.tx(() => this.st.deleteMember.run(room, account).changes > 0);
+  }
+
+  // ---- records
+
+  async putRecord(r: RecordRow): Promise<void> {
+    this.tx(() => this.st.putRecord.run(r.kind, r.id, r.value, r.updatedAt));
+  }
+
+  async insertRecords(rows: RecordRow[]): Promise<string[]> {
+    if (rows.length === 0) return [];
+    return this.tx(() => rows.filter((r) => this.st.insertRecord.run(r.kind, r.id, r.value, r.updatedAt).changes > 0).map((r) => r.id));
+  }
+
+  async getRecord(kind: string, id: string): Promise<RecordRow | null> {
+    const r = this.st.getRecord.get(kind, id);
+    return r ? toRecord(r) : null;
+  }
+
+  async listRecords(kind: string, idPrefix: string, limit: number): Promise<RecordRow[]> {
+    if (limit <= 0) return [];
+    const upper = prefixUpperBound(idPrefix);
+    const rows = upper === null ? this.st.recordsOpen.all(kind, idPrefix, limit) : this.st.recordsByPrefix.all(kind, idPrefix, upper, limit);
+    return rows.map(toRecord);
+  }
+
+  async deleteRecord(kind: string, id: string): Promise<boolean> {
+    return this.tx(() => this.st.deleteRecord.run(kind, id).changes > 0);
   }
 
   // ---- listeners

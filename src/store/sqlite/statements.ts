@@ -13,6 +13,13 @@ interface RoomRow {
   everyone: number;
 }
 
+export interface RecordDbRow {
+  kind: string;
+  id: string;
+  value: string;
+  updated_at: number;
+}
+
 export type Statements = ReturnType<typeof prepareStatements>;
 
 /** The part of a prepared statement the store uses, named here so declarations can be emitted. */
@@ -62,6 +69,14 @@ export function prepareStatements(db: Database.Database) {
     setListener: p('INSERT INTO listeners (account, url) VALUES (?, ?) ON CONFLICT (account) DO UPDATE SET url = excluded.url'),
     deleteListener: p('DELETE FROM listeners WHERE account = ?'),
     getListener: p<{ url: string }>('SELECT url FROM listeners WHERE account = ?'),
+    putRecord: p(
+      'INSERT INTO records (kind, id, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
+    ),
+    insertRecord: p('INSERT INTO records (kind, id, value, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (kind, id) DO NOTHING'),
+    getRecord: p<RecordDbRow>('SELECT kind, id, value, updated_at FROM records WHERE kind = ? AND id = ?'),
+    recordsByPrefix: p<RecordDbRow>('SELECT kind, id, value, updated_at FROM records WHERE kind = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?'),
+    recordsOpen: p<RecordDbRow>('SELECT kind, id, value, updated_at FROM records WHERE kind = ? AND id >= ? ORDER BY id LIMIT ?'),
+    deleteRecord: p('DELETE FROM records WHERE kind = ? AND id = ?'),
 
     getSession: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.id = ?`),
     // Prefix search: one range of the (account, id) primary key; the open form has no upper bound.

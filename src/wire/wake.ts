@@ -1,0 +1,100 @@
+// Delivery chains (`m4a wake set`), receipts and timers: the shapes on the wire.
+// A chain runs programs and opens connections, so only the local operator sets one (never the web
+// door, never another machine); the schemas below are what the daemon stores, after checking.
+import { z } from 'zod';
+import { LIMITS } from './limits.js';
+import { Selector, text } from './fields.js';
+
+const url = text(LIMITS.urlBytes);
+const argvItem = text(1024);
+
+/** The agent's own hooks (Claude Code, Codex, Gemini CLI, Cursor): succeeds when the session is
+ *  live; the mail surfaces at its next Stop / AfterAgent / stop hook (or at once in listen mode). */
+export const HooksStep = z.strictObject({ kind: z.literal('hooks') });
+
+/** A `codex app-server` that holds (or can resume) the session's thread. `listen` is where the
+ *  daemon reaches it: ws://127.0.0.1:PORT, unix://PATH, or `spawn` (the daemon starts
+ *  `codex app-server` itself over stdio with `argv`). */
+export const CodexStep = z.strictObject({
+  kind: z.literal('codex-app-server'),
+  listen: url,
+  argv: z.array(argvItem).min(1).max(32).optional().describe('for listen=spawn: the command (default ["codex","app-server"])'),
+  token_file: text(LIMITS.urlBytes).optional().describe('capability token file for a ws:// listener (sent as Bearer)'),
+});
+
+/** A program run without a shell. Placeholders ({provider_session_id}, {session}, {account},
+ *  {lineage}, {wake_text}) are replaced whole-argument by values the daemon controls; message ids
+ *  and senders go in the environment, never on the command line. */
+export const CommandStep = z.strictObject({
+  kind: z.literal('command'),
+  argv: z.array(argvItem).min(1).max(64),
+  timeout_secs: z.number().int().min(1).max(3600).optional().describe('default 600'),
+  cwd: text(4096).optional().describe('working directory; {cwd} = the session\'s attested cwd'),
+});
+
+/** A signed POST (HMAC-SHA256 over `t.body`, header `M4A-Signature: t=…,v1=…`), retried with
+ *  backoff. Non-loopback URLs only with allow_remote. */
+export const WebhookStep = z.strictObject({
+  kind: z.literal('webhook'),
+  url,
+  allow_remote: z.boolean().optional(),
+});
+
+export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, CommandStep, WebhookStep]);
+
+export const WakeSetRequest = z.strictObject({
+  account: Selector,
+  /** A session id, id prefix, slug or alias of the account: the chain applies to that lineage only. */
+  session: text(LIMITS.selectorBytes + 80).optional(),
+  steps: z.array(WakeStep).min(1).max(8),
+  /** Wake this account for room mail too (default: only direct and session mail wakes). */
+  rooms: z.boolean().optional(),
+  debounce_ms: z.number().int().min(0).max(60_000).optional().describe('default 250'),
+});
+export const WakeTargetRequest = z.strictObject({ account: Selector, session: text(LIMITS.selectorBytes + 80).optional() });
+export const WakeChainOut = z.object({
+  account: z.string(),
+  lineage: z.string().nullable(),
+  steps: z.array(WakeStep),
+  rooms: z.boolean(),
+  debounce_ms: z.number(),
+  updated_at: z.string(),
+});
+export const WakeListResponse = z.object({ chains: z.array(WakeChainOut) });
+
+export const WakeAttemptOut = z.object({
+  event_id: z.string(),
+  adapter: z.string(),
+  at: z.string(),
+  ok: z.boolean(),
+  detail: z.string(),
+});
+export const ReceiptOut = z.object({
+  recipient: z.string().describe('account or account/lineage'),
+  stored_at: z.string(),
+  signalled: z.array(WakeAttemptOut),
+  surfaced_at: z.string().nullable().describe('first returned by an inbox read of this recipient'),
+  acked_at: z.string().nullable(),
+});
+export const ReceiptsRequest = z.strictObject({ message_id: text(LIMITS.selectorBytes + 80) });
+export const ReceiptsResponse = z.object({ message_id: z.string(), receipts: z.array(ReceiptOut) });
+
+export const TimerSetRequest = z.strictObject({
+  in_secs: z.number().int().min(1).max(366 * 24 * 3600),
+  note: text(LIMITS.subjectBytes),
+  /** Who is reminded: the caller's session (default), or the whole account with `account: true`. */
+  account: z.boolean().optional(),
+});
+export const TimerOut = z.object({ id: z.string(), to: z.string(), due_at: z.string(), note: z.string(), created_at: z.string() });
+export const TimerIdRequest = z.strictObject({ id: text(64) });
+export const TimerSnoozeRequest = z.strictObject({ id: text(64), in_secs: z.number().int().min(1).max(366 * 24 * 3600) });
+export const TimerListResponse = z.object({ timers: z.array(TimerOut) });
+
+export type WakeStep = z.infer<typeof WakeStep>;
+export type CodexStep = z.infer<typeof CodexStep>;
+export type CommandStep = z.infer<typeof CommandStep>;
+export type WebhookStep = z.infer<typeof WebhookStep>;
+export type WakeSetRequest = z.output<typeof WakeSetRequest>;
+export type WakeChainOut = z.infer<typeof WakeChainOut>;
+export type ReceiptOut = z.infer<typeof ReceiptOut>;
+export type TimerOut = z.infer<typeof TimerOut>;
