@@ -1,0 +1,92 @@
+// The webhook adapter: a signed POST of the wake (ids, senders, subjects; never bodies) to the URL of
+// a `webhook` step, delivered at least once through the durable WebhookOutbox.
+//
+// wake() persists the event, waits for the first attempt and answers:
+//   delivered (2xx)                 → ok:true
+//   failed in a way worth retrying → ok:true, "queued for retry": the outbox keeps the event (across
+//                                     restarts) and retries with backoff for its bounded window
+//   refused for good (4xx, URL)     → ok:false, the chain goes on
+// A 2xx means the receiver took the event, not that an agent read the mail.
+import type { Clock } from '../engine/clock.js';
+import { systemClock } from '../engine/clock.js';
+import type { WebhookStep } from '../wire/wake.js';
+import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
+import { checkWebhookStep } from './remote-url.js';
+import type { WebhookOutbox } from './webhook-outbox.js';
+
+/** The JSON body a receiver gets. */
+export interface WebhookPayload {
+  event_id: string;
+  type: 'mail.wake';
+  account: string;
+  session: { id: string; lineage: string; slug: string | null } | null;
+  mail: Array<{ id: string; from: string; subject: string; priority: string; thread_id: string }>;
+  urgent: boolean;
+  text: string;
+  created_at: string;
+}
+
+export function webhookPayload(req: WakeRequest, createdAtMs: number): WebhookPayload {
+  return {
+    event_id: req.eventId,
+    type: 'mail.wake',
+    account: req.account,
+    session: req.session ? { id: req.session.id, lineage: req.session.lineage, slug: req.session.slug } : null,
+    mail: req.mail.map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority, thread_id: m.thread_id })),
+    urgent: req.urgent,
+    text: req.text,
+    created_at: new Date(createdAtMs).toISOString(),
+  };
+}
+
+export interface WebhookAdapterOptions {
+  /** Shared by every webhook adapter of the daemon; the daemon start()s and close()s it. */
+  outbox: WebhookOutbox;
+  clock?: Clock;
+}
+
+export class WebhookAdapter implements WakeAdapter {
+  readonly kind = 'webhook';
+  private readonly clock: Clock;
+
+  /** Throws MailError('malformed', {field:'url'}) for a URL checkWebhookUrl refuses. */
+  constructor(
+    readonly step: WebhookStep,
+    private readonly opts: WebhookAdapterOptions,
+  ) {
+    checkWebhookStep(step);
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  async wake(req: WakeRequest, signal: AbortSignal): Promise<WakeResult> {
+    if (signal.aborted) return { ok: false, detail: 'aborted before the webhook was queued' };
+    const body = JSON.stringify(webhookPayload(req, this.clock.now()));
+    const queued = this.opts.outbox
+      .enqueue({ eventId: req.eventId, url: this.step.url, allowRemote: this.step.allow_remote ?? false, body })
+      .then(
+        (r): WakeResult => {
+          switch (r.status) {
+            case 'delivered':
+              return { ok: true, detail: r.detail };
+            case 'retrying':
+              return { ok: true, detail: r.detail };
+            case 'duplicate':
+              return { ok: true, detail: r.detail };
+            case 'failed':
+              return { ok: false, detail: r.detail };
+          }
+        },
+        (err: unknown): WakeResult => ({ ok: false, detail: `webhook not queued: ${err instanceof Error ? err.message : String(err)}` }),
+      );
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<WakeResult>((resolve) => {
+      onAbort = () => resolve({ ok: false, detail: 'aborted while waiting for the first attempt; a queued event is still retried' });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([queued, aborted]);
+    } finally {
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    }
+  }
+}
