@@ -5,6 +5,7 @@ import { MailError, errorFromBody } from '../wire/errors.js';
 import type * as W from '../wire/ops.js';
 import type * as A from '../wire/admin.js';
 import type * as H from '../wire/hooks.js';
+import type * as WK from '../wire/wake.js';
 import type { Address } from '../wire/address.js';
 import { portOwner } from './port-owner.js';
 
@@ -178,6 +179,22 @@ export class MailClient {
   listen(on: boolean): Promise<{ address: string; listening: boolean }> {
     return this.call('/mail/listen', { on });
   }
+  /** A durable reminder, delivered as mail from `mailbox` in inSecs (to this session, or the account). */
+  remind(inSecs: number, note: string, account = false): Promise<WK.TimerOut> {
+    return this.call('/mail/remind', account ? { in_secs: inSecs, note, account } : { in_secs: inSecs, note });
+  }
+  timers(): Promise<{ timers: WK.TimerOut[] }> {
+    return this.call('/mail/timer/list');
+  }
+  timerSnooze(id: string, inSecs: number): Promise<WK.TimerOut> {
+    return this.call('/mail/timer/snooze', { id, in_secs: inSecs });
+  }
+  timerClear(id: string): Promise<{ ok: true }> {
+    return this.call('/mail/timer/clear', { id });
+  }
+  receipts(messageId: string): Promise<WK.ReceiptsResponse> {
+    return this.call('/mail/receipts', { message_id: messageId });
+  }
 
   readonly admin = {
     accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/add', input),
@@ -191,6 +208,9 @@ export class MailClient {
     memberRemove: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/remove', { room, account }),
     listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call('/admin/listener', { account, url }),
     listenerRemove: (account: string): Promise<{ ok: true }> => this.call('/admin/listener/remove', { account }),
+    wakeSet: (input: WK.WakeSetInput): Promise<{ chain: WK.WakeChainOut; webhook_signing_key?: string }> => this.call('/admin/wake/set', input),
+    wakeList: (): Promise<{ chains: WK.WakeChainOut[] }> => this.call('/admin/wake/list'),
+    wakeClear: (account: string, session?: string): Promise<{ ok: true }> => this.call('/admin/wake/clear', session ? { account, session } : { account }),
   };
 
   close(): void {

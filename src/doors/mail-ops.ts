@@ -2,6 +2,7 @@
 // Both doors and docs/protocol.md are driven from this table.
 import type { z } from 'zod';
 import * as W from '../wire/ops.js';
+import * as WK from '../wire/wake.js';
 import { LIMITS } from '../wire/limits.js';
 import type { Caller, MailEngine } from '../engine/mail-engine.js';
 
@@ -98,6 +99,15 @@ export const MAIL_OPS: readonly MailOp[] = [
     input: W.EmptyRequest,
     output: W.DirectoryResponse,
     run: (e, c) => e.directory(c),
+  }),
+  op({
+    name: 'remind',
+    path: '/mail/remind',
+    tool: 'm4a_mail_remind',
+    summary: 'Set a durable reminder: in in_secs it arrives as mail from `mailbox` to your session (or your account with account: true), and wakes you like any mail. Survives daemon restarts.',
+    input: WK.TimerSetRequest,
+    output: WK.TimerOut,
+    run: (e, c, i) => e.remind(c, i),
   }),
 ];
 

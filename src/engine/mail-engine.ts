@@ -33,6 +33,10 @@ import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS } from './noti
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { checkAlias } from './names.js';
+import { Receipts } from './receipts.js';
+import { MAILBOX_ACCOUNT, TimerBook, type TimerRecord } from './timers.js';
+import type * as WK from '../wire/wake.js';
+import type { Address } from '../wire/address.js';
 
 export interface EngineOptions {
   store: Store;
@@ -47,6 +51,8 @@ export interface EngineOptions {
   sessionRetentionMs?: number;
   idempotencyWindowMs?: number;
   loopGuard?: LoopGuardOptions;
+  /** How often timers set through another daemon are looked for (default 30 s). */
+  timerPollMs?: number;
 }
 
 /** Who is calling: a verified account and, for agents, its attested session. */
@@ -71,6 +77,10 @@ export class MailEngine {
   readonly wakes: WakeBatcher;
   readonly notices = new NoticeBook();
   readonly loops: LoopGuard;
+  readonly receipts: Receipts;
+  readonly timers: TimerBook;
+  /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
+  private woken = new Map<number, string[]>();
   /** Highest seq this engine has seen committed; -1 until start(). */
   private lastSeq = -1;
   private idemWindow: number;
@@ -88,11 +98,17 @@ export class MailEngine {
     this.idemWindow = o.idempotencyWindowMs ?? DAY_MS;
     this.wakes = new WakeBatcher(this.store);
     this.loops = new LoopGuard(o.clock, o.loopGuard ?? DEFAULT_LOOP_GUARD);
+    this.receipts = new Receipts(this.store, o.clock, this.log);
+    this.timers = new TimerBook(this.store, o.clock, this.log, (t, to, key) => this.deliverTimer(t, to, key), o.timerPollMs);
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
       if (e.seq > this.lastSeq && this.lastSeq >= 0) this.lastSeq = e.seq;
       this.wakes.noteCommit(e.keys, e.seq);
-      this.waits.notify(e.keys);
+      const owners = this.waits.notify(e.keys);
+      if (owners.length > 0) {
+        this.woken.set(e.seq, owners);
+        if (this.woken.size > 4096) this.woken.delete(this.woken.keys().next().value as number);
+      }
     });
   }
 
@@ -100,6 +116,63 @@ export class MailEngine {
   async start(): Promise<void> {
     const head = await this.store.headSeq();
     this.lastSeq = Math.max(this.lastSeq, head);
+    await this.ensureMailbox();
+    this.timers.start();
+  }
+
+  /** The parked readers (owners: `account/session` or `account`) that the commit of `seq` answered. */
+  wokenBy(seq: number): string[] {
+    return this.woken.get(seq) ?? [];
+  }
+
+  /** The reserved service account reminders come from: no secret anyone holds, send only. */
+  private async ensureMailbox(): Promise<void> {
+    if (await this.store.getAccount(MAILBOX_ACCOUNT)) return;
+    await this.store.addAccount({
+      id: MAILBOX_ACCOUNT,
+      kind: 'service',
+      label: 'mailbox (reminders)',
+      permissions: { send: true, read: false, urgent: false, operator: false },
+      bindProvider: null,
+      secretDigest: createHash('sha256').update(this.ids.secret()).digest('hex'),
+      createdAt: this.clock.now(),
+    });
+  }
+
+  private async deliverTimer(t: TimerRecord, to: Address, idempotencyKey: string): Promise<void> {
+    const account = await this.store.getAccount(MAILBOX_ACCOUNT);
+    if (!account) throw new MailError('unknown_participant', 'the mailbox account is missing', { participant: MAILBOX_ACCOUNT });
+    const set = new Date(t.createdAt).toISOString();
+    await this.send(
+      { account, session: null },
+      { to, subject: `Reminder: ${t.note}`, body: `Reminder ${t.id}, set at ${set}:\n${t.note}`, idempotency_key: idempotencyKey },
+    );
+  }
+
+  // ---- timers and receipts
+
+  async remind(c: Caller, req: WK.TimerSetRequest): Promise<WK.TimerOut> {
+    this.need(c, 'read');
+    if (!req.account && !c.session) throw new MailError('permission_denied', 'only an attested session has its own timers; pass account: true', { need: 'session' });
+    return this.timers.set({ account: c.account.id, session: c.session ? { id: c.session.id, lineage: c.session.lineage } : null }, req.in_secs, req.note, !!req.account);
+  }
+
+  async timerList(c: Caller): Promise<{ timers: WK.TimerOut[] }> {
+    return { timers: await this.timers.list(c.account.id) };
+  }
+
+  async timerSnooze(c: Caller, req: { id: string; in_secs: number }): Promise<WK.TimerOut> {
+    return this.timers.snooze(c.account.id, req.id, req.in_secs);
+  }
+
+  async timerClear(c: Caller, req: { id: string }): Promise<{ ok: true }> {
+    return this.timers.clear(c.account.id, req.id);
+  }
+
+  async receiptsOf(c: Caller, req: { message_id: string }): Promise<WK.ReceiptsResponse> {
+    const scope = await this.scope(c);
+    const m = await this.store.getMessage(req.message_id);
+    return this.receipts.receipts({ account: c.account.id, operator: c.account.permissions.operator, scope }, m, req.message_id);
   }
 
   /** The caller for a verified account and, when the connection is attested, the session it is. */
@@ -261,6 +334,7 @@ export class MailEngine {
 
   private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, includeBodies: boolean, budgetBytes?: number): Promise<W.InboxResponse> {
     const unread = await this.store.unread(scope);
+    this.receipts.noteSurfaced(scope, rows);
     let messages = rows.map((m) => presentPaged(m, includeBodies));
     if (budgetBytes !== undefined) messages = fitToBudget(messages, budgetBytes, 80);
     const last = rows[messages.length - 1];
@@ -412,8 +486,10 @@ export class MailEngine {
 
   /** Shutdown: answer every parked wait, flush session touches. */
   async close(): Promise<void> {
+    this.timers.close();
     this.waits.closeAll();
     this.unsubscribe();
     await this.sessions.flushTouches().catch(() => undefined);
+    await this.receipts.settled();
   }
 }

@@ -19,6 +19,11 @@ export const TOOL_NOTICE_EVERY_MS = 60_000;
 export class NoticeBook {
   private states = new Map<string, NoticeState>();
 
+  /** A hook of this lineage has called the daemon (since it started). */
+  known(key: string): boolean {
+    return this.states.has(key);
+  }
+
   get(key: string): NoticeState {
     let s = this.states.get(key);
     if (!s) this.states.set(key, (s = { noticed: 0, blocks: 0, lastToolNotice: 0, listening: false }));

@@ -84,12 +84,12 @@ export class WaitRoom {
     return { ended, cancel: () => w.settle('closed') };
   }
 
-  /** Wakes every wait interested in any of `keys`. */
-  notify(keys: MailKey[]): number {
+  /** Wakes every wait interested in any of `keys`; returns the owners woken (sessions or accounts). */
+  notify(keys: MailKey[]): string[] {
     const woken = new Set<Waiter>();
     for (const k of keys) for (const w of this.byKey.get(k) ?? []) woken.add(w);
     for (const w of woken) w.settle('woken');
-    return woken.size;
+    return [...new Set([...woken].map((w) => w.owner))];
   }
 
   /** Membership changed: the account's parked readers re-query with their new rooms. */

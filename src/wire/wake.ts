@@ -60,6 +60,10 @@ export const WakeChainOut = z.object({
   debounce_ms: z.number(),
   updated_at: z.string(),
 });
+export const WakeSetResponse = z.object({
+  chain: WakeChainOut,
+  webhook_signing_key: z.string().optional().describe('the HMAC key of M4A-Signature: shown once, by the call that created it'),
+});
 export const WakeListResponse = z.object({ chains: z.array(WakeChainOut) });
 
 export const WakeAttemptOut = z.object({
@@ -88,6 +92,7 @@ export const TimerSetRequest = z.strictObject({
 export const TimerOut = z.object({ id: z.string(), to: z.string(), due_at: z.string(), note: z.string(), created_at: z.string() });
 export const TimerIdRequest = z.strictObject({ id: text(64) });
 export const TimerSnoozeRequest = z.strictObject({ id: text(64), in_secs: z.number().int().min(1).max(366 * 24 * 3600) });
+export const OkResponse = z.object({ ok: z.literal(true) });
 export const TimerListResponse = z.object({ timers: z.array(TimerOut) });
 
 export type WakeStep = z.infer<typeof WakeStep>;
@@ -98,3 +103,6 @@ export type WakeSetRequest = z.output<typeof WakeSetRequest>;
 export type WakeChainOut = z.infer<typeof WakeChainOut>;
 export type ReceiptOut = z.infer<typeof ReceiptOut>;
 export type TimerOut = z.infer<typeof TimerOut>;
+export type ReceiptsResponse = z.infer<typeof ReceiptsResponse>;
+export type TimerSetRequest = z.output<typeof TimerSetRequest>;
+export type WakeSetInput = z.input<typeof WakeSetRequest>;

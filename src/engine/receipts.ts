@@ -1,0 +1,94 @@
+// Delivery facts per recipient: stored, signalled (which adapter, when), surfaced (first returned
+// by an inbox read), acknowledged. Facts are metadata: recording "surfaced" changes no read or
+// acknowledgement state, and it is written in batches off the read's path.
+import { MailError } from '../wire/errors.js';
+import type { ReceiptOut, ReceiptsResponse } from '../wire/wake.js';
+import { readKeys, type MailKey, type ReaderScope, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
+import type { Clock } from './clock.js';
+import type { Logger } from './log.js';
+import { iso } from './present.js';
+import { REC, recipientOf, type AttemptRecord } from './wake-records.js';
+
+/** The recipient a message counts for when `scope` reads it. */
+export function recipientFor(scope: ReaderScope, toKey: MailKey): string {
+  return toKey.startsWith('s:') ? toKey.slice(2) : scope.account;
+}
+
+export class Receipts {
+  private pending: RecordRow[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private store: Store,
+    private clock: Clock,
+    private log: Logger,
+  ) {}
+
+  /** An inbox read returned these messages: the first such read per recipient is "surfaced". */
+  noteSurfaced(scope: ReaderScope, messages: { id: string; toKey: MailKey }[]): void {
+    if (messages.length === 0) return;
+    const at = this.clock.now();
+    for (const m of messages) this.pending.push({ kind: REC.surfaced, id: `${m.id}|${recipientFor(scope, m.toKey)}`, value: JSON.stringify({ at }), updatedAt: at });
+    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+  }
+
+  /** Writes what is queued (one transaction); tests and shutdown await it. */
+  async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const rows = this.pending.splice(0, 500);
+      try {
+        await this.store.insertRecords(rows);
+      } catch (err) {
+        this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording surfaced receipts failed');
+      }
+    }
+    this.flushing = null;
+  }
+
+  async settled(): Promise<void> {
+    await this.flushing;
+  }
+
+  /** The sender, a recipient or the operator may ask. Room mail: one receipt per current member. */
+  async receipts(caller: { account: string; operator: boolean; scope: ReaderScope }, m: StoredMessage | null, messageId: string): Promise<ReceiptsResponse> {
+    if (!m) throw new MailError('unknown_message', `no message ${messageId}`, { message_id: messageId });
+    const mayAsk = caller.operator || m.fromAccount === caller.account || readKeys(caller.scope).includes(m.toKey);
+    if (!mayAsk) throw new MailError('not_addressed_to_you', `message ${messageId} is neither from nor to you`, { message_id: messageId });
+    await this.settled();
+    const scopes: { recipient: string; scope: ReaderScope }[] = [];
+    if (m.toKey.startsWith('a:')) {
+      const account = m.toKey.slice(2);
+      scopes.push({ recipient: account, scope: { account, sessionKey: null, rooms: [] } });
+    } else if (m.toKey.startsWith('s:')) {
+      const rest = m.toKey.slice(2);
+      const account = rest.slice(0, rest.indexOf('/'));
+      scopes.push({ recipient: rest, scope: { account, sessionKey: m.toKey, rooms: [] } });
+    } else {
+      const room = m.toKey.slice(2);
+      const members = (await this.store.getRoom(room))?.members ?? [];
+      for (const account of members) scopes.push({ recipient: account, scope: { account, sessionKey: null, rooms: [room] } });
+    }
+    const receipts: ReceiptOut[] = [];
+    for (const { recipient, scope } of scopes) {
+      const [attempts, surfaced, acked] = await Promise.all([
+        this.store.listRecords(REC.attempt, `${m.id}|${recipient}|`, 100),
+        this.store.getRecord(REC.surfaced, `${m.id}|${recipient}`),
+        this.store.ackedAt(scope, [{ seq: m.seq, toKey: m.toKey }]),
+      ]);
+      const ackedAt = acked.get(m.seq) ?? null;
+      receipts.push({
+        recipient,
+        stored_at: iso(m.createdAt),
+        signalled: attempts.map((r) => {
+          const a = JSON.parse(r.value) as AttemptRecord;
+          return { event_id: a.eventId, adapter: a.adapter, at: iso(a.at), ok: a.ok, detail: a.detail };
+        }),
+        surfaced_at: surfaced ? iso((JSON.parse(surfaced.value) as { at: number }).at) : null,
+        acked_at: ackedAt === null ? null : iso(ackedAt),
+      });
+    }
+    return { message_id: m.id, receipts };
+  }
+}
+
+export { recipientOf };

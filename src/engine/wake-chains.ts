@@ -1,0 +1,71 @@
+// Delivery chains: per account (or per session lineage) an ordered list of wake adapters. Set by
+// the local operator only: a chain runs programs and opens connections. The door refuses these
+// routes from any peer that is not on this machine; the engine refuses any non-operator.
+import { MailError } from '../wire/errors.js';
+import type { WakeChainOut, WakeSetRequest, WakeStep } from '../wire/wake.js';
+import type { SessionRecord, Store } from '../store/types.js';
+import type { Clock } from './clock.js';
+import type { Caller } from './mail-engine.js';
+import { iso } from './present.js';
+import { findSession } from './names.js';
+import { chainId, REC, type ChainRecord } from './wake-records.js';
+
+export const DEFAULT_DEBOUNCE_MS = 250;
+
+/** Checks steps before they are stored (placeholders, URLs, listen targets). May return facts to
+ *  show once, e.g. a webhook signing key created for this chain. */
+export type StepCheck = (steps: WakeStep[]) => Promise<Record<string, string>>;
+
+export class WakeChains {
+  constructor(
+    private store: Store,
+    private clock: Clock,
+    private isLive: (s: SessionRecord) => boolean,
+    private check: StepCheck = async () => ({}),
+  ) {}
+
+  private operatorOnly(c: Caller): void {
+    if (!c.account.permissions.operator) throw new MailError('permission_denied', 'wake chains are set by the operator', { need: 'operator' });
+  }
+
+  private async lineageOf(account: string, session: string | undefined): Promise<string | null> {
+    if (!(await this.store.getAccount(account))) throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
+    if (session === undefined) return null;
+    return (await findSession(this.store, account, session, this.isLive)).lineage;
+  }
+
+  async set(c: Caller, req: WakeSetRequest): Promise<{ chain: WakeChainOut } & Record<string, unknown>> {
+    this.operatorOnly(c);
+    const lineage = await this.lineageOf(req.account, req.session);
+    const shown = await this.check(req.steps);
+    const rec: ChainRecord = { account: req.account, lineage, steps: req.steps, rooms: req.rooms ?? false, debounceMs: req.debounce_ms ?? DEFAULT_DEBOUNCE_MS };
+    const at = this.clock.now();
+    await this.store.putRecord({ kind: REC.chain, id: chainId(req.account, lineage), value: JSON.stringify(rec), updatedAt: at });
+    return { chain: present(rec, at), ...shown };
+  }
+
+  async list(c: Caller): Promise<{ chains: WakeChainOut[] }> {
+    this.operatorOnly(c);
+    const rows = await this.store.listRecords(REC.chain, '', 10_000);
+    return { chains: rows.map((r) => present(JSON.parse(r.value) as ChainRecord, r.updatedAt)) };
+  }
+
+  async clear(c: Caller, req: { account: string; session?: string | undefined }): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    const lineage = await this.lineageOf(req.account, req.session);
+    if (!(await this.store.deleteRecord(REC.chain, chainId(req.account, lineage))))
+      throw new MailError('unknown_participant', `no wake chain for ${chainId(req.account, lineage)}`, { participant: req.account });
+    return { ok: true };
+  }
+
+  /** The chain that applies: the lineage's own, else the account's. */
+  async chainFor(account: string, lineage: string | null): Promise<ChainRecord | null> {
+    const own = lineage ? await this.store.getRecord(REC.chain, chainId(account, lineage)) : null;
+    const r = own ?? (await this.store.getRecord(REC.chain, account));
+    return r ? (JSON.parse(r.value) as ChainRecord) : null;
+  }
+}
+
+function present(r: ChainRecord, at: number): WakeChainOut {
+  return { account: r.account, lineage: r.lineage, steps: r.steps, rooms: r.rooms, debounce_ms: r.debounceMs, updated_at: iso(at) };
+}

@@ -1,0 +1,40 @@
+// How wake chains, wake attempts and receipts sit in the store's generic records. One place names
+// the kinds and id layouts, so the dispatcher (src/wake) writes what the engine reads back.
+import type { WakeStep } from '../wire/wake.js';
+
+export const REC = {
+  /** id: `<account>` or `<account>/<lineage>` → ChainRecord */
+  chain: 'wake_chain',
+  /** id: `<message id>|<recipient>|<at base36>-<n>` → AttemptRecord (one per adapter tried) */
+  attempt: 'wake_attempt',
+  /** id: `<message id>|<recipient>`: the daemon that wakes this recipient for this message. */
+  claim: 'wake_claim',
+  /** id: `<message id>|<recipient>` → {at}: first returned by an inbox read of the recipient. */
+  surfaced: 'surfaced',
+  /** id: `<account>|<timer id>` → TimerRecord */
+  timer: 'timer',
+} as const;
+
+export interface ChainRecord {
+  account: string;
+  lineage: string | null;
+  steps: WakeStep[];
+  rooms: boolean;
+  debounceMs: number;
+}
+
+export interface AttemptRecord {
+  eventId: string;
+  adapter: string;
+  at: number;
+  ok: boolean;
+  detail: string;
+}
+
+/** A recipient of a message: an account (direct and room mail) or `account/lineage` (session mail). */
+export const recipientOf = (account: string, lineage: string | null): string => (lineage ? `${account}/${lineage}` : account);
+
+export const chainId = recipientOf;
+
+export const attemptId = (messageId: string, recipient: string, at: number, n: number): string =>
+  `${messageId}|${recipient}|${at.toString(36).padStart(9, '0')}-${n}`;

@@ -1,0 +1,97 @@
+// One registry of wake adapters per daemon: the step in a chain → a live adapter. Adapters that
+// hold state are shared: one connection per Codex app-server, one pool (and cap) for all commands,
+// one durable outbox for all webhooks, resumed at start so retries survive a restart.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { WakeStep } from '../wire/wake.js';
+import type { Clock } from '../engine/clock.js';
+import type { Logger } from '../engine/log.js';
+import type { NoticeBook } from '../engine/notices.js';
+import type { Store } from '../store/types.js';
+import { createHooksAdapter } from './hooks-adapter.js';
+import { createCodexAdapter, type CodexAdapter } from './codex-app-server.js';
+import { checkCommandStep, CommandAdapter, CommandPool } from './command-adapter.js';
+import { WebhookAdapter } from './webhook-adapter.js';
+import { WebhookOutbox } from './webhook-outbox.js';
+import { ensureSigningKey, readSigningKey, WEBHOOK_KEY_FILE } from './webhook-signing.js';
+import { checkWebhookStep } from './remote-url.js';
+import type { WakeAdapter } from './types.js';
+
+export interface AdapterRegistryOptions {
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  notices: NoticeBook;
+  dataDir: string;
+  /** Command runs at once across every chain (default 4). */
+  commandCap?: number;
+  version?: string;
+}
+
+export class AdapterRegistry {
+  private cache = new Map<string, WakeAdapter>();
+  private hooks: WakeAdapter;
+  private pool: CommandPool;
+  private outbox: WebhookOutbox | null = null;
+
+  constructor(private o: AdapterRegistryOptions) {
+    this.hooks = createHooksAdapter(o.notices);
+    this.pool = new CommandPool({ maxConcurrent: o.commandCap ?? 4 });
+  }
+
+  /** Resumes webhook deliveries a previous run left pending. */
+  async start(): Promise<void> {
+    if (existsSync(join(this.o.dataDir, WEBHOOK_KEY_FILE))) await this.webhookOutbox().start();
+  }
+
+  /** Refuses a step that could never run (named errors), before a chain is stored. Returns the
+   *  webhook signing key when this call created it: shown once, never again. */
+  async check(steps: WakeStep[]): Promise<Record<string, string>> {
+    for (const s of steps) {
+      if (s.kind === 'command') checkCommandStep(s);
+      if (s.kind === 'webhook') checkWebhookStep(s);
+    }
+    if (!steps.some((s) => s.kind === 'webhook')) return {};
+    const { key, created } = ensureSigningKey(this.o.dataDir);
+    return created ? { webhook_signing_key: key } : {};
+  }
+
+  adapterFor(step: WakeStep): WakeAdapter {
+    if (step.kind === 'hooks') return this.hooks;
+    const id = JSON.stringify(step);
+    let a = this.cache.get(id);
+    if (a) return a;
+    switch (step.kind) {
+      case 'codex-app-server':
+        a = createCodexAdapter(step, {
+          ...(this.o.version ? { clientVersion: this.o.version } : {}),
+          log: (event, fields) => this.o.log.info({ ...fields, event }, 'codex adapter'),
+        });
+        break;
+      case 'command':
+        a = new CommandAdapter(step, { pool: this.pool });
+        break;
+      case 'webhook':
+        a = new WebhookAdapter(step, { outbox: this.webhookOutbox(), clock: this.o.clock });
+        break;
+    }
+    this.cache.set(id, a);
+    return a;
+  }
+
+  private webhookOutbox(): WebhookOutbox {
+    if (!this.outbox) {
+      const key = existsSync(join(this.o.dataDir, WEBHOOK_KEY_FILE)) ? readSigningKey(this.o.dataDir) : ensureSigningKey(this.o.dataDir).key;
+      this.outbox = new WebhookOutbox(this.o.store, this.o.clock, key, { log: this.o.log });
+    }
+    return this.outbox;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([
+      ...[...this.cache.values()].map((a) => (a as CodexAdapter).close?.()),
+      this.pool.close(),
+      this.outbox?.close(),
+    ]);
+  }
+}
