@@ -16,7 +16,7 @@ import type { Store } from '../src/store/types.js';
 import type { WakeRequest } from '../src/wake/types.js';
 import { WebhookAdapter, type WebhookPayload } from '../src/wake/webhook-adapter.js';
 import { OUTBOX_KIND, WebhookOutbox, backoffMs, type FinalOutcome } from '../src/wake/webhook-outbox.js';
-import { ensureSigningKey, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
+import { ensureSigningKey, signingKeyLoader, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
 import { checkWebhookStep, checkWebhookUrl, resolveWebhookTarget, WebhookUrlRefused } from '../src/wake/remote-url.js';
 
 interface Received {
@@ -92,7 +92,11 @@ describe('webhook wakes', () => {
   it('the signing key is 32 random bytes in a 0600 file, created once and shown once', () => {
     const d = mkdtempSync(join(tmpdir(), 'm4a-key-'));
     try {
+      // The daemon's outbox reads the key lazily: it never creates it, so `m4a wake set` shows it.
+      const load = signingKeyLoader(d);
+      assert.throws(load, /ENOENT/);
       const first = ensureSigningKey(d);
+      assert.equal(load(), first.key);
       assert.equal(first.created, true);
       assert.match(first.key, /^m4a_whsec_[A-Za-z0-9_-]{43}$/);
       assert.equal(statSync(join(d, WEBHOOK_KEY_FILE)).mode & 0o777, 0o600);

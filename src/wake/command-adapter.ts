@@ -265,7 +265,6 @@ export class CommandAdapter implements WakeAdapter {
     const stderrTail = (): string => stderr.toString('utf8').replace(/^\uFFFD+/, '').trim();
 
     let timedOut = false;
-    let killTimer: NodeJS.Timeout | undefined;
     const killGroup = (sig: NodeJS.Signals): void => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, sig);
@@ -278,8 +277,7 @@ export class CommandAdapter implements WakeAdapter {
       if (terminating) return;
       terminating = true;
       killGroup('SIGTERM');
-      killTimer = setTimeout(() => killGroup('SIGKILL'), this.killGraceMs);
-      killTimer.unref();
+      setTimeout(() => killGroup('SIGKILL'), this.killGraceMs).unref();
     };
     const timeout = setTimeout(() => {
       timedOut = true;
@@ -290,16 +288,24 @@ export class CommandAdapter implements WakeAdapter {
     type Outcome = { kind: 'exit'; code: number | null; signal: string | null } | { kind: 'error'; err: Error };
     const outcome = new Promise<Outcome>((resolve) => {
       child.once('error', (err) => resolve({ kind: 'error', err }));
-      // 'close' waits for stderr to drain; 'exit' alone could lose the last lines.
-      child.once('close', (code, sig) => resolve({ kind: 'exit', code, signal: sig }));
+      child.once('exit', (code, sig) => {
+        // 'close' follows once stderr drained; a child the program left behind may hold stderr
+        // open, so wait only briefly for it.
+        const done = (): void => resolve({ kind: 'exit', code, signal: sig });
+        const t = setTimeout(() => {
+          child.stderr?.destroy();
+          done();
+        }, 200);
+        child.once('close', () => {
+          clearTimeout(t);
+          done();
+        });
+      });
     });
     const exited = outcome.then((o) => {
       clearTimeout(timeout);
-      if (o.kind === 'exit' && o.signal === null) {
-        // The leader exited; anything it left in its group gets the same treatment as a timeout.
-        killGroup('SIGTERM');
-      }
-      if (killTimer) clearTimeout(killTimer);
+      // After a timeout, an abort or close() the pending SIGKILL still goes to the group (children
+      // that ignored SIGTERM); a program that exited by itself keeps what it deliberately left running.
       this.pool.remove(key, run);
       if (o.kind === 'exit' || child.pid !== undefined) {
         this.opts.onExit?.({

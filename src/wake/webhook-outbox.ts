@@ -114,7 +114,9 @@ export class WebhookOutbox {
   constructor(
     private readonly store: RecordStore,
     private readonly clock: Clock,
-    private readonly key: string,
+    /** The signing key, or a function that reads it at each attempt (see signingKeyLoader): the
+     *  daemon can then start the outbox before `m4a wake set` creates the key and shows it. */
+    private readonly key: string | (() => string),
     private readonly opts: WebhookOutboxOptions = {},
   ) {
     this.post = opts.post ?? httpPost;
@@ -263,11 +265,17 @@ export class WebhookOutbox {
       if (err instanceof WebhookUrlRefused) return { kind: 'permanent', detail: `refused: ${err.reason}` };
       return { kind: 'retry', detail: `could not resolve ${url.hostname}: ${err instanceof Error ? err.message : String(err)}` };
     }
+    let key: string;
+    try {
+      key = typeof this.key === 'string' ? this.key : this.key();
+    } catch (err) {
+      return { kind: 'permanent', detail: `no signing key: ${err instanceof Error ? err.message : String(err)}` };
+    }
     const t = Math.floor(this.clock.now() / 1000);
     const headers = {
       'content-type': 'application/json',
       [EVENT_ID_HEADER]: entry.event_id,
-      [SIGNATURE_HEADER]: signWebhook(this.key, entry.body, t),
+      [SIGNATURE_HEADER]: signWebhook(key, entry.body, t),
       'user-agent': 'mail4agent-webhook',
     };
     let res: PostResponse;

@@ -44,6 +44,13 @@ export function readSigningKey(dataDir: string): string {
   return key;
 }
 
+/** Reads the key when first needed and keeps it: for a WebhookOutbox started before the key exists
+ *  (the daemon must not create it at start, or `m4a wake set` could never show it). */
+export function signingKeyLoader(dataDir: string): () => string {
+  let key: string | null = null;
+  return () => (key ??= readSigningKey(dataDir));
+}
+
 const hmacHex = (key: string, t: number, body: string | Buffer): string =>
   createHmac('sha256', key).update(`${t}.`).update(body).digest('hex');
 
