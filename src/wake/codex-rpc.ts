@@ -159,7 +159,7 @@ function spawnTransport(opts: ConnectOptions): Promise<Transport> {
       for (const cb of closeCbs) cb(why);
     };
     child.stderr!.on('data', (d: Buffer) => {
-      stderrTail = (stderrTail + d.toString('utf8')).slice(-2000);
+      stderrTail = (stderrTail + d.toString('utf8')).slice(-8000);
     });
     child.stdin!.on('error', () => {
       /* the process went away: reported by 'exit' */
@@ -169,7 +169,9 @@ function spawnTransport(opts: ConnectOptions): Promise<Transport> {
       fireClose(err.message);
     });
     child.once('exit', (code, signal) => {
-      const last = stderrTail.trim().split('\n').pop() ?? '';
+      // The reason, not the backtrace that follows it.
+      const lines = stderrTail.trim().split('\n');
+      const last = lines.find((l) => /^error\b/i.test(l.trim())) ?? lines.filter((l) => !/^\s*(\d+:|at )/.test(l)).pop() ?? '';
       fireClose(`app-server exited (${code ?? signal})${last ? `: ${last.slice(0, 300)}` : ''}`);
     });
     createInterface({ input: child.stdout! }).on('line', (line) => {

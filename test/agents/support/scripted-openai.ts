@@ -9,7 +9,10 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 
 /** `tool` is a function name as offered in the request's `tools`, or a function that picks it. */
-export type OpenAITurn = { tool: string | ((names: string[]) => string | undefined); input: Record<string, unknown> } | { text: string };
+export type OpenAITurn = ({ tool: string | ((names: string[]) => string | undefined); input: Record<string, unknown> } | { text: string }) & {
+  /** Hold this answer until the promise settles (keeps the agent's turn running meanwhile). */
+  gate?: Promise<unknown>;
+};
 
 export interface RecordedOpenAIRequest {
   method: string;
@@ -157,6 +160,7 @@ export async function startScriptedOpenAI(script: OpenAITurn[], opts: ScriptedOp
         return stream(res, model, { type: 'function_call', callId: `call_wait_${waits}`, name: wait.tool, args: JSON.stringify(wait.input) });
       }
       rec.turn = next++;
+      if (turn.gate) await turn.gate.catch(() => {});
       if ('text' in turn) return stream(res, model, { type: 'message', text: turn.text });
       if (name === undefined || !names.includes(name)) problems.push(`turn ${rec.turn}: tool ${String(name)} was not among the offered ${names.join(', ')}`);
       const callId = `call_scripted_${rec.turn}`;
