@@ -16,7 +16,7 @@ import { FakeCodexAppServer, type FakeOptions } from './support/fake-codex-app-s
 const FAKE = fileURLToPath(new URL('./support/fake-codex-app-server.ts', import.meta.url));
 const REPO = fileURLToPath(new URL('../', import.meta.url));
 const TEXT = 'You have new mail in mail4agent (1 message):\n- m-1 from claude: "hello"';
-const CWD = '/work/project-a';
+const CWD = '/example/project-a'; // a name only: the fake never touches it
 
 const cleanups: (() => Promise<void> | void)[] = [];
 after(async () => {
