@@ -22,6 +22,8 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   idempotency_conflict: [409, 'tool_error'],
   already_exists: [409, 'tool_error'],
   rate_limited: [429, 'tool_error'],
+  bad_credentials: [401, 'http'],
+  csrf_failed: [403, 'http'],
   store_unavailable: [503, 'tool_error'],
   internal: [500, 'tool_error'],
 };

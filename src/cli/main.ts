@@ -6,6 +6,7 @@ import { registerMail } from './mail-commands.js';
 import { registerDaemon } from './daemon-commands.js';
 import { registerSetup } from './setup/index.js';
 import { registerHooks } from './hook-commands.js';
+import { registerUser } from './user-commands.js';
 import { EXIT, printJson } from './output.js';
 
 const program = new Command();
@@ -26,7 +27,8 @@ program
   .option('--host <host>', 'loopback address to bind: 127.0.0.1 or ::1', '127.0.0.1')
   .option('--store <spec>', 'sqlite:/path/to/mail.db, postgres://user@host/db (shared by several daemons) or memory')
   .option('--auto', 'started on demand by a client (replaced after an upgrade once idle)')
-  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean }) => {
+  .option('--web-lan <addr:port>', 'also serve the browser mailbox (only it) on this LAN address: plain HTTP, trusted networks only')
+  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean; webLan?: string }) => {
     if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
       process.stderr.write('m4a: serve binds to loopback only (127.0.0.1 or ::1)\n');
       process.exit(EXIT.usage);
@@ -88,5 +90,6 @@ registerSetup(program);
 registerHooks(program);
 registerDaemon(program);
 registerAdmin(program);
+registerUser(program);
 
 await program.parseAsync(process.argv);

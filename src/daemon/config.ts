@@ -8,6 +8,8 @@ export interface DaemonConfig {
   port: number;
   /** 'sqlite:<path>' (default: <dataDir>/mail.db) or 'memory'. */
   store: string;
+  /** Also serve the browser mailbox (only it) on this LAN ADDR:PORT (`serve --web-lan`). */
+  webLan?: string;
 }
 
 export function resolveConfig(flags: Partial<DaemonConfig>, env: NodeJS.ProcessEnv = process.env): DaemonConfig {
@@ -18,5 +20,6 @@ export function resolveConfig(flags: Partial<DaemonConfig>, env: NodeJS.ProcessE
     host: flags.host ?? DEFAULT_HOST,
     port,
     store: flags.store ?? env.M4A_STORE ?? `sqlite:${join(dataDir, 'mail.db')}`,
+    ...(flags.webLan ? { webLan: flags.webLan } : {}),
   };
 }

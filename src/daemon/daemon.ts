@@ -9,6 +9,10 @@ import type { Logger } from '../engine/log.js';
 import type { WaitCaps } from '../engine/waits.js';
 import type { LoopGuardOptions } from '../engine/loop-guard.js';
 import { HttpDoor } from '../doors/http/http-door.js';
+import { WebDoor } from '../doors/web/web-door.js';
+import { WebLanListener, parseLanAddress } from '../doors/web/lan-listener.js';
+import { argon2Hasher } from '../doors/web/argon2-hasher.js';
+import { WebAuth, type WebAuthOptions } from '../engine/web-auth.js';
 import { createAttestor } from '../attest/index.js';
 import type { Attestor } from '../attest/types.js';
 import { openStore } from '../store/index.js';
@@ -32,6 +36,8 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   /** Started by a client on demand (`m4a serve --auto`); replaced after an upgrade once idle. */
   auto?: boolean;
   loopGuard?: LoopGuardOptions;
+  /** Browser logins: session lifetimes and the login throttle (tests shorten them). */
+  web?: Partial<WebAuthOptions>;
   /** Called when the operator asks the daemon to stop (the caller decides how to exit). */
   onStopRequest?: (when: 'now' | 'idle') => void;
 }
@@ -46,6 +52,8 @@ export interface RunningDaemon {
   store: Store;
   hostId: string;
   operatorToken: string;
+  /** The browser mailbox on the LAN (`--web-lan`), if asked for. */
+  webLanUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -72,10 +80,20 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.loopGuard ? { loopGuard: o.loopGuard } : {}),
     });
     await engine.start();
-    const admin = new AdminOps(engine);
+    const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
+    const admin = new AdminOps(engine, webAuth);
+    const web = new WebDoor({ engine, admin, auth: webAuth, log });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
-    const door = new HttpDoor({ engine, admin, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
+    const door = new HttpDoor({ engine, admin, web, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
     const port = await door.listen(cfg.host, cfg.port);
+    const lan = cfg.webLan ? new WebLanListener(web, log) : null;
+    let webLanUrl: string | null = null;
+    if (lan && cfg.webLan) {
+      const at = parseLanAddress(cfg.webLan);
+      const lanPort = await lan.listen(at.host, at.port);
+      webLanUrl = `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${lanPort}`;
+      log.warn({ url: webLanUrl }, 'the browser mailbox is also served on the LAN over plain HTTP: trusted networks only');
+    }
     const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
     const infoPath = join(cfg.dataDir, FILES.daemonInfo);
     writeSecretFile(infoPath, JSON.stringify({ pid: process.pid, url, port, host: cfg.host, version: VERSION, auto: !!o.auto, started_at: new Date().toISOString() }) + '\n');
@@ -95,11 +113,13 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       store: s,
       hostId,
       operatorToken,
+      webLanUrl,
       close: () =>
         (closing ??= (async () => {
           clearInterval(sweep);
           await engine.close(); // parked waits answer first, so in-flight requests can finish
           await door.close();
+          await lan?.close();
           await s.close();
           try {
             if (JSON.parse(readFileSync(infoPath, 'utf8')).pid === process.pid) unlinkSync(infoPath);

@@ -34,6 +34,12 @@ export async function serveForeground(o: DaemonOptions): Promise<void> {
     throw err;
   }
   process.stdout.write(`mail4agent listening on ${d.url} (data in ${d.dataDir})\n`);
+  if (d.webLanUrl)
+    process.stderr.write(
+      `m4a: WARNING: the browser mailbox is also served at ${d.webLanUrl} over plain HTTP (not encrypted).\n` +
+        'Anyone on this network who learns a password can read and send mail as that person and instruct your agents.\n' +
+        'Use it only on a trusted, password-protected network; never forward this port to the internet.\n',
+    );
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

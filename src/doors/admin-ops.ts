@@ -1,6 +1,7 @@
 // The operator registry's routes, as data.
 import type { z } from 'zod';
 import * as A from '../wire/admin.js';
+import * as WW from '../wire/web.js';
 import type { AdminOps } from '../engine/admin-ops.js';
 import type { Caller } from '../engine/mail-engine.js';
 
@@ -27,6 +28,9 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route({ path: '/admin/room/member/remove', summary: 'Revoke a membership; the account loses the room\'s history.', input: A.MemberRequest, output: A.OkResponse, run: (a, c, i) => a.memberRemove(c, i.room, i.account) }),
   route({ path: '/admin/listener', summary: 'Set the loopback URL rung after mail for an account commits.', input: A.ListenerSetRequest, output: A.OkResponse, run: (a, c, i) => a.listenerSet(c, i.account, i.url) }),
   route({ path: '/admin/listener/remove', summary: 'Clear an account\'s listener.', input: A.ListenerRemoveRequest, output: A.OkResponse, run: (a, c, i) => a.listenerRemove(c, i.account) }),
+  route({ path: '/admin/user/create', summary: 'Create a person (a human account) with a password for the browser door.', input: WW.UserCreateRequest, output: WW.UserCreateResponse, run: (a, c, i) => a.userCreate(c, i) }),
+  route({ path: '/admin/user/passwd', summary: 'Set a person\'s password; every browser login of theirs ends.', input: WW.UserPasswordRequest, output: A.OkResponse, run: (a, c, i) => a.userPassword(c, i) }),
+  route({ path: '/admin/user/revoke-sessions', summary: 'End every browser login of a person.', input: WW.UserIdRequest, output: WW.UserRevokeResponse, run: (a, c, i) => a.userRevokeSessions(c, i.id) }),
 ];
 
 export const ADMIN_BY_PATH = new Map(ADMIN_ROUTES.map((r) => [r.path, r]));

@@ -6,6 +6,8 @@ import { digestSecret } from './credentials.js';
 import { iso } from './present.js';
 import { checkListenerUrl } from './listener-url.js';
 import type { Caller, MailEngine } from './mail-engine.js';
+import type * as WW from '../wire/web.js';
+import type { WebAuth } from './web-auth.js';
 
 export const OPERATOR_ACCOUNT = 'operator';
 
@@ -16,7 +18,16 @@ function presentAccount(a: AccountRecord): A.AccountOut {
 }
 
 export class AdminOps {
-  constructor(private e: MailEngine) {}
+  constructor(
+    private e: MailEngine,
+    /** Passwords and browser logins of human accounts (absent: the web door is off). */
+    private web?: WebAuth,
+  ) {}
+
+  private webAuth(): WebAuth {
+    if (!this.web) throw new MailError('unknown_route', 'this daemon has no browser door');
+    return this.web;
+  }
 
   private operatorOnly(c: Caller): void {
     if (!c.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
@@ -118,9 +129,50 @@ export class AdminOps {
     return { ok: true };
   }
 
+  /** Every account's listener URL (the browser's operator page). */
+  async listenerList(c: Caller): Promise<Record<string, string>> {
+    this.operatorOnly(c);
+    const out: Record<string, string> = {};
+    for (const a of await this.e.store.listAccounts()) {
+      const url = await this.e.store.getListener(a.id);
+      if (url) out[a.id] = url;
+    }
+    return out;
+  }
+
   async listenerRemove(c: Caller, account: string): Promise<{ ok: true }> {
     this.operatorOnly(c);
     await this.e.store.removeListener(account);
     return { ok: true };
+  }
+
+  /** A person: a human account (send and read) with a password for the browser; no secret is shown. */
+  async userCreate(c: Caller, req: WW.UserCreateRequest): Promise<{ account: A.AccountOut }> {
+    this.operatorOnly(c);
+    const web = this.webAuth();
+    const { account } = await this.createAccount({
+      id: req.id,
+      kind: 'human',
+      label: req.display_name ?? req.id,
+      permissions: { send: true, read: true, urgent: false, operator: !!req.operator },
+    });
+    try {
+      await web.setPassword(req.id, req.password);
+    } catch (err) {
+      await this.e.store.removeAccount(req.id).catch(() => undefined);
+      throw err;
+    }
+    return { account };
+  }
+
+  async userPassword(c: Caller, req: WW.UserPasswordRequest): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    await this.webAuth().setPassword(req.id, req.password);
+    return { ok: true };
+  }
+
+  async userRevokeSessions(c: Caller, id: string): Promise<{ revoked: number }> {
+    this.operatorOnly(c);
+    return { revoked: await this.webAuth().revokeAll(id) };
   }
 }

@@ -19,6 +19,8 @@ export type ErrorCode =
   | 'idempotency_conflict'
   | 'already_exists'
   | 'rate_limited'
+  | 'bad_credentials'
+  | 'csrf_failed'
   | 'store_unavailable'
   | 'internal';
 
@@ -52,6 +54,8 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   idempotency_conflict: { http: 409, mcp: 'tool_error', meaning: 'the idempotency key was used for a different message {message_id}' },
   already_exists: { http: 409, mcp: 'tool_error', meaning: 'the name is taken {field}' },
   rate_limited: { http: 429, mcp: 'tool_error', meaning: 'too many parked waits or requests; retry {retry_after} seconds later' },
+  bad_credentials: { http: 401, mcp: 'http', meaning: 'browser login: unknown account, not a person\'s account, or wrong password (never says which)' },
+  csrf_failed: { http: 403, mcp: 'http', meaning: 'browser request without this login\'s CSRF token, or from another origin' },
   store_unavailable: { http: 503, mcp: 'tool_error', meaning: 'the store failed {operation}; the cause is logged, not returned' },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };

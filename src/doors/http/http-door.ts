@@ -17,6 +17,7 @@ import { CallerResolver } from './caller-resolver.js';
 import { OriginGuard } from './origin-guard.js';
 import { sendError, sendJson } from './respond.js';
 import { DaemonStopRequest } from '../../wire/admin.js';
+import { WebDoor } from '../web/web-door.js';
 
 export interface HttpDoorOptions {
   engine: MailEngine;
@@ -24,6 +25,8 @@ export interface HttpDoorOptions {
   attestor: Attestor;
   log: Logger;
   version: string;
+  /** The browser mailbox at / and /web/* (absent: those paths are unknown routes). */
+  web?: WebDoor;
   /** Asked to stop by the operator: at once, or once no request is in flight and no wait is parked. */
   onStopRequest?: (when: 'now' | 'idle') => void;
 }
@@ -64,6 +67,7 @@ export class HttpDoor {
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.guard.check(req.headers.host, req.headers.origin);
     const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (this.o.web && WebDoor.owns(path)) return this.o.web.handle(req, res, path);
     if (path === '/health') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, new MailError('method_not_allowed', 'use GET /health').toBody(), { allow: 'GET, HEAD' });
       return sendJson(res, 200, { ok: true, name: 'mail4agent', version: this.o.version, attestation: this.o.attestor.supported, store: this.o.engine.store.kind, pid: process.pid });

@@ -1,0 +1,59 @@
+// `m4a serve --web-lan ADDR:PORT`: a second listener that serves the browser door and nothing else
+// (no /mail, /mcp or /admin: agents and the operator stay on loopback). Host and Origin must name
+// exactly ADDR:PORT. Plain HTTP: for trusted networks only, and the daemon says so when it starts.
+import { createServer, type Server } from 'node:http';
+import { MailError } from '../../wire/errors.js';
+import type { Logger } from '../../engine/log.js';
+import { OriginGuard } from '../http/origin-guard.js';
+import { sendError } from '../http/respond.js';
+import { WebDoor } from './web-door.js';
+
+export class WebLanListener {
+  readonly server: Server;
+  readonly guard = new OriginGuard();
+
+  constructor(
+    private web: WebDoor,
+    private log: Logger,
+  ) {
+    this.server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      try {
+        this.guard.check(req.headers.host, req.headers.origin);
+        if (!WebDoor.owns(path)) throw new MailError('unknown_route', `only the browser mailbox is served on this address (no ${path})`);
+      } catch (err) {
+        return sendError(res, err, this.log);
+      }
+      void this.web.handle(req, res, path);
+    });
+  }
+
+  async listen(host: string, port: number): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port, exclusive: true }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = this.server.address();
+    const bound = typeof addr === 'object' && addr ? addr.port : port;
+    this.guard.configure(host, bound);
+    return bound;
+  }
+
+  async close(): Promise<void> {
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+}
+
+/** ADDR:PORT, [v6]:PORT or ADDR (port 7342). */
+export function parseLanAddress(s: string): { host: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+))(?::(\d{1,5}))?$/.exec(s.trim());
+  const host = m?.[1] ?? m?.[2];
+  const port = m?.[3] === undefined ? 7342 : Number(m[3]);
+  if (!host || !Number.isInteger(port) || port > 65535) throw new MailError('malformed', `--web-lan wants ADDR:PORT, not ${s}`, { field: 'web_lan', reason: 'not ADDR:PORT' });
+  return { host, port };
+}

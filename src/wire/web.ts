@@ -1,0 +1,39 @@
+// People in the browser: the operator's routes that create human accounts and manage their
+// passwords and logins, and the browser door's own request shapes (/web/api/*).
+import { z } from 'zod';
+import { LIMITS } from './limits.js';
+import { Selector, text } from './fields.js';
+import { AccountOut } from './admin.js';
+
+export const PASSWORD_MIN_CHARS = 8;
+export const PASSWORD_MAX_BYTES = 1024;
+
+export const Password = text(PASSWORD_MAX_BYTES)
+  .refine((s) => [...s].length >= PASSWORD_MIN_CHARS, { message: `at least ${PASSWORD_MIN_CHARS} characters` })
+  .describe(`${PASSWORD_MIN_CHARS} characters to ${PASSWORD_MAX_BYTES} bytes; hashed with argon2id, never stored`);
+
+export const UserCreateRequest = z.strictObject({
+  id: Selector,
+  display_name: text(LIMITS.labelBytes).optional().describe('shown beside the address (default: the id)'),
+  password: Password,
+  operator: z.boolean().optional().describe('the person may also manage accounts, rooms and listeners in the browser'),
+});
+export const UserPasswordRequest = z.strictObject({ id: Selector, password: Password });
+export const UserIdRequest = z.strictObject({ id: Selector });
+
+export const UserCreateResponse = z.object({ account: AccountOut });
+export const UserRevokeResponse = z.object({ revoked: z.number().int().describe('browser logins ended') });
+
+/** POST /web/api/login: the only browser request without a login. */
+export const LoginRequest = z.strictObject({ account: Selector, password: text(PASSWORD_MAX_BYTES) });
+export const LoginResponse = z.object({
+  account: z.string(),
+  label: z.string(),
+  operator: z.boolean(),
+  csrf: z.string().describe('send as X-M4A-CSRF on every later request of this login'),
+});
+
+export type UserCreateRequest = z.output<typeof UserCreateRequest>;
+export type UserPasswordRequest = z.output<typeof UserPasswordRequest>;
+export type LoginRequest = z.output<typeof LoginRequest>;
+export type LoginResponse = z.infer<typeof LoginResponse>;
