@@ -1,0 +1,173 @@
+// m4a wake … (the operator's delivery chains), m4a timer … (reminders), m4a receipts (delivery facts).
+import type { Command } from 'commander';
+import type { MailClient } from '../client/http-client.js';
+import type { WakeChainOut, WakeSetInput } from '../wire/wake.js';
+import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
+import { operatorClient } from './admin-commands.js';
+import { fail, printJson } from './output.js';
+import { dim, table } from './format.js';
+
+interface Common extends ConnectOptions {
+  json?: boolean;
+}
+
+const common = (cmd: Command): Command =>
+  cmd.option('--json', 'print the answer as JSON').option('--account <name>', 'which account\'s secret to use').option('--data-dir <dir>', 'the daemon\'s data directory');
+const operatorCommon = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
+
+async function print<T>(json: boolean | undefined, fn: () => Promise<T>, human: (r: T) => string): Promise<void> {
+  try {
+    const r = await fn();
+    if (json) printJson(r);
+    else process.stdout.write(`${human(r)}\n`);
+  } catch (err) {
+    fail(err, !!json);
+  }
+}
+
+const asMail = <T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string) => print(o.json, () => withDaemon(o, fn), human);
+
+async function asOperator<T>(o: { json?: boolean; dataDir?: string }, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
+  await print(
+    o.json,
+    async () => {
+      const c = await operatorClient(o.dataDir);
+      try {
+        return await fn(c);
+      } finally {
+        c.close();
+      }
+    },
+    human,
+  );
+}
+
+/** 90 (seconds), 30s, 45m, 2h, 1d. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+)([smhd]?)$/.exec(text.trim());
+  if (!m) throw new UsageError(`not a duration: ${text} (use 90, 30s, 45m, 2h or 1d)`);
+  const n = Number(m[1]) * ({ '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[m[2] as '' | 's' | 'm' | 'h' | 'd'] ?? 1);
+  if (n < 1) throw new UsageError('a duration must be at least one second');
+  return n;
+}
+
+type Step = WakeSetInput['steps'][number];
+
+/** `hooks`, `codex=<ws://…|unix://…|spawn>`, `command=<JSON argv>`, `webhook=<url>`. */
+export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string }): Step {
+  if (spec === 'hooks') return { kind: 'hooks' };
+  const eq = spec.indexOf('=');
+  const kind = eq < 0 ? spec : spec.slice(0, eq);
+  const value = eq < 0 ? '' : spec.slice(eq + 1);
+  switch (kind) {
+    case 'codex':
+    case 'codex-app-server':
+      if (!value) throw new UsageError('codex needs where the app-server listens: codex=ws://127.0.0.1:PORT, codex=unix:///path or codex=spawn');
+      return { kind: 'codex-app-server', listen: value };
+    case 'command': {
+      let argv: unknown;
+      try {
+        argv = JSON.parse(value);
+      } catch {
+        throw new UsageError('command needs a JSON array of arguments: command=\'["claude","-p","--resume","{provider_session_id}","{wake_text}"]\'');
+      }
+      if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) throw new UsageError('command= must be a JSON array of strings (no shell)');
+      return { kind: 'command', argv: argv as string[], ...(o.timeoutSecs ? { timeout_secs: parseDuration(o.timeoutSecs) } : {}), ...(o.cwd ? { cwd: o.cwd } : {}) };
+    }
+    case 'webhook':
+      if (!value) throw new UsageError('webhook needs a URL: webhook=http://127.0.0.1:PORT/path');
+      return { kind: 'webhook', url: value, ...(o.allowRemote ? { allow_remote: true } : {}) };
+    default:
+      throw new UsageError(`unknown step ${kind}: use hooks, codex=…, command=… or webhook=…`);
+  }
+}
+
+const describeStep = (s: WakeChainOut['steps'][number]): string =>
+  s.kind === 'hooks' ? 'hooks' : s.kind === 'codex-app-server' ? `codex=${s.listen}` : s.kind === 'command' ? `command=${JSON.stringify(s.argv)}` : `webhook=${s.url}`;
+
+const collect = (v: string, acc: string[]): string[] => [...acc, v];
+
+export function registerWake(program: Command): void {
+  const wake = program.command('wake').description('delivery chains: how the daemon wakes an agent when mail arrives (local operator only)');
+  operatorCommon(
+    wake
+      .command('set <account>')
+      .description('set the ordered chain of an account (or of one session with --session); the first step that succeeds ends it')
+      .option('--step <spec>', 'hooks | codex=ws://127.0.0.1:PORT|unix:///PATH|spawn | command=<JSON argv> | webhook=<url> (repeat, in order)', collect, [])
+      .option('--session <name>', 'only this session lineage (id, prefix, slug or alias)')
+      .option('--rooms', 'room mail wakes this account too')
+      .option('--debounce-ms <ms>', 'gather a burst into one wake (default 250)')
+      .option('--timeout-secs <duration>', 'command steps: kill after this long (default 10m)')
+      .option('--cwd <dir>', 'command steps: working directory ({cwd} = the session\'s)')
+      .option('--allow-remote', 'webhook steps: allow a non-loopback URL'),
+  ).action(
+    (account: string, o: { json?: boolean; dataDir?: string; step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; allowRemote?: boolean }) =>
+      asOperator(
+        o,
+        async (c) => {
+          if (o.step.length === 0) throw new UsageError('give at least one --step');
+          const steps = o.step.map((s) => parseStep(s, o));
+          return c.admin.wakeSet({
+            account,
+            steps,
+            ...(o.session ? { session: o.session } : {}),
+            ...(o.rooms ? { rooms: true } : {}),
+            ...(o.debounceMs !== undefined ? { debounce_ms: Number(o.debounceMs) } : {}),
+          });
+        },
+        (r) =>
+          [
+            `wake chain of ${r.chain.account}${r.chain.lineage ? `/${r.chain.lineage}` : ''}: ${r.chain.steps.map(describeStep).join(' → ')}`,
+            ...(r.webhook_signing_key ? [`webhook signing key (shown once, store it now; receivers verify M4A-Signature with it):\n${r.webhook_signing_key}`] : []),
+          ].join('\n'),
+      ),
+  );
+  operatorCommon(wake.command('list').description('every delivery chain')).action((o: { json?: boolean; dataDir?: string }) =>
+    asOperator(
+      o,
+      (c) => c.admin.wakeList(),
+      (r) =>
+        r.chains.length === 0
+          ? dim('no wake chains')
+          : table([['FOR', 'STEPS', 'ROOMS', 'DEBOUNCE'], ...r.chains.map((ch) => [ch.lineage ? `${ch.account}/${ch.lineage}` : ch.account, ch.steps.map(describeStep).join(' → '), ch.rooms ? 'yes' : 'no', `${ch.debounce_ms} ms`])]),
+    ),
+  );
+  operatorCommon(wake.command('clear <account>').description('remove a chain').option('--session <name>', 'the chain of this session lineage')).action(
+    (account: string, o: { json?: boolean; dataDir?: string; session?: string }) => asOperator(o, (c) => c.admin.wakeClear(account, o.session), () => `wake chain of ${account}${o.session ? `/${o.session}` : ''} removed`),
+  );
+
+  const timer = program.command('timer').description('durable reminders: they arrive as mail from mailbox and wake you like any mail');
+  common(timer.command('set').description('set a reminder for this session (or the account with --for-account)'))
+    .requiredOption('--in <duration>', '90, 30s, 45m, 2h, 1d')
+    .requiredOption('--note <text>', 'what to be reminded of (the subject)')
+    .option('--for-account', 'remind the whole account, not this session')
+    .action((o: Common & { in: string; note: string; forAccount?: boolean }) =>
+      asMail(o, (c) => c.remind(parseDuration(o.in), o.note, !!o.forAccount), (t) => `timer ${t.id} for ${t.to} at ${t.due_at}: ${t.note}`),
+    );
+  common(timer.command('list').description('your account\'s timers, soonest first')).action((o: Common) =>
+    asMail(o, (c) => c.timers(), (r) => (r.timers.length === 0 ? dim('no timers') : table([['ID', 'DUE', 'FOR', 'NOTE'], ...r.timers.map((t) => [t.id, t.due_at, t.to, t.note])]))),
+  );
+  common(timer.command('snooze <id>').description('move a timer').requiredOption('--in <duration>', 'from now: 90, 30s, 45m, 2h, 1d')).action((id: string, o: Common & { in: string }) =>
+    asMail(o, (c) => c.timerSnooze(id, parseDuration(o.in)), (t) => `timer ${t.id} now at ${t.due_at}`),
+  );
+  common(timer.command('clear <id>').description('remove a timer')).action((id: string, o: Common) => asMail(o, (c) => c.timerClear(id), () => `timer ${id} cleared`));
+
+  common(program.command('receipts <message-id>').description('per recipient: stored, signalled (adapter, when), surfaced (first inbox read), acknowledged')).action(
+    (id: string, o: Common) =>
+      asMail(
+        o,
+        (c) => c.receipts(id),
+        (r) =>
+          table([
+            ['RECIPIENT', 'STORED', 'SIGNALLED', 'SURFACED', 'ACKED'],
+            ...r.receipts.map((x) => [
+              x.recipient,
+              x.stored_at,
+              x.signalled.length === 0 ? '-' : x.signalled.map((s) => `${s.adapter} ${s.ok ? 'ok' : 'failed'} ${s.at}`).join('; '),
+              x.surfaced_at ?? '-',
+              x.acked_at ?? '-',
+            ]),
+          ]),
+      ),
+  );
+}
