@@ -15,6 +15,7 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   unknown_session: [404, 'tool_error'],
   unknown_room: [404, 'tool_error'],
   unknown_message: [404, 'tool_error'],
+  unknown_timer: [404, 'tool_error'],
   unknown_route: [404, 'http'],
   method_not_allowed: [405, 'http'],
   session_ended: [410, 'tool_error'],

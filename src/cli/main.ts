@@ -7,6 +7,7 @@ import { registerDaemon } from './daemon-commands.js';
 import { registerSetup } from './setup/index.js';
 import { registerHooks } from './hook-commands.js';
 import { registerUser } from './user-commands.js';
+import { registerWake } from './wake-commands.js';
 import { EXIT, printJson } from './output.js';
 
 const program = new Command();
@@ -91,5 +92,6 @@ registerHooks(program);
 registerDaemon(program);
 registerAdmin(program);
 registerUser(program);
+registerWake(program);
 
 await program.parseAsync(process.argv);

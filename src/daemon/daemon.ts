@@ -23,6 +23,9 @@ import { PACKAGE_ROOT, VERSION } from './version.js';
 import { resolveConfig, type DaemonConfig } from './config.js';
 import { digestSecret } from '../engine/credentials.js';
 import { MailError } from '../wire/errors.js';
+import { WakeChains } from '../engine/wake-chains.js';
+import { AdapterRegistry } from '../wake/adapters.js';
+import { WakeDispatcher } from '../wake/dispatcher.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   clock?: Clock;
@@ -38,6 +41,10 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   loopGuard?: LoopGuardOptions;
   /** Browser logins: session lifetimes and the login throttle (tests shorten them). */
   web?: Partial<WebAuthOptions>;
+  /** Wake commands running at once, across every chain (default 4). */
+  commandCap?: number;
+  /** How often timers set through another daemon are looked for (default 30 s). */
+  timerPollMs?: number;
   /** Called when the operator asks the daemon to stop (the caller decides how to exit). */
   onStopRequest?: (when: 'now' | 'idle') => void;
 }
@@ -54,6 +61,8 @@ export interface RunningDaemon {
   operatorToken: string;
   /** The browser mailbox on the LAN (`--web-lan`), if asked for. */
   webLanUrl: string | null;
+  wake: WakeDispatcher;
+  chains: WakeChains;
   close(): Promise<void>;
 }
 
@@ -78,13 +87,20 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.waitCaps ? { waitCaps: o.waitCaps } : {}),
       ...(o.sessionRetentionMs ? { sessionRetentionMs: o.sessionRetentionMs } : {}),
       ...(o.loopGuard ? { loopGuard: o.loopGuard } : {}),
+      ...(o.timerPollMs ? { timerPollMs: o.timerPollMs } : {}),
     });
+    // Wake chains: subscribed before the engine starts, so reminders due at start wake too.
+    const adapters = new AdapterRegistry({ store: engine.store, clock: engine.clock, log, notices: engine.notices, dataDir: cfg.dataDir, version: VERSION, ...(o.commandCap ? { commandCap: o.commandCap } : {}) });
+    const chains = new WakeChains(engine.store, engine.clock, (s) => engine.sessions.isLive(s), (steps) => adapters.check(steps));
+    const wake = new WakeDispatcher({ engine, chains, adapterFor: (step) => adapters.adapterFor(step), hostId });
+    wake.start();
+    await adapters.start();
     await engine.start();
     const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
     const admin = new AdminOps(engine, webAuth);
     const web = new WebDoor({ engine, admin, auth: webAuth, log });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
-    const door = new HttpDoor({ engine, admin, web, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
+    const door = new HttpDoor({ engine, admin, web, wake: chains, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
     const port = await door.listen(cfg.host, cfg.port);
     const lan = cfg.webLan ? new WebLanListener(web, log) : null;
     let webLanUrl: string | null = null;
@@ -114,9 +130,13 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       hostId,
       operatorToken,
       webLanUrl,
+      wake,
+      chains,
       close: () =>
         (closing ??= (async () => {
           clearInterval(sweep);
+          await wake.close();
+          await adapters.close();
           await engine.close(); // parked waits answer first, so in-flight requests can finish
           await door.close();
           await lan?.close();

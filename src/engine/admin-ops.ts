@@ -5,6 +5,7 @@ import type { AccountRecord, Permissions } from '../store/types.js';
 import { digestSecret } from './credentials.js';
 import { iso } from './present.js';
 import { checkListenerUrl } from './listener-url.js';
+import { MAILBOX_ACCOUNT } from './timers.js';
 import type { Caller, MailEngine } from './mail-engine.js';
 import type * as WW from '../wire/web.js';
 import type { WebAuth } from './web-auth.js';
@@ -71,6 +72,7 @@ export class AdminOps {
   async accountRemove(c: Caller, id: string): Promise<{ ok: true }> {
     this.operatorOnly(c);
     if (id === c.account.id) throw new MailError('malformed', 'the operator cannot remove itself', { field: 'id', reason: 'self' });
+    if (id === MAILBOX_ACCOUNT) throw new MailError('malformed', 'mailbox is reserved: reminders come from it', { field: 'id', reason: 'reserved' });
     if (!(await this.e.store.removeAccount(id))) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
     this.e.credentials.clear();
     this.e.sessions.forget(id);

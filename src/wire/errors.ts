@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'unknown_session'
   | 'unknown_room'
   | 'unknown_message'
+  | 'unknown_timer'
   | 'unknown_route'
   | 'method_not_allowed'
   | 'session_ended'
@@ -47,6 +48,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   unknown_session: { http: 404, mcp: 'tool_error', meaning: 'no such session of that account {participant, session, candidates?}' },
   unknown_room: { http: 404, mcp: 'tool_error', meaning: 'no such room {room}' },
   unknown_message: { http: 404, mcp: 'tool_error', meaning: 'no such message {message_id}' },
+  unknown_timer: { http: 404, mcp: 'tool_error', meaning: 'no such timer of your account {id}' },
   unknown_route: { http: 404, mcp: 'http', meaning: 'no such route' },
   method_not_allowed: { http: 405, mcp: 'http', meaning: 'the route exists but not for this method' },
   session_ended: { http: 410, mcp: 'tool_error', meaning: 'the session ended and has no successor; write to {account}' },

@@ -9,6 +9,8 @@ import type { Logger } from '../../engine/log.js';
 import { OPS_BY_PATH } from '../mail-ops.js';
 import { ADMIN_BY_PATH } from '../admin-ops.js';
 import { HOOK_OPS } from '../hook-ops.js';
+import { WAKE_ADMIN_BY_PATH } from '../wake-admin-ops.js';
+import type { WakeChains } from '../../engine/wake-chains.js';
 
 const HOOKS_BY_PATH = new Map(HOOK_OPS.map((o) => [o.path, o]));
 import { McpHandler } from '../mcp/mcp-handler.js';
@@ -22,6 +24,8 @@ import { WebDoor } from '../web/web-door.js';
 export interface HttpDoorOptions {
   engine: MailEngine;
   admin: AdminOps;
+  /** Delivery chains (`m4a wake …`): served to peers on this machine only. */
+  wake?: WakeChains;
   attestor: Attestor;
   log: Logger;
   version: string;
@@ -92,6 +96,15 @@ export class HttpDoor {
       this.o.onStopRequest?.(input.when ?? 'now');
       return;
     }
+    const wakeRoute = WAKE_ADMIN_BY_PATH.get(path);
+    if (wakeRoute && this.o.wake) {
+      if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `use POST ${path}`).toBody(), { allow: 'POST' });
+      if (!isLoopbackPeer(req.socket.remoteAddress))
+        throw new MailError('permission_denied', 'wake chains run programs: they are set from this machine only', { need: 'local' });
+      const caller = await this.callers.admin(req);
+      const input = parseInput(wakeRoute.input, await readJsonBody(req));
+      return sendJson(res, 200, await wakeRoute.run(this.o.wake, caller, input as never));
+    }
     const op = OPS_BY_PATH.get(path) ?? HOOKS_BY_PATH.get(path);
     const adminRoute = op ? undefined : ADMIN_BY_PATH.get(path);
     if (!op && !adminRoute) throw new MailError('unknown_route', `no route ${path}`);
@@ -129,4 +142,11 @@ export class HttpDoor {
     this.server.closeAllConnections();
     await closed;
   }
+}
+
+/** The peer is this machine (IPv4 loopback, IPv6 loopback, or IPv4 loopback mapped into IPv6). */
+export function isLoopbackPeer(addr: string | undefined): boolean {
+  if (!addr) return false;
+  const a = addr.startsWith('::ffff:') ? addr.slice(7) : addr;
+  return a === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
 }
