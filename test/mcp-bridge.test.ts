@@ -43,11 +43,11 @@ describe('stdio MCP bridge', () => {
     return { isError: r.isError === true, body: JSON.parse(r.content[0]!.text) };
   };
 
-  it('initializes and lists the eight tools', async () => {
+  it('initializes and lists the nine tools', async () => {
     assert.equal(client.getServerVersion()?.name, 'mail4agent');
     assert.match(client.getInstructions() ?? '', /cannot set the sender/);
     const names = (await client.listTools()).tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['m4a_mail_ack', 'm4a_mail_get', 'm4a_mail_inbox', 'm4a_mail_peers', 'm4a_mail_send', 'm4a_mail_status', 'm4a_mail_unread', 'm4a_mail_whoami']);
+    assert.deepEqual(names, ['m4a_mail_ack', 'm4a_mail_get', 'm4a_mail_inbox', 'm4a_mail_peers', 'm4a_mail_remind', 'm4a_mail_send', 'm4a_mail_status', 'm4a_mail_unread', 'm4a_mail_whoami']);
   });
 
   it('speaks as the process that spawned the bridge, and mail flows both ways', async () => {

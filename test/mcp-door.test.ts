@@ -16,6 +16,7 @@ const EXPECTED_TOOLS = [
   'm4a_mail_unread',
   'm4a_mail_whoami',
   'm4a_mail_status',
+  'm4a_mail_remind',
   'm4a_mail_peers',
 ];
 
@@ -112,7 +113,7 @@ describe('MCP door', () => {
     assert.ok(claude.client.getServerCapabilities()?.tools, 'tools capability is offered');
   });
 
-  test('listTools returns exactly the eight mail tools, each with an object input schema', async () => {
+  test('listTools returns exactly the nine mail tools, each with an object input schema', async () => {
     const { tools } = await claude.client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), [...EXPECTED_TOOLS].sort());
     for (const t of tools) {
@@ -252,7 +253,7 @@ describe('MCP door', () => {
     assert.equal(batch.json.length, 2);
     const byId = new Map(batch.json.map((m: { id: unknown }) => [m.id, m]));
     assert.deepEqual((byId.get(7) as any)?.result, {});
-    assert.equal((byId.get('list') as any)?.result?.tools?.length, 8);
+    assert.equal((byId.get('list') as any)?.result?.tools?.length, 9);
 
     const withInit = await raw(d.url, '/mcp', {
       token: claudeSecret,

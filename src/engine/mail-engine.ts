@@ -29,7 +29,8 @@ import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
 import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import { fitToBudget } from './inbox-budget.js';
 import { WakeBatcher } from './wake-batch.js';
-import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS } from './notices.js';
+import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS, type NoticeState } from './notices.js';
+import { REC } from './wake-records.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { checkAlias } from './names.js';
@@ -455,7 +456,35 @@ export class MailEngine {
     this.need(c, 'read');
     const session = c.session;
     if (!session) throw new MailError('permission_denied', 'hooks speak for an attested session', { need: 'session' });
-    const st = this.notices.get(keyOfLineage(c.account.id, session.lineage));
+    const key = keyOfLineage(c.account.id, session.lineage);
+    const st = await this.noticeState(key);
+    const before = { noticed: st.noticed, listening: st.listening };
+    try {
+      return await this.noticeWith(c, req, st);
+    } finally {
+      if (st.noticed !== before.noticed || st.listening !== before.listening) await this.saveNotice(key, st);
+    }
+  }
+
+  /** What a lineage was last told, from memory or (after a restart, or from another daemon) the store. */
+  private async noticeState(key: string): Promise<NoticeState> {
+    if (!this.notices.known(key)) {
+      const r = await this.store.getRecord(REC.notice, key);
+      const st = this.notices.get(key);
+      if (r) {
+        const saved = JSON.parse(r.value) as { noticed: number; listening: boolean };
+        st.noticed = Math.max(st.noticed, saved.noticed);
+        st.listening = saved.listening;
+      }
+    }
+    return this.notices.get(key);
+  }
+
+  private async saveNotice(key: string, st: NoticeState): Promise<void> {
+    await this.store.putRecord({ kind: REC.notice, id: key, value: JSON.stringify({ noticed: st.noticed, listening: st.listening }), updatedAt: this.clock.now() });
+  }
+
+  private async noticeWith(c: Caller, req: H.NoticeRequest, st: NoticeState): Promise<H.NoticeResponse> {
     const now = this.clock.now();
     if (req.event === 'prompt') st.blocks = 0;
     const answer = (mail: H.NoticeItem[], more: boolean, block: boolean): H.NoticeResponse => ({ mail, more, block, listening: st.listening, consecutive_blocks: st.blocks });
@@ -480,7 +509,10 @@ export class MailEngine {
 
   async listen(c: Caller, on: boolean): Promise<{ address: string; listening: boolean }> {
     if (!c.session) throw new MailError('permission_denied', 'listen mode belongs to an attested session', { need: 'session' });
-    this.notices.get(keyOfLineage(c.account.id, c.session.lineage)).listening = on;
+    const key = keyOfLineage(c.account.id, c.session.lineage);
+    const st = await this.noticeState(key);
+    st.listening = on;
+    await this.saveNotice(key, st);
     return { address: callerAddress(c), listening: on };
   }
 

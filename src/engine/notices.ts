@@ -1,6 +1,7 @@
 // What each session has already been told about, for the hooks that wake agents: only mail new
 // since the last notice counts, so read-but-unacknowledged mail never becomes a standing nag.
-// Kept in memory: after a daemon restart a session may be told once more about the same mail.
+// Kept in memory and, when it changes, in the store (the engine saves noticed and listening), so a
+// daemon restart neither re-tells old mail nor drops listen mode.
 
 export interface NoticeState {
   /** Highest seq the session has been told about. */

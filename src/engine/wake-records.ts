@@ -11,6 +11,8 @@ export const REC = {
   claim: 'wake_claim',
   /** id: `<message id>|<recipient>` → {at}: first returned by an inbox read of the recipient. */
   surfaced: 'surfaced',
+  /** id: the lineage's mail key → {noticed, listening}: what its hooks were last told. */
+  notice: 'notice',
   /** id: `<account>|<timer id>` → TimerRecord */
   timer: 'timer',
 } as const;

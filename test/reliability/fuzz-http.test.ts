@@ -11,6 +11,7 @@ import { LIMITS } from '../../src/wire/limits.js';
 import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
 import { MAIL_OPS } from '../../src/doors/mail-ops.js';
 import { ADMIN_ROUTES } from '../../src/doors/admin-ops.js';
+import { WAKE_ADMIN_ROUTES } from '../../src/doors/wake-admin-ops.js';
 import { PROTOCOL_VERSIONS } from '../../src/doors/mcp/mcp-handler.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { assertEnvelope, assertUnchanged, fastWaitClock, http, storeSnapshot, type RawAnswer } from './helpers.js';
@@ -140,6 +141,7 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/mail/unread': { base: () => ({}), fields: {} },
       '/mail/whoami': { base: () => ({}), fields: {} },
       '/mail/directory': { base: () => ({}), fields: {} },
+      '/mail/remind': { base: () => ({ in_secs: 3600, note: 'fuzz' }), more: [{ in_secs: 60, note: 'acct', account: true }], fields: { in_secs: [0, 1, 59.5, 3600, 366 * 24 * 3600 + 1, -5], note: [...text, 'n'.repeat(513)], account: bool } },
       '/mail/status': { base: () => ({ working_on: 'fuzzing' }), more: [{ alias: 'front' }, { alias: 'back', unalias: 'front', role: 'r' }, { parent: me }], fields: { working_on: text, role: text, parent: [me, ...text], alias: ['front', 'back', 's-abc', 'abcdef12', 'x'.repeat(65), ...selectors], unalias: ['front', ...selectors] } },
     };
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
@@ -157,12 +159,31 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/room/member/remove': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
       '/admin/listener': { base: () => ({ account: 'fz1', url: 'http://127.0.0.1:9/bell' }), fields: { account: selectors, url: ['http://localhost:9/', 'http://example.com/', 'http://[::1]:9/', 'http://127.0.0.1:99999/', 'x'.repeat(2049), ''] } },
       '/admin/listener/remove': { base: () => ({ account: 'fz1' }), fields: { account: selectors } },
+      // Wake chains: only safe steps (a program that does nothing, a closed loopback port), since a
+      // stored command step runs when mail arrives.
+      '/admin/wake/set': {
+        base: () => ({ account: 'fz1', steps: [{ kind: 'hooks' }] }),
+        more: [{ account: 'bob', steps: [{ kind: 'webhook', url: 'http://127.0.0.1:9/h' }], rooms: true, debounce_ms: 0 }],
+        fields: {
+          account: selectors,
+          session: ['nobody', 's-abc', ...selectors],
+          steps: [[], [{ kind: 'hooks' }], [{ kind: 'command', argv: ['/bin/true'] }], [{ kind: 'command', argv: ['/bin/true', '{subject}'] }], [{ kind: 'command', argv: ['{account}'] }], [{ kind: 'webhook', url: 'http://example.com/' }], [{ kind: 'codex-app-server', listen: 'ws://127.0.0.1:9' }], [{ kind: 'pager' }], Array.from({ length: 9 }, () => ({ kind: 'hooks' }))],
+          rooms: bool,
+          debounce_ms: [0, 250, 60_001, -1, 1.5],
+        },
+      },
+      '/admin/user/create': { base: () => ({ id: 'fzuser', password: 'long enough pw' }), fields: { id: selectors, display_name: text, password: ['short', 'long enough pw', 'p'.repeat(1025), ''], operator: bool } },
+      '/admin/user/passwd': { base: () => ({ id: 'fzuser', password: 'another long pw' }), fields: { id: selectors, password: ['short', 'another long pw', 'p'.repeat(1025)] } },
+      '/admin/user/revoke-sessions': { base: () => ({ id: 'fzuser' }), fields: { id: selectors } },
+      '/admin/wake/list': { base: () => ({}), fields: { account: selectors } },
+      '/admin/wake/clear': { base: () => ({ account: 'fz1' }), fields: { account: selectors, session: selectors } },
       // Refused to non-operators; with the operator token this test daemon has no stop hook.
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
     };
     // Every documented route has a spec here (a new route fails this until it is fuzzed).
     for (const o of MAIL_OPS) assert.ok(mail[o.path], `fuzz spec for ${o.path}`);
     for (const r of ADMIN_ROUTES) assert.ok(admin[r.path], `fuzz spec for ${r.path}`);
+    for (const r of WAKE_ADMIN_ROUTES) assert.ok(admin[r.path], `fuzz spec for ${r.path}`);
     routes = [
       ...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })),
       ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s })),
@@ -399,7 +420,7 @@ describe('fuzz: HTTP routes and MCP', () => {
     const allowedOrigins = allowedHosts.map((h) => `http://${h}`);
     const knownPaths = ['/health', '/mcp', ...routes.map((r) => r.path)];
     // docs/protocol.md: a 405 on /mcp or an operation route carries Allow: POST.
-    const documented = new Set(['/mcp', ...MAIL_OPS.map((o) => o.path), ...ADMIN_ROUTES.map((r) => r.path)]);
+    const documented = new Set(['/mcp', ...MAIL_OPS.map((o) => o.path), ...ADMIN_ROUTES.map((r) => r.path), ...WAKE_ADMIN_ROUTES.map((r) => r.path)]);
     const headerValue = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 30 });
     const arb = fc.record(
       {
