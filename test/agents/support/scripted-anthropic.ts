@@ -15,6 +15,8 @@ export interface RecordedAnthropicRequest {
   body: any;
   /** The scripted turn this request took (index into the script), or null. */
   turn: number | null;
+  /** Date.now() when the request's body had arrived. */
+  at: number;
 }
 
 export interface ToolExchange {
@@ -121,7 +123,7 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
         body = raw;
       }
       const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const rec: RecordedAnthropicRequest = { method: req.method ?? 'GET', path, body, turn: null };
+      const rec: RecordedAnthropicRequest = { method: req.method ?? 'GET', path, body, turn: null, at: Date.now() };
       requests.push(rec);
       if (req.method === 'HEAD' || (req.method === 'GET' && path === '/')) {
         res.writeHead(200);

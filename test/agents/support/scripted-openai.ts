@@ -9,7 +9,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 
 /** `tool` is a function name as offered in the request's `tools`, or a function that picks it. */
-export type OpenAITurn = ({ tool: string | ((names: string[]) => string | undefined); input: Record<string, unknown> } | { text: string }) & {
+/** `input` may be computed from the request that takes the turn (e.g. from a tool output it carries). */
+export type OpenAITurn = ({ tool: string | ((names: string[]) => string | undefined); input: Record<string, unknown> | ((body: any) => Record<string, unknown>) } | { text: string }) & {
   /** Hold this answer until the promise settles (keeps the agent's turn running meanwhile). */
   gate?: Promise<unknown>;
 };
@@ -19,6 +20,8 @@ export interface RecordedOpenAIRequest {
   path: string;
   body: any;
   turn: number | null;
+  /** Date.now() when the request's body had arrived. */
+  at: number;
 }
 
 export interface CallExchange {
@@ -135,7 +138,7 @@ export async function startScriptedOpenAI(script: OpenAITurn[], opts: ScriptedOp
         body = raw;
       }
       const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const rec: RecordedOpenAIRequest = { method: req.method ?? 'GET', path, body, turn: null };
+      const rec: RecordedOpenAIRequest = { method: req.method ?? 'GET', path, body, turn: null, at: Date.now() };
       requests.push(rec);
       if (req.method === 'HEAD' || (req.method === 'GET' && path === '/')) {
         res.writeHead(200);
@@ -164,9 +167,10 @@ export async function startScriptedOpenAI(script: OpenAITurn[], opts: ScriptedOp
       if ('text' in turn) return stream(res, model, { type: 'message', text: turn.text });
       if (name === undefined || !names.includes(name)) problems.push(`turn ${rec.turn}: tool ${String(name)} was not among the offered ${names.join(', ')}`);
       const callId = `call_scripted_${rec.turn}`;
-      calls.push({ callId, name: name ?? 'missing_tool', input: turn.input, output: null });
+      const input = typeof turn.input === 'function' ? turn.input(body) : turn.input;
+      calls.push({ callId, name: name ?? 'missing_tool', input, output: null });
       const namespace = name === undefined ? undefined : namespaceOf(body?.tools, name);
-      stream(res, model, { type: 'function_call', callId, name: name ?? 'missing_tool', ...(namespace !== undefined ? { namespace } : {}), args: JSON.stringify(turn.input) });
+      stream(res, model, { type: 'function_call', callId, name: name ?? 'missing_tool', ...(namespace !== undefined ? { namespace } : {}), args: JSON.stringify(input) });
     })().catch((err: unknown) => {
       problems.push(`server error: ${err instanceof Error ? err.message : String(err)}`);
       if (!res.headersSent) res.writeHead(500);
