@@ -95,5 +95,5 @@ table { border-collapse: collapse; width: 100%; background: var(--card); }
 th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); font-size: .9rem; }
 .members { display: flex; flex-wrap: wrap; gap: .5rem 1rem; list-style: none; padding: 0; margin: 0; }
 output.result { display: block; margin-top: .5rem; overflow-wrap: anywhere; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .85rem; }
-@media (max-width: 480px) { main { padding: .6rem; } .who { margin-left: 0; } .msg { flex-direction: column; } .line1 time { margin-left: 0; } }
+@media (max-width: 480px) { main { padding: .6rem; } #nav { flex-basis: 100%; } .who { margin-left: 0; } .msg { flex-direction: column; align-items: stretch; } .msg .open { width: 100%; } .line1 time { margin-left: 0; } }
 `;
