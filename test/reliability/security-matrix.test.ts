@@ -167,6 +167,9 @@ describe('security matrix', () => {
       '/admin/room/member/remove': { room: 'ops', account: 'alice' },
       '/admin/listener': { account: 'bob', url: 'http://127.0.0.1:9/steal' },
       '/admin/listener/remove': { account: 'bob' },
+      '/admin/user/create': { id: 'mallory', password: 'long enough password', operator: true },
+      '/admin/user/passwd': { id: 'alice', password: 'long enough password' },
+      '/admin/user/revoke-sessions': { id: 'alice' },
       '/admin/daemon/stop': { when: 'now' },
     };
     const paths = [...ADMIN_ROUTES.map((r) => r.path), '/admin/daemon/stop'];

@@ -18,7 +18,7 @@ a { color: var(--accent); }
 .links { display: flex; flex-wrap: wrap; gap: .25rem; list-style: none; margin: 0; padding: 0; }
 .links a { display: inline-block; padding: .35rem .6rem; border-radius: .4rem; text-decoration: none; }
 .links a[aria-current="page"] { background: var(--accent); color: var(--accent-fg); }
-.count:not(:empty) { margin-left: .35rem; padding: 0 .4rem; border-radius: 1rem; background: var(--danger); color: #fff; font-size: .8rem; }
+.count:not(:empty) { margin-left: .35rem; padding: 0 .4rem; border-radius: 1rem; background: var(--danger); color: var(--bg); font-size: .8rem; }
 .who { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; margin-left: auto; }
 .me { color: var(--muted); font-size: .9rem; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
