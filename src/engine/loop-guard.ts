@@ -15,6 +15,8 @@ export const DEFAULT_LOOP_GUARD: LoopGuardOptions = { pairMax: 30, windowMs: 10 
 export class LoopGuard {
   private pairs = new Map<string, number[]>();
   private quietIds = new Set<string>();
+  /** Messages committed but not judged yet: the verdict comes after the commit announces them. */
+  private judging = new Map<string, Promise<void>>();
 
   constructor(
     private clock: Clock,
@@ -47,6 +49,23 @@ export class LoopGuard {
   }
 
   isQuiet(id: string): boolean {
+    return this.quietIds.has(id);
+  }
+
+  /** Announces that `id` is about to commit and be judged; call the returned function once the
+   *  verdict is in (or the send failed). Until then `verdict(id)` waits. */
+  judgingStarts(id: string): () => void {
+    let done!: () => void;
+    this.judging.set(id, new Promise<void>((r) => (done = r)));
+    return () => {
+      this.judging.delete(id);
+      done();
+    };
+  }
+
+  /** Whether the message is quiet, once it has been judged (commit listeners run before that). */
+  async verdict(id: string): Promise<boolean> {
+    await this.judging.get(id);
     return this.quietIds.has(id);
   }
 }

@@ -219,36 +219,43 @@ export class MailEngine {
           .digest('hex')
       : null;
     const id = this.ids.messageId();
-    const outcome = await this.store.appendMessage(
-      {
-        id,
-        threadId: parent ? parent.threadId : id,
-        fromAccount: c.account.id,
-        fromSession: c.session?.id ?? null,
-        fromKind: c.account.kind,
-        toAddress: target.address,
-        toKey: target.key,
-        subject: req.subject,
-        body: req.body,
-        replyTo: req.reply_to ?? null,
-        correlation: req.correlation ?? null,
-        refs,
-        priority,
-        createdAt: now,
-        idempotencyKey: req.idempotency_key ?? null,
-        fingerprint,
-      },
-      now - this.idemWindow,
-    );
+    // The commit announces the message before the loop guard has judged it: wakers ask verdict().
+    const judged = this.loops.judgingStarts(id);
+    let quiet: string | null = null;
+    let outcome: Awaited<ReturnType<Store['appendMessage']>>;
+    try {
+      outcome = await this.store.appendMessage(
+        {
+          id,
+          threadId: parent ? parent.threadId : id,
+          fromAccount: c.account.id,
+          fromSession: c.session?.id ?? null,
+          fromKind: c.account.kind,
+          toAddress: target.address,
+          toKey: target.key,
+          subject: req.subject,
+          body: req.body,
+          replyTo: req.reply_to ?? null,
+          correlation: req.correlation ?? null,
+          refs,
+          priority,
+          createdAt: now,
+          idempotencyKey: req.idempotency_key ?? null,
+          fingerprint,
+        },
+        now - this.idemWindow,
+      );
+      if (outcome.kind === 'created') {
+        quiet = await this.judgeLoop(c, outcome.message, req.to.kind === 'room' ? null : target.accounts[0] ?? null);
+        if (quiet) this.loops.markQuiet(outcome.message.id);
+      }
+    } finally {
+      judged();
+    }
     const m = outcome.message;
     if (outcome.kind === 'conflict')
       throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
-    let quiet: string | null = null;
-    if (outcome.kind === 'created') {
-      quiet = await this.judgeLoop(c, m, req.to.kind === 'room' ? null : target.accounts[0] ?? null);
-      if (quiet) this.loops.markQuiet(m.id);
-      else void this.ring(target.accounts, m);
-    }
+    if (outcome.kind === 'created' && !quiet) void this.ring(target.accounts, m);
     return {
       message_id: m.id,
       from: senderAddress(m),
@@ -492,7 +499,8 @@ export class MailEngine {
     const waitSecs = req.event === 'stop' ? (req.wait_secs ?? 0) : 0;
     const page = await this.inbox(c, { after: encodeCursor(st.noticed), limit: 20, include_bodies: false, wait_secs: waitSecs });
     // Mail the loop guard quieted is in the inbox but wakes nobody.
-    const mail = page.messages.filter((m) => !this.loops.isQuiet(m.id)).map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority }));
+    const quiet = await Promise.all(page.messages.map((m) => this.loops.verdict(m.id)));
+    const mail = page.messages.filter((_, i) => !quiet[i]).map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority }));
     if (mail.length === 0) {
       // Only quieted mail (or none): pass over it silently, so a listening hook waits for real news.
       if (req.event !== 'peek' && page.next_cursor) st.noticed = Math.max(st.noticed, decodeCursor(page.next_cursor));

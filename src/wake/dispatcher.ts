@@ -145,9 +145,11 @@ export class WakeDispatcher {
     const recipient = key;
     let mail = [...p.mail.values()].sort((a, b) => a.seq - b.seq);
     // The loop guard stored these but lets them wake nobody.
-    const quiet = mail.filter((m) => e.loops.isQuiet(m.id));
+    // The commit that queued them can come before the verdict (debounce 0): wait for it.
+    const verdicts = await Promise.all(mail.map((m) => e.loops.verdict(m.id)));
+    const quiet = mail.filter((_, i) => verdicts[i]);
     if (quiet.length > 0) await this.record(quiet, recipient, { eventId: this.eventId(), adapter: 'loop-guard', at: e.clock.now(), ok: false, detail: 'loop guard: stored, wakes nobody' });
-    mail = mail.filter((m) => !e.loops.isQuiet(m.id));
+    mail = mail.filter((_, i) => !verdicts[i]);
     // Read or acknowledged meanwhile: the agent is at it already.
     const seen = await Promise.all(mail.map((m) => e.store.getRecord(REC.surfaced, `${m.id}|${recipient}`)));
     mail = mail.filter((_, i) => !seen[i]);
