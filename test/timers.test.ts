@@ -9,6 +9,9 @@ import { MailClient } from '../src/client/http-client.js';
 import { ManualClock } from '../src/engine/clock.js';
 import { MailError } from '../src/wire/errors.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { createMemoryStore } from '../src/store/memory/memory-store.js';
+import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
+import { AdminOps } from '../src/engine/admin-ops.js';
 
 const MIN = 60_000;
 
@@ -140,4 +143,61 @@ describe('timers', () => {
       await d.stop();
     }
   });
+});
+
+// The TimerBook's interleavings on an in-process engine (memory store, ManualClock).
+describe('timers: races and dead ends', () => {
+  let n = 0;
+  const ids = { messageId: () => `m-${String(++n).padStart(12, '0')}`, secret: () => `m4a_test_${++n}` };
+  const turns = async (k = 30) => {
+    for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r));
+  };
+  async function world() {
+    const store = createMemoryStore();
+    const clock = new ManualClock();
+    const engine = new MailEngine({ store, clock, ids, hostId: 'h', isAlive: () => true });
+    await engine.start();
+    const admin = new AdminOps(engine);
+    await admin.createAccount({ id: 'bob' });
+    const bob: Caller = { account: (await store.getAccount('bob'))!, session: null };
+    const inbox = async () => (await engine.inbox(bob, { include_acked: true })).messages.filter((m) => m.from === 'mailbox');
+    // Hold every full timer scan after it has read, until released: a tick in flight.
+    let gate: Promise<void> | null = null;
+    const listRecords = store.listRecords.bind(store);
+    store.listRecords = async (kind, prefix, limit) => {
+      const rows = await listRecords(kind, prefix, limit);
+      if (kind === 'timer' && prefix === '' && gate) await gate;
+      return rows;
+    };
+    const hold = () => {
+      let release!: () => void;
+      gate = new Promise<void>((r) => (release = r));
+      return () => {
+        gate = null;
+        release();
+      };
+    };
+    return { store, clock, engine, bob, inbox, hold };
+  }
+
+  it('a timer set while a scan is in flight fires when due, not a poll later', async () => {
+    const w = await world();
+    try {
+      await turns();
+      const release = w.hold();
+      w.clock.advance(MIN); // a scan starts and reads an empty list
+      await turns();
+      await w.engine.remind(w.bob, { in_secs: 1, note: 'soon', account: true });
+      w.clock.advance(0);
+      await turns();
+      release();
+      await turns();
+      w.clock.advance(1_000);
+      await turns();
+      assert.equal((await w.inbox()).length, 1, 'due after 1 s, delivered at 1 s');
+    } finally {
+      await w.engine.close();
+    }
+  });
+
 });

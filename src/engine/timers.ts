@@ -42,6 +42,8 @@ export type DeliverTimer = (t: TimerRecord, to: Address, idempotencyKey: string)
 export class TimerBook {
   private cancelArm: (() => void) | null = null;
   private ticking: Promise<void> | null = null;
+  /** A tick was asked for while one ran (a timer set or snoozed meanwhile): scan again after it. */
+  private again = false;
   private closed = false;
 
   constructor(
@@ -102,7 +104,17 @@ export class TimerBook {
 
   /** One pass: deliver every due timer, then arm for the next one (at most pollMs away). */
   async tick(): Promise<void> {
-    this.ticking ??= this.runTick().finally(() => (this.ticking = null));
+    if (this.ticking) {
+      // The scan in flight may have read the list before the change that asked for this tick.
+      this.again = true;
+      return this.ticking;
+    }
+    this.ticking = (async () => {
+      do {
+        this.again = false;
+        await this.runTick();
+      } while (this.again && !this.closed);
+    })().finally(() => (this.ticking = null));
     return this.ticking;
   }
 
