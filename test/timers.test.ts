@@ -200,4 +200,21 @@ describe('timers: races and dead ends', () => {
     }
   });
 
+  it('a timer cleared while a scan is in flight does not fire', async () => {
+    const w = await world();
+    try {
+      const t = await w.engine.remind(w.bob, { in_secs: 60, note: 'cleared', account: true });
+      await turns();
+      const release = w.hold();
+      w.clock.advance(MIN); // the scan reads the timer as due
+      await turns();
+      await w.engine.timerClear(w.bob, { id: t.id });
+      release();
+      await turns();
+      assert.equal((await w.inbox()).length, 0, 'cleared before delivery: never arrives');
+    } finally {
+      await w.engine.close();
+    }
+  });
+
 });

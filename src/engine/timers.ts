@@ -142,6 +142,9 @@ export class TimerBook {
   }
 
   private async fire(t: TimerRecord): Promise<void> {
+    // The scan read it a while ago: cleared or snoozed since, it is not due (or not this one).
+    const latest = await this.store.getRecord(REC.timer, `${t.account}|${t.id}`);
+    if (!latest || (JSON.parse(latest.value) as TimerRecord).due !== t.due) return;
     const key = `timer.${t.id}.${t.due}`;
     const to: Address = t.session ? { kind: 'session', participant: t.account, session: t.session } : { kind: 'direct', participant: t.account };
     try {
