@@ -217,4 +217,20 @@ describe('timers: races and dead ends', () => {
     }
   });
 
+  it('a session timer whose session is gone from the store reaches the account', async () => {
+    const w = await world();
+    try {
+      const due = w.clock.now() + 2 * 24 * 60 * MIN;
+      const t = { id: 't-0123456789ab', account: 'bob', lineage: 'l-gone', session: `s-${'a'.repeat(64)}`, due, note: 'after the session was pruned', createdAt: w.clock.now() };
+      await w.store.putRecord({ kind: 'timer', id: `bob|${t.id}`, value: JSON.stringify(t), updatedAt: w.clock.now() });
+      w.clock.advance(2 * 24 * 60 * MIN);
+      await w.engine.timers.tick();
+      const got = await w.inbox();
+      assert.equal(got.length, 1, 'delivered to the account');
+      assert.equal(got[0]!.to, 'bob');
+      assert.deepEqual((await w.engine.timerList(w.bob)).timers, [], 'and gone');
+    } finally {
+      await w.engine.close();
+    }
+  });
 });

@@ -150,8 +150,8 @@ export class TimerBook {
     try {
       await this.deliver(t, to, key);
     } catch (err) {
-      // The session (and its successors) ended: the account gets the reminder.
-      if (!(err instanceof MailError && err.code === 'session_ended')) throw err;
+      // The session (and its successors) ended, or its record was pruned since: the account gets it.
+      if (!(err instanceof MailError && (err.code === 'session_ended' || err.code === 'unknown_session'))) throw err;
       await this.deliver(t, { kind: 'direct', participant: t.account }, key);
     }
     // Delivered (or a duplicate of a delivery by another daemon): only now does the timer go.
