@@ -143,6 +143,21 @@ describe('wake chains', () => {
     assert.ok(woken.length >= 1, 'mail before the guard did wake');
   });
 
+  it("an adapter's why (a command's stderr) is for the recipient and the operator, not the sender", async () => {
+    const ivy = (await d.account('ivy')).client;
+    await d.operator.admin.wakeSet({ account: 'ivy', steps: [{ kind: 'command', argv: [process.execPath, '-e', 'console.error("IVY-PRIVATE-STDERR"); process.exit(3)'] }], debounce_ms: 0 });
+    const sent = await alice.send({ to: 'ivy', subject: 'hello', body: 'x' });
+    const mine = await until('the attempt recorded', async () => {
+      const x = (await ivy.receipts(sent.message_id)).receipts[0]!;
+      return x.signalled.length > 0 && x;
+    });
+    assert.match(mine.signalled[0]!.detail, /IVY-PRIVATE-STDERR/, 'the recipient sees why');
+    assert.match((await d.operator.receipts(sent.message_id)).receipts[0]!.signalled[0]!.detail, /IVY-PRIVATE-STDERR/, 'the operator sees why');
+    const theirs = (await alice.receipts(sent.message_id)).receipts[0]!;
+    assert.deepEqual(theirs.signalled.map((s) => [s.adapter, s.ok]), [['command', false]], 'the sender sees which adapter, when, ok or not');
+    assert.ok(!JSON.stringify(theirs).includes('IVY-PRIVATE-STDERR'), "but not the recipient's stderr");
+  });
+
   it('room mail wakes only accounts that opted in', async () => {
     const inOut = join(dir, 'frank.jsonl');
     const outOut = join(dir, 'gina.jsonl');

@@ -14,6 +14,9 @@ export function recipientFor(scope: ReaderScope, toKey: MailKey): string {
   return toKey.startsWith('s:') ? toKey.slice(2) : scope.account;
 }
 
+/** Attempts the dispatcher records itself, not an adapter: their detail is safe for the sender. */
+const OWN_VERDICTS = new Set(['wait', 'loop-guard']);
+
 export class Receipts {
   private pending: RecordRow[] = [];
   private flushing: Promise<void> | null = null;
@@ -52,8 +55,9 @@ export class Receipts {
   /** The sender, a recipient or the operator may ask. Room mail: one receipt per current member. */
   async receipts(caller: { account: string; operator: boolean; scope: ReaderScope }, m: StoredMessage | null, messageId: string): Promise<ReceiptsResponse> {
     if (!m) throw new MailError('unknown_message', `no message ${messageId}`, { message_id: messageId });
-    const mayAsk = caller.operator || m.fromAccount === caller.account || readKeys(caller.scope).includes(m.toKey);
-    if (!mayAsk) throw new MailError('not_addressed_to_you', `message ${messageId} is neither from nor to you`, { message_id: messageId });
+    const addressed = readKeys(caller.scope).includes(m.toKey);
+    if (!caller.operator && !addressed && m.fromAccount !== caller.account)
+      throw new MailError('not_addressed_to_you', `message ${messageId} is neither from nor to you`, { message_id: messageId });
     await this.settled();
     const scopes: { recipient: string; scope: ReaderScope }[] = [];
     if (m.toKey.startsWith('a:')) {
@@ -70,6 +74,9 @@ export class Receipts {
     }
     const receipts: ReceiptOut[] = [];
     for (const { recipient, scope } of scopes) {
+      // An adapter's why can hold the recipient's setup (a command's stderr, paths, thread ids): it
+      // is for that recipient and the operator; others learn which adapter, when, and whether it worked.
+      const seesWhy = caller.operator || (addressed && scope.account === caller.account);
       const [attempts, surfaced, acked] = await Promise.all([
         this.store.listRecords(REC.attempt, `${m.id}|${recipient}|`, 100),
         this.store.getRecord(REC.surfaced, `${m.id}|${recipient}`),
@@ -81,7 +88,8 @@ export class Receipts {
         stored_at: iso(m.createdAt),
         signalled: attempts.map((r) => {
           const a = JSON.parse(r.value) as AttemptRecord;
-          return { event_id: a.eventId, adapter: a.adapter, at: iso(a.at), ok: a.ok, detail: a.detail };
+          const detail = seesWhy || OWN_VERDICTS.has(a.adapter) ? a.detail : 'withheld: only the recipient and the operator see why';
+          return { event_id: a.eventId, adapter: a.adapter, at: iso(a.at), ok: a.ok, detail };
         }),
         surfaced_at: surfaced ? iso((JSON.parse(surfaced.value) as { at: number }).at) : null,
         acked_at: ackedAt === null ? null : iso(ackedAt),
