@@ -5,6 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
+import { slugFromCwd } from '../../src/engine/names.js';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import type { MailClient } from '../../src/client/http-client.js';
@@ -12,6 +13,8 @@ import { chromiumMissing, launchChromium, screenshot } from './browser.js';
 import { PASSWORD, createPerson, webPost } from './web-helpers.js';
 
 const skip = chromiumMissing() ?? false;
+/** The stand-in agent is this test process: its slug comes from the working directory's name. */
+const SLUG = slugFromCwd(process.cwd()) ?? 'session';
 const T = { timeout: 30_000 };
 // Callbacks below run in the page, where globalThis is the window (this file is compiled without
 // the DOM library, and string predicates would need eval, which the door's CSP forbids).
@@ -140,7 +143,7 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     await page.getByRole('heading', { name: 'Write a message' }).waitFor();
     await page.waitForFunction(() => (globalThis as Page$).document.querySelectorAll('#addresses option').length > 0);
     const options = await page.locator('#addresses option').evaluateAll((os) => os.map((o) => o.getAttribute('value') ?? ''));
-    for (const want of ['#reviewers', 'codex', 'codex/main']) assert.ok(options.includes(want), `${want} is suggested (${options.join(', ')})`);
+    for (const want of ['#reviewers', 'codex', `codex/${SLUG}`]) assert.ok(options.includes(want), `${want} is suggested (${options.join(', ')})`);
     assert.ok(!options.includes('alice'), 'not herself');
     await page.getByLabel('To').fill('#reviewers');
     await page.getByLabel('Subject').fill('Standup');
@@ -175,7 +178,7 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
 
   it('shows the directory with attested, corroborated and declared kept apart', T, async () => {
     await page.getByRole('link', { name: 'Directory' }).click();
-    const card = page.locator('article.session', { hasText: 'codex/main' });
+    const card = page.locator('article.session', { hasText: `codex/${SLUG}` });
     await card.waitFor();
     assert.equal(await card.locator('.fact.attested h5').textContent(), 'Attested');
     assert.match((await card.locator('.fact.attested dl').textContent()) ?? '', /pid\d+/);
