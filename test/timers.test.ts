@@ -233,4 +233,16 @@ describe('timers: races and dead ends', () => {
       await w.engine.close();
     }
   });
+  it('a timer of a removed account is dropped, not retried every poll forever', async () => {
+    const w = await world();
+    try {
+      await w.engine.remind(w.bob, { in_secs: 60, note: 'orphan', account: true });
+      await w.store.removeAccount('bob');
+      w.clock.advance(MIN);
+      await w.engine.timers.tick();
+      assert.deepEqual(await w.store.listRecords('timer', '', 10), [], 'dropped');
+    } finally {
+      await w.engine.close();
+    }
+  });
 });

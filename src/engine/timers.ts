@@ -148,11 +148,17 @@ export class TimerBook {
     const key = `timer.${t.id}.${t.due}`;
     const to: Address = t.session ? { kind: 'session', participant: t.account, session: t.session } : { kind: 'direct', participant: t.account };
     try {
-      await this.deliver(t, to, key);
+      try {
+        await this.deliver(t, to, key);
+      } catch (err) {
+        // The session (and its successors) ended, or its record was pruned since: the account gets it.
+        if (!(err instanceof MailError && (err.code === 'session_ended' || err.code === 'unknown_session'))) throw err;
+        await this.deliver(t, { kind: 'direct', participant: t.account }, key);
+      }
     } catch (err) {
-      // The session (and its successors) ended, or its record was pruned since: the account gets it.
-      if (!(err instanceof MailError && (err.code === 'session_ended' || err.code === 'unknown_session'))) throw err;
-      await this.deliver(t, { kind: 'direct', participant: t.account }, key);
+      // The account was removed: nobody can ever get it (and a new account of that name must not).
+      if (!(err instanceof MailError && err.code === 'unknown_participant' && err.details?.['participant'] === t.account)) throw err;
+      this.log.warn({ timer: t.id, account: t.account }, 'timer dropped: its account no longer exists');
     }
     // Delivered (or a duplicate of a delivery by another daemon): only now does the timer go.
     const cur = await this.store.getRecord(REC.timer, `${t.account}|${t.id}`);
