@@ -430,7 +430,7 @@ describe('fuzz: HTTP routes and MCP', () => {
           { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...knownPaths), fc.webSegment()).map(([p, s]) => `${p}/${s}`) },
           { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...knownPaths), fc.webQueryParameters()).map(([p, q]) => `${p}?${q}`) },
           { weight: 1, arbitrary: fc.webPath().map((p) => p || '/') },
-          { weight: 1, arbitrary: fc.constantFrom('/', '//mail/send', '/mail/send/', '/MAIL/SEND', '/mail/%73end', '/../mail/send', '/admin', '/mcp/') },
+          { weight: 1, arbitrary: fc.constantFrom('/', '//mail/send', '/mail/send/', '/MAIL/SEND', '/mail/%73end', '/../mail/send', '/admin', '/mcp/', '/web/inbox', '/web/api/send', '/web/api/login', '/web/assets/app.js', '/web/assets/nope.js') },
         ),
         host: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...allowedHosts) }, { weight: 1, arbitrary: fc.constantFrom(`LOCALHOST:${d.port}`, `127.0.0.1:${d.port + 1}`, 'localhost', `[::1]:${d.port}`, `evil.example:${d.port}`) }, { weight: 1, arbitrary: headerValue.filter((h) => h !== '') }),
         origin: fc.oneof(fc.constantFrom(...allowedOrigins, 'null', 'http://evil.example', `https://127.0.0.1:${d.port}`), headerValue),
@@ -462,6 +462,18 @@ describe('fuzz: HTTP routes and MCP', () => {
             assert.equal(assertEnvelope(r, where), 'forbidden_origin', where);
             assert.equal(r.json.error.field, hostOk ? 'origin' : 'host', where);
           }
+        }
+        const bare = a.path.split('?')[0]!;
+        // The browser door (/, /web/…) authenticates by login cookie and CSRF token, never a bearer:
+        // its pages and assets are public, its API (/web/api/…) answers nothing without a login.
+        const web = bare === '/' || bare === '/favicon.ico' || bare === '/web' || bare.startsWith('/web/');
+        if (web) {
+          if (r.status === 200) {
+            assert.ok(hostOk && originOk, `${where}: accepted with a foreign Host or Origin`);
+            assert.ok(!bare.startsWith('/web/api/') && (a.method === 'GET' || a.method === 'HEAD'), `${where}: the browser API answered without a login`);
+          }
+          await assertUnchanged(store, before, where);
+          return;
         }
         if (r.status === 200) {
           assert.ok(hostOk && originOk, `${where}: accepted with a foreign Host or Origin`);
