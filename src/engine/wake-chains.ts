@@ -11,12 +11,19 @@ import { findSession } from './names.js';
 import { chainId, REC, type ChainRecord } from './wake-records.js';
 
 export const DEFAULT_DEBOUNCE_MS = 250;
+/** Chains set through another daemon (shared store) are seen within this long. */
+export const CHAIN_CACHE_MS = 2000;
 
 /** Checks steps before they are stored (placeholders, URLs, listen targets). May return facts to
  *  show once, e.g. a webhook signing key created for this chain. */
 export type StepCheck = (steps: WakeStep[]) => Promise<Record<string, string>>;
 
 export class WakeChains {
+  /** Every chain, by id; read from the store at most every CHAIN_CACHE_MS, so a commit for an
+   *  account without a chain (most mail, most of the time) costs the dispatcher no store read. */
+  private cache: { at: number; chains: Map<string, ChainRecord> } | null = null;
+  private loading: Promise<Map<string, ChainRecord>> | null = null;
+
   constructor(
     private store: Store,
     private clock: Clock,
@@ -41,6 +48,7 @@ export class WakeChains {
     const rec: ChainRecord = { account: req.account, lineage, steps: req.steps, rooms: req.rooms ?? false, debounceMs: req.debounce_ms ?? DEFAULT_DEBOUNCE_MS };
     const at = this.clock.now();
     await this.store.putRecord({ kind: REC.chain, id: chainId(req.account, lineage), value: JSON.stringify(rec), updatedAt: at });
+    this.cache = null;
     return { chain: present(rec, at), ...shown };
   }
 
@@ -53,16 +61,43 @@ export class WakeChains {
   async clear(c: Caller, req: { account: string; session?: string | undefined }): Promise<{ ok: true }> {
     this.operatorOnly(c);
     const lineage = await this.lineageOf(req.account, req.session);
-    if (!(await this.store.deleteRecord(REC.chain, chainId(req.account, lineage))))
-      throw new MailError('unknown_participant', `no wake chain for ${chainId(req.account, lineage)}`, { participant: req.account });
+    const removed = await this.store.deleteRecord(REC.chain, chainId(req.account, lineage));
+    this.cache = null;
+    if (!removed) throw new MailError('unknown_participant', `no wake chain for ${chainId(req.account, lineage)}`, { participant: req.account });
     return { ok: true };
   }
 
   /** The chain that applies: the lineage's own, else the account's. */
   async chainFor(account: string, lineage: string | null): Promise<ChainRecord | null> {
-    const own = lineage ? await this.store.getRecord(REC.chain, chainId(account, lineage)) : null;
-    const r = own ?? (await this.store.getRecord(REC.chain, account));
-    return r ? (JSON.parse(r.value) as ChainRecord) : null;
+    const all = await this.all();
+    return (lineage ? all.get(chainId(account, lineage)) : undefined) ?? all.get(account) ?? null;
+  }
+
+  /** Whether any chain (the account's or one of its lineages') exists: a cheap first filter. */
+  async anyFor(account: string): Promise<boolean> {
+    for (const c of (await this.all()).values()) if (c.account === account) return true;
+    return false;
+  }
+
+  /** Whether any chain wakes for room mail. */
+  async anyForRooms(): Promise<boolean> {
+    for (const c of (await this.all()).values()) if (c.rooms) return true;
+    return false;
+  }
+
+  private async all(): Promise<Map<string, ChainRecord>> {
+    if (this.cache && this.clock.now() - this.cache.at < CHAIN_CACHE_MS) return this.cache.chains;
+    this.loading ??= (async () => {
+      try {
+        const rows = await this.store.listRecords(REC.chain, '', 100_000);
+        const chains = new Map(rows.map((r) => [r.id, JSON.parse(r.value) as ChainRecord]));
+        this.cache = { at: this.clock.now(), chains };
+        return chains;
+      } finally {
+        this.loading = null;
+      }
+    })();
+    return this.loading;
   }
 }
 

@@ -73,6 +73,8 @@ export class WakeDispatcher {
   }
 
   private async consider(key: string, seq: number, woken: string[]): Promise<void> {
+    // Most mail goes to accounts without a chain: decide that from the key, without a store read.
+    if (key.startsWith('r:') ? !(await this.o.chains.anyForRooms()) : !(await this.o.chains.anyFor(accountOfKey(key)))) return;
     const [m] = await this.o.engine.store.messagesAfter(key, seq - 1, 1);
     if (!m || m.seq !== seq) return;
     for (const target of await this.targetsOf(m)) {
@@ -237,4 +239,11 @@ export class WakeDispatcher {
   private sleep(ms: number): Promise<void> {
     return new Promise((r) => this.o.engine.clock.timer(ms, r));
   }
+}
+
+/** The account of an `a:` or `s:` mail key. */
+function accountOfKey(key: string): string {
+  const rest = key.slice(2);
+  const slash = rest.indexOf('/');
+  return slash < 0 ? rest : rest.slice(0, slash);
 }
