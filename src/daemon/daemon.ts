@@ -98,7 +98,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     await engine.start();
     const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
     const admin = new AdminOps(engine, webAuth);
-    const web = new WebDoor({ engine, admin, auth: webAuth, log });
+    const web = new WebDoor({ engine, admin, auth: webAuth, log, chains });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
     const door = new HttpDoor({ engine, admin, web, wake: chains, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
     const port = await door.listen(cfg.host, cfg.port);

@@ -202,7 +202,7 @@ describe('browser door over HTTP', () => {
     await d.operator.call('/admin/user/passwd', { id: 'bob', password: PASSWORD });
   });
 
-  it('operator pages need the operator permission and never reach wake chains', async () => {
+  it('operator pages need the operator permission; wake chains are shown, never set or cleared', async () => {
     const alice = await login(d.url, 'alice');
     const denied = await call(d.url, alice, 'admin/overview');
     assert.equal(denied.status, 403);
@@ -211,15 +211,18 @@ describe('browser door over HTTP', () => {
     assert.equal((await call(d.url, olga, 'admin/room/add', { name: 'reviewers' })).status, 200);
     assert.equal((await call(d.url, olga, 'admin/room/member/add', { room: 'reviewers', account: 'alice' })).status, 200);
     assert.equal((await call(d.url, olga, 'admin/listener', { account: 'codex', url: 'http://127.0.0.1:9/ring' })).status, 200);
+    await d.operator.admin.wakeSet({ account: 'codex', steps: [{ kind: 'hooks' }, { kind: 'command', argv: ['codex', 'exec', 'resume', '{provider_session_id}', '{wake_text}'] }] });
     const o = await call(d.url, olga, 'admin/overview');
+    assert.deepEqual(o.json.wake.map((c: { account: string; steps: { kind: string }[] }) => [c.account, c.steps.map((x) => x.kind)]), [['codex', ['hooks', 'command']]], 'operators see the chains');
     assert.deepEqual(o.json.rooms.find((r: { name: string }) => r.name === 'reviewers').members, ['alice']);
     assert.equal(o.json.listeners.codex, 'http://127.0.0.1:9/ring');
     assert.ok(!JSON.stringify(o.json).includes('secret'), 'no secret or digest in the overview');
-    for (const wake of ['admin/wake/set', 'admin/wake/list', 'admin/daemon/stop', 'admin/../mail/send']) {
+    for (const wake of ['admin/wake/set', 'admin/wake/list', 'admin/wake/clear', 'admin/daemon/stop', 'admin/../mail/send']) {
       const r = await call(d.url, olga, wake, {});
       assert.equal(r.status, 404, wake);
       assert.equal(r.json.error.code, 'unknown_route', wake);
     }
+    assert.equal((await d.operator.admin.wakeList()).chains.length, 1, 'nothing the browser sent changed a chain');
   });
 
   it('user create: a human account with send and read, a checked password, operator only', async () => {

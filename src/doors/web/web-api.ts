@@ -8,6 +8,7 @@ import { MailError } from '../../wire/errors.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
 import { ADMIN_BY_PATH } from '../admin-ops.js';
+import type { WakeChains } from '../../engine/wake-chains.js';
 
 /** The inbox page shows at most this many recent messages, previews cut to PREVIEW_CHARS. */
 const RECENT_MAX = 200;
@@ -38,6 +39,8 @@ const OPERATOR_ROUTES = new Set([
 export interface WebApiContext {
   engine: MailEngine;
   admin: AdminOps;
+  /** Read only here: operators see the chains; only `m4a wake` on the machine changes them. */
+  chains?: WakeChains;
 }
 
 const preview = (m: W.MessageOut): W.MessageOut => (m.body !== undefined && m.body.length > PREVIEW_CHARS ? { ...m, body: `${m.body.slice(0, PREVIEW_CHARS)}…` } : m);
@@ -81,7 +84,8 @@ export async function runWebApi(name: string, ctx: WebApiContext, c: Caller, bod
     case 'admin/overview': {
       parseInput(W.EmptyRequest, body);
       const [accounts, rooms, listeners] = [await ctx.admin.accountList(c), await ctx.admin.roomList(c), await ctx.admin.listenerList(c)];
-      return { accounts: accounts.accounts, rooms: rooms.rooms, listeners };
+      const wake = ctx.chains ? (await ctx.chains.list(c)).chains : [];
+      return { accounts: accounts.accounts, rooms: rooms.rooms, listeners, wake };
     }
   }
   const sub = name.startsWith('admin/') ? name.slice('admin/'.length) : null;

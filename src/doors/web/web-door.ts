@@ -16,6 +16,7 @@ import { readJsonBody } from '../http/body.js';
 import { sendJson, toMailError } from '../http/respond.js';
 import { ASSETS, SHELL, type Asset } from './assets/index.js';
 import { runWebApi } from './web-api.js';
+import type { WakeChains } from '../../engine/wake-chains.js';
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy':
@@ -37,6 +38,8 @@ export interface WebDoorOptions {
   admin: AdminOps;
   auth: WebAuth;
   log: Logger;
+  /** Shown read-only to operators. */
+  chains?: WakeChains;
 }
 
 /** The cookie's name carries the port: cookies are shared by every port of a host, and two

@@ -121,12 +121,26 @@ function refreshAdmin() {
         })),
       ]));
     });
+    box.appendChild(h('h2', { text: 'Wake chains' }));
+    box.appendChild(h('p', { class: 'hint', text: 'Read only: a chain runs programs, so it is set on the machine with m4a wake set.' }));
+    if (!o.wake.length) box.appendChild(h('p', { class: 'none', text: 'No wake chains.' }));
+    else {
+      var wt = h('table', { id: 'wake-chains' }, [h('thead', {}, [h('tr', {}, ['For', 'Steps, in order', 'Rooms', 'Debounce'].map(function (x) { return h('th', { scope: 'col', text: x }); }))])]);
+      var wb = h('tbody', {});
+      o.wake.forEach(function (c) {
+        var steps = c.steps.map(function (st) {
+          return st.kind === 'hooks' ? 'hooks' : st.kind === 'codex-app-server' ? 'codex ' + st.listen : st.kind === 'command' ? 'command ' + JSON.stringify(st.argv) : 'webhook ' + st.url;
+        }).join(' \u2192 ');
+        wb.appendChild(h('tr', {}, [h('td', { class: 'mono', text: c.lineage ? c.account + '/' + c.lineage : c.account }), h('td', { class: 'mono', text: steps }), h('td', { text: c.rooms ? 'yes' : 'no' }), h('td', { text: c.debounce_ms + ' ms' })]));
+      });
+      wt.appendChild(wb);
+      box.appendChild(h('div', { class: 'scroll' }, [wt]));
+    }
   }, function (e) { clear(box).appendChild(h('p', { class: 'error', role: 'alert', text: errorText(e) })); });
 }
 
 function pageAdmin(main) {
   pageTitle(main, 'Operator');
-  main.appendChild(h('p', { class: 'hint', text: 'Wake chains run programs, so they are set only on the machine (m4a wake); this page neither shows nor changes them.' }));
   main.appendChild(h('div', { id: 'admin-state' }));
   var acc = input('id', { required: true }), kind = h('select', { name: 'kind' }, [h('option', { value: 'agent', text: 'agent' }), h('option', { value: 'service', text: 'service' })]), label = input('label');
   var pid = input('id', { required: true }), pname = input('display_name'), ppw = input('password', { type: 'password', autocomplete: 'new-password', required: true }), pop = h('input', { type: 'checkbox', id: 'person-operator' });
