@@ -267,7 +267,9 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
     toB.signalled.map((s: any) => [s.adapter, s.ok]),
     [['codex-app-server', true]],
   );
-  assert.equal(toB.signalled[0].detail, `turn ${wakeStarted.params.turn.id} started on thread ${threadId}`);
+  assert.match(toB.signalled[0].detail, /^withheld/, 'the sender sees which step and when, not the recipient\'s details');
+  const rcAasB = JSON.parse(await w.m4a(['receipts', sentA.message_id, '--json', '--account', 'codex']));
+  assert.equal(rcAasB.receipts[0].signalled[0].detail, `turn ${wakeStarted.params.turn.id} started on thread ${threadId}`, 'the recipient sees the detail');
   assert.ok(toB.surfaced_at !== null, 'A’s message surfaced to B (its inbox read)');
   assert.ok(ms(toB.surfaced_at) >= ms(toB.signalled[0].at) - 5, 'surfaced after it was signalled');
 
