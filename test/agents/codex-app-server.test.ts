@@ -8,22 +8,17 @@
 // with listen=spawn and an untrusted approval policy, the command the model asks for is refused.
 import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import WebSocket from 'ws';
 import { createCodexAdapter, type CodexAdapter } from '../../src/wake/codex-app-server.js';
 import { RpcConnection, openTransport } from '../../src/wake/codex-rpc.js';
 import type { WakeRequest } from '../../src/wake/types.js';
+import { bounded, ownerClient, startAppServer, type AppServer, type OwnerClient } from './support/codex-owner.js';
 import { startScriptedOpenAI, type OpenAITurn, type ScriptedOpenAI } from './support/scripted-openai.js';
 import { makeWorld, NODE_BIN, type World } from './support/world.js';
 
 const CODEX = join(NODE_BIN, 'codex');
 const STEP_MS = 20_000;
-
-/** Whatever a test does, it ends within this (a stuck codex fails the test, it does not hang it). */
-const bounded = <T>(what: string, p: Promise<T>, ms = STEP_MS): Promise<T> =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms).unref())]);
 
 function wakeRequest(threadId: string, cwd: string, urgent: boolean, text: string): WakeRequest {
   return {
@@ -78,67 +73,10 @@ async function sideServer(w: World, argvExtra: string[]): Promise<{ rpc: RpcConn
   };
 }
 
-/** A client of the app-server as the agent's own front end would be (it answers no approvals). */
-interface OwnerClient {
-  request(method: string, params: unknown): Promise<any>;
-  /** Notifications seen, with the time each arrived. */
-  seen: { method: string; params: any; at: number }[];
-  waitFor(what: string, pred: (n: { method: string; params: any; at: number }) => boolean): Promise<{ method: string; params: any; at: number }>;
-  close(): void;
-}
-
-async function owner(sock: string): Promise<OwnerClient> {
-  const ws = new WebSocket(`ws+unix://${sock}:/`);
-  await bounded('owner connect', new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject))));
-  let id = 0;
-  const pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
-  const seen: OwnerClient['seen'] = [];
-  const waiters: (() => void)[] = [];
-  ws.on('message', (data) => {
-    const m = JSON.parse(String(data));
-    if (m.method !== undefined && m.id === undefined) {
-      seen.push({ method: m.method, params: m.params, at: Date.now() });
-      for (const w of waiters.splice(0)) w();
-    } else if (m.method === undefined && m.id !== undefined) {
-      const p = pending.get(m.id);
-      pending.delete(m.id);
-      if (m.error) p?.reject(new Error(`${m.error.message} (${m.error.code})`));
-      else p?.resolve(m.result);
-    }
-  });
-  const request = (method: string, params: unknown): Promise<any> =>
-    bounded(
-      method,
-      new Promise((resolve, reject) => {
-        const i = ++id;
-        pending.set(i, { resolve, reject });
-        ws.send(JSON.stringify({ method, id: i, params }));
-      }),
-    );
-  await request('initialize', { clientInfo: { name: 'm4a-test-owner', title: null, version: '0' }, capabilities: { experimentalApi: false, requestAttestation: false } });
-  ws.send(JSON.stringify({ method: 'initialized' }));
-  const waitFor: OwnerClient['waitFor'] = (what, pred) =>
-    bounded(
-      what,
-      new Promise((resolve) => {
-        let from = 0;
-        const check = (): void => {
-          const hit = seen.slice(from).find(pred);
-          from = seen.length;
-          if (hit) resolve(hit);
-          else waiters.push(check);
-        };
-        check();
-      }),
-    );
-  return { request, seen, waitFor, close: () => ws.close() };
-}
-
 describe('codex app-server wake adapter with the real codex 0.171.0', { timeout: 180_000 }, () => {
   let w: World;
   let model: ScriptedOpenAI;
-  let server: ChildProcess;
-  let sock: string;
+  let server: AppServer;
   let own: OwnerClient;
   let adapter: CodexAdapter;
   const events: string[] = [];
@@ -157,27 +95,16 @@ describe('codex app-server wake adapter with the real codex 0.171.0', { timeout:
     w = await makeWorld('m4a-codex-as-');
     model = await startScriptedOpenAI(script);
     configure(w, model);
-    sock = join(w.root, 'app-server.sock');
-    server = spawn(CODEX, ['app-server', '--listen', `unix://${sock}`], { cwd: w.project, env: w.env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-    server.stderr!.resume();
-    await bounded('the app-server socket', (async () => {
-      while (!existsSync(sock)) await new Promise((r) => setTimeout(r, 50));
-    })());
-    own = await owner(sock);
-    adapter = createCodexAdapter({ kind: 'codex-app-server', listen: `unix://${sock}` }, { pollMs: 1_000, log: (e) => events.push(e) });
+    server = await startAppServer(CODEX, join(w.root, 'app-server.sock'), { cwd: w.project, env: w.env, timeoutMs: STEP_MS });
+    own = await ownerClient(server.sock);
+    adapter = createCodexAdapter({ kind: 'codex-app-server', listen: `unix://${server.sock}` }, { pollMs: 1_000, log: (e) => events.push(e) });
   });
 
   after(async () => {
     release?.();
     await adapter?.close();
     own?.close();
-    if (server?.pid !== undefined) {
-      try {
-        process.kill(-server.pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-    }
+    server?.kill();
     await model?.close();
     await w?.close();
   });
