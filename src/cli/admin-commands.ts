@@ -5,10 +5,12 @@ import { dataDirFrom, operatorToken } from './daemon-target.js';
 import { ensureDaemon } from './autostart.js';
 import { fail, printJson, table } from './output.js';
 
-interface Common {
+/** The options every operator command takes (see `operatorCommon`). */
+export interface OperatorOptions {
   json?: boolean;
   dataDir?: string;
 }
+type Common = OperatorOptions;
 
 /** The operator's client; the daemon is started first if needed (it writes the credential). */
 export async function operatorClient(dataDirFlag: string | undefined): Promise<MailClient> {
@@ -17,7 +19,9 @@ export async function operatorClient(dataDirFlag: string | undefined): Promise<M
   return new MailClient({ url, token: operatorToken(dir) });
 }
 
-async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
+/** Runs `fn` with the operator's client and prints its answer (JSON with --json, else `human(r)`);
+ *  a failure goes to `fail` (its message and exit code). Used by m4a admin, user and wake. */
+export async function asOperator<T>(o: OperatorOptions, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
   let c: MailClient | undefined;
   try {
     c = await operatorClient(o.dataDir);
@@ -31,7 +35,9 @@ async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T
   }
 }
 
-const common = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
+/** --json and --data-dir, the options of an operator command. */
+export const operatorCommon = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
+const common = operatorCommon;
 
 export function registerAdmin(program: Command): void {
   const admin = program.command('admin').description('operator registry: accounts, rooms, members, listeners');
@@ -46,7 +52,7 @@ export function registerAdmin(program: Command): void {
     .option('--no-send', 'may not send')
     .option('--no-read', 'may not read')
     .action((id: string, o: Common & { kind: 'agent' | 'human' | 'service'; label?: string; bindProvider?: string; urgent?: boolean; operator?: boolean; send: boolean; read: boolean }) =>
-      run(
+      asOperator(
         o,
         (c) =>
           c.admin.accountAdd({
@@ -60,13 +66,13 @@ export function registerAdmin(program: Command): void {
       ),
     );
   common(account.command('rotate <id>').description('issue a new secret; the old one stops working')).action((id: string, o: Common) =>
-    run(o, (c) => c.admin.accountRotate(id), (r) => `account ${r.account.id}: new secret (shown once):\n${r.secret}`),
+    asOperator(o, (c) => c.admin.accountRotate(id), (r) => `account ${r.account.id}: new secret (shown once):\n${r.secret}`),
   );
   common(account.command('remove <id>').description('remove an account; its mail stays stored')).action((id: string, o: Common) =>
-    run(o, (c) => c.admin.accountRemove(id), () => `account ${id} removed`),
+    asOperator(o, (c) => c.admin.accountRemove(id), () => `account ${id} removed`),
   );
   common(account.command('list').description('every account')).action((o: Common) =>
-    run(
+    asOperator(
       o,
       (c) => c.admin.accountList(),
       (r) =>
@@ -80,24 +86,24 @@ export function registerAdmin(program: Command): void {
   const room = admin.command('room').description('rooms and their members');
   common(room.command('add <name>').description('create a room'))
     .option('--everyone', 'every account, present and future, is a member (the only broadcast)')
-    .action((name: string, o: Common & { everyone?: boolean }) => run(o, (c) => c.admin.roomAdd(name, !!o.everyone), () => `room #${name} created${o.everyone ? ' (every account is a member)' : ''}`));
-  common(room.command('remove <name>').description('remove a room')).action((name: string, o: Common) => run(o, (c) => c.admin.roomRemove(name), () => `room #${name} removed`));
+    .action((name: string, o: Common & { everyone?: boolean }) => asOperator(o, (c) => c.admin.roomAdd(name, !!o.everyone), () => `room #${name} created${o.everyone ? ' (every account is a member)' : ''}`));
+  common(room.command('remove <name>').description('remove a room')).action((name: string, o: Common) => asOperator(o, (c) => c.admin.roomRemove(name), () => `room #${name} removed`));
   common(room.command('list').description('every room with its members')).action((o: Common) =>
-    run(o, (c) => c.admin.roomList(), (r) => table([['ROOM', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.everyone ? 'everyone' : x.members.join(', ') || '-'])])),
+    asOperator(o, (c) => c.admin.roomList(), (r) => table([['ROOM', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.everyone ? 'everyone' : x.members.join(', ') || '-'])])),
   );
   const member = room.command('member').description('room membership');
   common(member.command('add <room> <account>').description('grant membership')).action((roomName: string, acc: string, o: Common) =>
-    run(o, (c) => c.admin.memberAdd(roomName, acc), () => `${acc} is now a member of #${roomName}`),
+    asOperator(o, (c) => c.admin.memberAdd(roomName, acc), () => `${acc} is now a member of #${roomName}`),
   );
   common(member.command('remove <room> <account>').description('revoke membership')).action((roomName: string, acc: string, o: Common) =>
-    run(o, (c) => c.admin.memberRemove(roomName, acc), () => `${acc} is no longer a member of #${roomName}`),
+    asOperator(o, (c) => c.admin.memberRemove(roomName, acc), () => `${acc} is no longer a member of #${roomName}`),
   );
 
   const listener = admin.command('listener').description('doorbell URLs rung when mail arrives');
   common(listener.command('set <account> <url>').description('set a loopback URL for an account')).action((acc: string, url: string, o: Common) =>
-    run(o, (c) => c.admin.listenerSet(acc, url), () => `listener for ${acc} set to ${url}`),
+    asOperator(o, (c) => c.admin.listenerSet(acc, url), () => `listener for ${acc} set to ${url}`),
   );
   common(listener.command('remove <account>').description('clear an account\'s listener')).action((acc: string, o: Common) =>
-    run(o, (c) => c.admin.listenerRemove(acc), () => `listener for ${acc} removed`),
+    asOperator(o, (c) => c.admin.listenerRemove(acc), () => `listener for ${acc} removed`),
   );
 }

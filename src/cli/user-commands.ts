@@ -3,13 +3,10 @@
 // --password-stdin (scripts, tests); it never appears on a command line.
 import type { Command } from 'commander';
 import type * as A from '../wire/admin.js';
-import { operatorClient } from './admin-commands.js';
+import { asOperator, operatorCommon, type OperatorOptions } from './admin-commands.js';
 import { UsageError } from './connect.js';
-import { fail, printJson } from './output.js';
 
-interface Common {
-  json?: boolean;
-  dataDir?: string;
+interface Common extends OperatorOptions {
   passwordStdin?: boolean;
 }
 
@@ -56,22 +53,7 @@ function askHidden(prompt: string): Promise<string> {
   });
 }
 
-async function run<T>(o: Common, fn: (call: <R>(path: string, body: unknown) => Promise<R>) => Promise<T>, human: (r: T) => string): Promise<void> {
-  let c: Awaited<ReturnType<typeof operatorClient>> | undefined;
-  try {
-    c = await operatorClient(o.dataDir);
-    const client = c;
-    const r = await fn((path, body) => client.call(path, body));
-    if (o.json) printJson(r);
-    else process.stdout.write(`${human(r)}\n`);
-  } catch (err) {
-    fail(err, !!o.json);
-  } finally {
-    c?.close();
-  }
-}
-
-const common = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
+const common = operatorCommon;
 
 export function registerUser(program: Command): void {
   const user = program.command('user').description('people in the browser mailbox: human accounts with a password');
@@ -81,11 +63,11 @@ export function registerUser(program: Command): void {
     .option('--operator', 'may also manage accounts, rooms and listeners in the browser')
     .option('--password-stdin', 'read the password from the first line of stdin instead of asking')
     .action((id: string, o: Common & { displayName?: string; operator?: boolean }) =>
-      run(
+      asOperator(
         o,
-        async (call) => {
+        async (c) => {
           const password = await readPassword(o);
-          return call<{ account: A.AccountOut }>('/admin/user/create', {
+          return c.call<{ account: A.AccountOut }>('/admin/user/create', {
             id,
             password,
             ...(o.displayName ? { display_name: o.displayName } : {}),
@@ -99,10 +81,10 @@ export function registerUser(program: Command): void {
   common(user.command('passwd <id>').description('set a person\'s password; their browser logins end'))
     .option('--password-stdin', 'read the password from the first line of stdin instead of asking')
     .action((id: string, o: Common) =>
-      run(o, async (call) => call<{ ok: true }>('/admin/user/passwd', { id, password: await readPassword(o, 'New password: ') }), () => `password of ${id} set; their browser logins ended`),
+      asOperator(o, async (c) => c.call<{ ok: true }>('/admin/user/passwd', { id, password: await readPassword(o, 'New password: ') }), () => `password of ${id} set; their browser logins ended`),
     );
 
   common(user.command('revoke-sessions <id>').description('end every browser login of a person')).action((id: string, o: Common) =>
-    run(o, (call) => call<{ revoked: number }>('/admin/user/revoke-sessions', { id }), (r) => `${r.revoked} browser login(s) of ${id} ended`),
+    asOperator(o, (c) => c.call<{ revoked: number }>('/admin/user/revoke-sessions', { id }), (r) => `${r.revoked} browser login(s) of ${id} ended`),
   );
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { MailClient } from '../client/http-client.js';
 import type { WakeChainOut, WakeSetInput } from '../wire/wake.js';
 import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
-import { operatorClient } from './admin-commands.js';
+import { asOperator, operatorCommon, type OperatorOptions } from './admin-commands.js';
 import { fail, printJson } from './output.js';
 import { dim, table } from './format.js';
 
@@ -13,7 +13,6 @@ interface Common extends ConnectOptions {
 
 const common = (cmd: Command): Command =>
   cmd.option('--json', 'print the answer as JSON').option('--account <name>', 'which account\'s secret to use').option('--data-dir <dir>', 'the daemon\'s data directory');
-const operatorCommon = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
 
 async function print<T>(json: boolean | undefined, fn: () => Promise<T>, human: (r: T) => string): Promise<void> {
   try {
@@ -26,21 +25,6 @@ async function print<T>(json: boolean | undefined, fn: () => Promise<T>, human: 
 }
 
 const asMail = <T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string) => print(o.json, () => withDaemon(o, fn), human);
-
-async function asOperator<T>(o: { json?: boolean; dataDir?: string }, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
-  await print(
-    o.json,
-    async () => {
-      const c = await operatorClient(o.dataDir);
-      try {
-        return await fn(c);
-      } finally {
-        c.close();
-      }
-    },
-    human,
-  );
-}
 
 /** 90 (seconds), 30s, 45m, 2h, 1d. */
 export function parseDuration(text: string): number {
@@ -101,7 +85,7 @@ export function registerWake(program: Command): void {
       .option('--cwd <dir>', 'command steps: working directory ({cwd} = the session\'s)')
       .option('--allow-remote', 'webhook steps: allow a non-loopback URL'),
   ).action(
-    (account: string, o: { json?: boolean; dataDir?: string; step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; allowRemote?: boolean }) =>
+    (account: string, o: OperatorOptions & { step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; allowRemote?: boolean }) =>
       asOperator(
         o,
         async (c) => {
@@ -122,7 +106,7 @@ export function registerWake(program: Command): void {
           ].join('\n'),
       ),
   );
-  operatorCommon(wake.command('list').description('every delivery chain')).action((o: { json?: boolean; dataDir?: string }) =>
+  operatorCommon(wake.command('list').description('every delivery chain')).action((o: OperatorOptions) =>
     asOperator(
       o,
       (c) => c.admin.wakeList(),
@@ -133,7 +117,7 @@ export function registerWake(program: Command): void {
     ),
   );
   operatorCommon(wake.command('clear <account>').description('remove a chain').option('--session <name>', 'the chain of this session lineage')).action(
-    (account: string, o: { json?: boolean; dataDir?: string; session?: string }) => asOperator(o, (c) => c.admin.wakeClear(account, o.session), () => `wake chain of ${account}${o.session ? `/${o.session}` : ''} removed`),
+    (account: string, o: OperatorOptions & { session?: string }) => asOperator(o, (c) => c.admin.wakeClear(account, o.session), () => `wake chain of ${account}${o.session ? `/${o.session}` : ''} removed`),
   );
 
   const timer = program.command('timer').description('durable reminders: they arrive as mail from mailbox and wake you like any mail');
