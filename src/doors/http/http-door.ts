@@ -16,6 +16,7 @@ const HOOKS_BY_PATH = new Map(HOOK_OPS.map((o) => [o.path, o]));
 import { McpHandler } from '../mcp/mcp-handler.js';
 import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
+import { listenOn } from './listen.js';
 import { OriginGuard } from './origin-guard.js';
 import { sendError, sendJson } from './respond.js';
 import { DaemonStopRequest } from '../../wire/admin.js';
@@ -120,15 +121,7 @@ export class HttpDoor {
   }
 
   async listen(host: string, port: number): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host, port, exclusive: true, backlog: 4096 }, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const addr = this.server.address();
-    const bound = typeof addr === 'object' && addr ? addr.port : port;
+    const bound = await listenOn(this.server, host, port, { backlog: 4096 });
     this.guard.configure(host, bound);
     return bound;
   }

@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import { MailError } from '../../wire/errors.js';
 import type { Logger } from '../../engine/log.js';
+import { listenOn } from '../http/listen.js';
 import { OriginGuard } from '../http/origin-guard.js';
 import { sendError } from '../http/respond.js';
 import { WebDoor } from './web-door.js';
@@ -29,15 +30,7 @@ export class WebLanListener {
   }
 
   async listen(host: string, port: number): Promise<number> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen({ host, port, exclusive: true }, () => {
-        this.server.off('error', reject);
-        resolve();
-      });
-    });
-    const addr = this.server.address();
-    const bound = typeof addr === 'object' && addr ? addr.port : port;
+    const bound = await listenOn(this.server, host, port);
     this.guard.configure(host, bound);
     return bound;
   }
