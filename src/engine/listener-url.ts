@@ -11,21 +11,28 @@ export interface CheckedListener {
   hostHeader: string;
 }
 
-export function checkListenerUrl(raw: string): CheckedListener {
-  const bad = (reason: string): never => {
-    throw new MailError('malformed', `url: ${reason}`, { field: 'url', reason });
-  };
-  let u: URL;
+/** Refuses a `url` field: MailError('malformed', 'url: <reason>', { field: 'url', reason }). Shared
+ *  with the webhook URLs of the wake layer (wake/remote-url.ts), which refuse the same way. */
+export function refuseUrl(reason: string): never {
+  throw new MailError('malformed', `url: ${reason}`, { field: 'url', reason });
+}
+
+/** A `url` field parsed with the WHATWG parser; anything else is refused ('not a URL'). */
+export function parseUrlField(raw: string): URL {
   try {
-    u = new URL(raw);
+    return new URL(raw);
   } catch {
-    return bad('not a URL');
+    return refuseUrl('not a URL');
   }
-  if (u.protocol !== 'http:') bad('only http:// listeners on this machine are allowed');
-  if (u.username || u.password) bad('user info is not allowed');
+}
+
+export function checkListenerUrl(raw: string): CheckedListener {
+  const u = parseUrlField(raw);
+  if (u.protocol !== 'http:') refuseUrl('only http:// listeners on this machine are allowed');
+  if (u.username || u.password) refuseUrl('user info is not allowed');
   const host = u.hostname;
   const connectHost = host === '127.0.0.1' || host === 'localhost' ? '127.0.0.1' : host === '[::1]' ? '::1' : null;
-  if (!connectHost) return bad('the host must be exactly 127.0.0.1, localhost or [::1]');
+  if (!connectHost) return refuseUrl('the host must be exactly 127.0.0.1, localhost or [::1]');
   const port = u.port ? Number(u.port) : 80;
   return { href: u.href, connectHost, port, path: `${u.pathname}${u.search}`, hostHeader: u.host };
 }

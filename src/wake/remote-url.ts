@@ -8,7 +8,7 @@
 //   service, fe80::/10), multicast, reserved and broadcast addresses, known metadata addresses.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
-import { MailError } from '../wire/errors.js';
+import { parseUrlField, refuseUrl } from '../engine/listener-url.js';
 
 export interface CheckedWebhookUrl {
   href: string;
@@ -72,25 +72,17 @@ function loopbackLiteral(hostname: string): string | null {
 
 /** Checks a webhook URL as `m4a wake set` stores it; throws MailError('malformed', {field:'url', reason}). */
 export function checkWebhookUrl(raw: string, allowRemote = false): CheckedWebhookUrl {
-  const bad = (reason: string): never => {
-    throw new MailError('malformed', `url: ${reason}`, { field: 'url', reason });
-  };
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    return bad('not a URL');
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') bad('only http:// and https:// webhooks are allowed');
-  if (u.username || u.password) bad('user info is not allowed (put no credentials in the URL)');
+  const u = parseUrlField(raw);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') refuseUrl('only http:// and https:// webhooks are allowed');
+  if (u.username || u.password) refuseUrl('user info is not allowed (put no credentials in the URL)');
   const loopback = loopbackLiteral(u.hostname);
   const hostname = u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname;
   if (loopback === null) {
-    if (!allowRemote) bad('the host must be on this machine (127.0.0.0/8, localhost or [::1]); set allow_remote to send elsewhere');
-    if (u.protocol !== 'https:') bad('a remote webhook must use https://');
+    if (!allowRemote) refuseUrl('the host must be on this machine (127.0.0.0/8, localhost or [::1]); set allow_remote to send elsewhere');
+    if (u.protocol !== 'https:') refuseUrl('a remote webhook must use https://');
     if (isIP(hostname) !== 0) {
       const why = forbiddenAddress(hostname);
-      if (why) bad(why);
+      if (why) refuseUrl(why);
     }
   }
   const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
