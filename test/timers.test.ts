@@ -9,21 +9,12 @@ import { MailClient } from '../src/client/http-client.js';
 import { ManualClock } from '../src/engine/clock.js';
 import { MailError } from '../src/wire/errors.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { until } from './support/until.js';
 import { createMemoryStore } from '../src/store/memory/memory-store.js';
 import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
 import { AdminOps } from '../src/engine/admin-ops.js';
 
 const MIN = 60_000;
-
-async function until<T>(what: string, f: () => Promise<T | null | undefined | false>, ms = 5_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const reminders = async (c: MailClient) => (await c.inbox({ include_acked: true })).messages.filter((m) => m.from === 'mailbox');
 
@@ -54,7 +45,7 @@ describe('timers', () => {
       const [m] = await until('the reminder', async () => {
         const r = await reminders(bob);
         return r.length > 0 && r;
-      });
+      }, 5_000);
       assert.equal(m!.subject, 'Reminder: re-check the audit');
       assert.equal(m!.from_kind, 'service');
       assert.equal(m!.to, 'bob');
@@ -94,7 +85,7 @@ describe('timers', () => {
       const [m] = await until('the snoozed reminder', async () => {
         const r = await reminders(carol);
         return r.length > 0 && r;
-      });
+      }, 5_000);
       assert.equal(m!.to, me.address);
       assert.equal(m!.subject, 'Reminder: stand up');
       clock.advance(60 * MIN);

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { MailClient } from '../src/client/http-client.js';
 import { MailError } from '../src/wire/errors.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { until } from './support/until.js';
 
 /** A wake command: appends its argv and the M4A_WAKE_* environment to a JSON-lines file. */
 const RECORDER = `
@@ -18,16 +19,6 @@ const fs = require('node:fs');
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('M4A_WAKE_')));
 fs.appendFileSync(process.argv[2], JSON.stringify({ argv: process.argv.slice(3), env }) + '\\n');
 `;
-
-async function until<T>(what: string, f: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('wake chains', () => {
   let d: TestDaemon;

@@ -1,5 +1,5 @@
 // Helpers for the browser door's tests: a person's account, a login, and raw /web/api calls.
-import type { TestDaemon } from '../support/test-daemon.js';
+import { raw, type TestDaemon } from '../support/test-daemon.js';
 
 export const PASSWORD = 'correct horse battery';
 
@@ -19,18 +19,10 @@ export async function webPost(
   name: string,
   o: { cookie?: string; csrf?: string; body?: unknown; headers?: Record<string, string>; origin?: string | null } = {},
 ): Promise<WebAnswer> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...(o.origin === null ? {} : { origin: o.origin ?? url }) };
+  const headers: Record<string, string> = o.origin === null ? {} : { origin: o.origin ?? url };
   if (o.cookie) headers.cookie = o.cookie;
   if (o.csrf !== undefined) headers['x-m4a-csrf'] = o.csrf;
-  const res = await fetch(`${url}/web/api/${name}`, { method: 'POST', headers: { ...headers, ...o.headers }, body: typeof o.body === 'string' ? o.body : JSON.stringify(o.body ?? {}) });
-  const text = await res.text();
-  let json: unknown = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = text;
-  }
-  return { status: res.status, json, headers: res.headers };
+  return raw(url, `/web/api/${name}`, { headers: { ...headers, ...o.headers }, body: typeof o.body === 'string' ? o.body : JSON.stringify(o.body ?? {}) });
 }
 
 export interface Login {
