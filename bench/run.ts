@@ -3,7 +3,7 @@
 // table and writes JSON (and, for full-size runs, docs/bench-latency.svg). Never part of `npm test`.
 //
 //   --quick                 scaled-down sizes: the whole run in about a minute
-//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, soak
+//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, soak
 //   --soak MINUTES          also run the soak (mixed load; memory and latency per window)
 //   --out FILE              JSON output (default bench-results/<timestamp>.json)
 //   --svg FILE              chart output (default docs/bench-latency.svg on full runs, beside the JSON on --quick)
@@ -27,6 +27,7 @@ import { mcp } from './scenarios/mcp.js';
 import { profile } from './scenarios/profile.js';
 import { durability } from './scenarios/durability.js';
 import { soak } from './scenarios/soak.js';
+import { wakeChain } from './scenarios/wake-chain.js';
 
 const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promise<ScenarioResult>> = {
   throughput,
@@ -39,8 +40,9 @@ const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promis
   profile,
   durability,
   soak: (ctx, o) => soak(ctx, o.soakMinutes),
+  wakechain: wakeChain,
 };
-const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability'];
+const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain'];
 
 function machine() {
   const cpu = cpus();

@@ -39,4 +39,4 @@ export const recipientOf = (account: string, lineage: string | null): string => 
 export const chainId = recipientOf;
 
 export const attemptId = (messageId: string, recipient: string, at: number, n: number): string =>
-  `${messageId}|${recipient}|${at.toString(36).padStart(9, '0')}-${n}`;
+  `${messageId}|${recipient}|${at.toString(36).padStart(9, '0')}-${n.toString(36).padStart(6, '0')}`;

@@ -161,13 +161,16 @@ export class WakeDispatcher {
     if (!chain) return;
     const session = await this.pickSession(p.target);
     if (session && session.record.hostId !== this.o.hostId) await this.sleep(this.o.foreignGraceMs ?? 2000);
-    // Several daemons may share the store: the first to claim a (message, recipient) wakes it.
-    const now = e.clock.now();
-    const claimed = new Set(
-      await e.store.insertRecords(mail.map((m) => ({ kind: REC.claim, id: `${m.id}|${recipient}`, value: JSON.stringify({ host: this.o.hostId, at: now }), updatedAt: now }))),
-    );
-    mail = mail.filter((m) => claimed.has(`${m.id}|${recipient}`));
-    if (mail.length === 0) return;
+    // Several daemons may share a PostgreSQL store: the first to claim a (message, recipient) wakes
+    // it. A SQLite or memory store has one daemon (the data directory's lock): nothing to claim.
+    if (e.store.kind === 'postgres') {
+      const now = e.clock.now();
+      const claimed = new Set(
+        await e.store.insertRecords(mail.map((m) => ({ kind: REC.claim, id: `${m.id}|${recipient}`, value: JSON.stringify({ host: this.o.hostId, at: now }), updatedAt: now }))),
+      );
+      mail = mail.filter((m) => claimed.has(`${m.id}|${recipient}`));
+      if (mail.length === 0) return;
+    }
 
     this.stats.runs++;
     const shown = mail.slice(0, WAKE_LIST_MAX).map((m) => ({ id: m.id, from: senderAddress(m), subject: m.subject, priority: m.priority, thread_id: m.threadId }));
@@ -178,22 +181,28 @@ export class WakeDispatcher {
       urgent: mail.some((m) => m.priority === 'urgent'),
       text: wakeText(shown, mail.length > shown.length),
     };
-    for (const step of chain.steps) {
-      if (this.controller.signal.aborted) return;
-      const eventId = this.eventId();
-      let result: { ok: boolean; detail: string };
-      try {
-        result = await this.o.adapterFor(step).wake({ ...base, eventId }, this.controller.signal);
-      } catch (err) {
-        result = { ok: false, detail: `adapter failed: ${err instanceof Error ? err.message : String(err)}` };
+    // Every attempt of this run is written in one transaction at its end (one fsync, not one per step).
+    const attempts: AttemptRecord[] = [];
+    try {
+      for (const step of chain.steps) {
+        if (this.controller.signal.aborted) return;
+        const eventId = this.eventId();
+        let result: { ok: boolean; detail: string };
+        try {
+          result = await this.o.adapterFor(step).wake({ ...base, eventId }, this.controller.signal);
+        } catch (err) {
+          result = { ok: false, detail: `adapter failed: ${err instanceof Error ? err.message : String(err)}` };
+        }
+        attempts.push({ eventId, adapter: step.kind, at: e.clock.now(), ok: result.ok, detail: result.detail.slice(0, 500) });
+        if (result.ok) {
+          this.stats.signalled++;
+          return;
+        }
       }
-      await this.record(mail, recipient, { eventId, adapter: step.kind, at: e.clock.now(), ok: result.ok, detail: result.detail.slice(0, 500) });
-      if (result.ok) {
-        this.stats.signalled++;
-        return;
-      }
+      this.stats.failed++;
+    } finally {
+      await this.recordAll(mail, recipient, attempts);
     }
-    this.stats.failed++;
   }
 
   /** Session mail: the lineage's newest session. Account mail: a listening live session, else the
@@ -224,12 +233,18 @@ export class WakeDispatcher {
     };
   }
 
-  private async record(mail: StoredMessage[], recipient: string, a: AttemptRecord): Promise<void> {
-    const value = JSON.stringify(a);
-    const n = this.seq++;
-    await this.o.engine.store
-      .insertRecords(mail.map((m) => ({ kind: REC.attempt, id: attemptId(m.id, recipient, a.at, n), value, updatedAt: a.at })))
-      .catch((err: unknown) => this.warn('recording a wake attempt failed', err));
+  private record(mail: StoredMessage[], recipient: string, a: AttemptRecord): Promise<void> {
+    return this.recordAll(mail, recipient, [a]);
+  }
+
+  private async recordAll(mail: StoredMessage[], recipient: string, attempts: AttemptRecord[]): Promise<void> {
+    if (attempts.length === 0 || mail.length === 0) return;
+    const rows = attempts.flatMap((a) => {
+      const value = JSON.stringify(a);
+      const n = this.seq++;
+      return mail.map((m) => ({ kind: REC.attempt, id: attemptId(m.id, recipient, a.at, n), value, updatedAt: a.at }));
+    });
+    await this.o.engine.store.insertRecords(rows).catch((err: unknown) => this.warn('recording a wake attempt failed', err));
   }
 
   private eventId(): string {
