@@ -4,7 +4,8 @@
 // (stop_reason, usage), message_stop. Each request that offers tools takes the next scripted turn;
 // requests without tools (titles, summaries, quota checks) get a short text and take none. Every
 // request body is recorded, so a test can read the tool_result contents Claude Code sent back.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
+import { readModelRequest } from './model-request.js';
 import type { AddressInfo } from 'node:net';
 
 export type AnthropicTurn = { tool: string; input: Record<string, unknown> } | { text: string };
@@ -43,13 +44,6 @@ export interface ScriptedAnthropic {
   close(): Promise<void>;
 }
 
-const readBody = (req: IncomingMessage): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
@@ -115,15 +109,9 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
 
   const server = createServer((req, res) => {
     void (async () => {
-      const raw = await readBody(req);
-      let body: any = null;
-      try {
-        body = raw ? JSON.parse(raw) : null;
-      } catch {
-        body = raw;
-      }
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const rec: RecordedAnthropicRequest = { method: req.method ?? 'GET', path, body, turn: null, at: Date.now() };
+      const got = await readModelRequest(req);
+      const { path, body } = got;
+      const rec: RecordedAnthropicRequest = { ...got, turn: null };
       requests.push(rec);
       if (req.method === 'HEAD' || (req.method === 'GET' && path === '/')) {
         res.writeHead(200);

@@ -5,7 +5,8 @@
 // response.output_item.done, response.completed (with usage). Each request that offers tools takes
 // the next scripted turn; one without tools gets a short text and takes none. Every request body is
 // recorded, so a test can read the function_call_output that came back for each call.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
+import { readModelRequest } from './model-request.js';
 import type { AddressInfo } from 'node:net';
 
 /** `tool` is a function name as offered in the request's `tools`, or a function that picks it. */
@@ -54,13 +55,6 @@ export interface ScriptedOpenAIOptions {
   whileMissing?: { tool: string; input: Record<string, unknown>; max: number };
 }
 
-const readBody = (req: IncomingMessage): Promise<string> =>
-  new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 
 /** Names of the function tools in a Responses request: plain functions, and the functions inside a
  *  namespace tool (if the client groups MCP tools that way), as `namespace.name` and bare. */
@@ -130,15 +124,9 @@ export async function startScriptedOpenAI(script: OpenAITurn[], opts: ScriptedOp
 
   const server = createServer((req, res) => {
     void (async () => {
-      const raw = await readBody(req);
-      let body: any = null;
-      try {
-        body = raw ? JSON.parse(raw) : null;
-      } catch {
-        body = raw;
-      }
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const rec: RecordedOpenAIRequest = { method: req.method ?? 'GET', path, body, turn: null, at: Date.now() };
+      const got = await readModelRequest(req);
+      const { path, body } = got;
+      const rec: RecordedOpenAIRequest = { ...got, turn: null };
       requests.push(rec);
       if (req.method === 'HEAD' || (req.method === 'GET' && path === '/')) {
         res.writeHead(200);
