@@ -17,9 +17,13 @@ export function recipientFor(scope: ReaderScope, toKey: MailKey): string {
 /** Attempts the dispatcher records itself, not an adapter: their detail is safe for the sender. */
 const OWN_VERDICTS = new Set(['wait', 'loop-guard']);
 
+/** Surfaced facts this daemon knows are stored (re-reading a page writes nothing): a bounded set. */
+const KNOWN_MAX = 100_000;
+
 export class Receipts {
   private pending: RecordRow[] = [];
   private flushing: Promise<void> | null = null;
+  private known = new Set<string>();
 
   constructor(
     private store: Store,
@@ -31,8 +35,19 @@ export class Receipts {
   noteSurfaced(scope: ReaderScope, messages: { id: string; toKey: MailKey }[]): void {
     if (messages.length === 0) return;
     const at = this.clock.now();
-    for (const m of messages) this.pending.push({ kind: REC.surfaced, id: `${m.id}|${recipientFor(scope, m.toKey)}`, value: JSON.stringify({ at }), updatedAt: at });
+    for (const m of messages) {
+      const id = `${m.id}|${recipientFor(scope, m.toKey)}`;
+      if (this.known.has(id)) continue;
+      this.remember(id);
+      this.pending.push({ kind: REC.surfaced, id, value: JSON.stringify({ at }), updatedAt: at });
+    }
+    if (this.pending.length === 0) return;
     this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+  }
+
+  private remember(id: string): void {
+    if (this.known.size >= KNOWN_MAX) this.known.delete(this.known.values().next().value as string);
+    this.known.add(id);
   }
 
   /** Writes what is queued (one transaction); tests and shutdown await it. */
