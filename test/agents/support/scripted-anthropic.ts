@@ -4,9 +4,8 @@
 // (stop_reason, usage), message_stop. Each request that offers tools takes the next scripted turn;
 // requests without tools (titles, summaries, quota checks) get a short text and take none. Every
 // request body is recorded, so a test can read the tool_result contents Claude Code sent back.
-import { createServer, type ServerResponse } from 'node:http';
-import { readModelRequest } from './model-request.js';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { serveModel } from './model-request.js';
 
 export type AnthropicTurn = { tool: string; input: Record<string, unknown> } | { text: string };
 
@@ -107,48 +106,39 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
   let next = 0;
   const filler = opts.filler ?? 'Scripted session';
 
-  const server = createServer((req, res) => {
-    void (async () => {
-      const got = await readModelRequest(req);
-      const { path, body } = got;
-      const rec: RecordedAnthropicRequest = { ...got, turn: null };
-      requests.push(rec);
-      if (req.method === 'HEAD' || (req.method === 'GET' && path === '/')) {
-        res.writeHead(200);
-        return void res.end();
-      }
-      if (req.method === 'POST' && path === '/v1/messages/count_tokens') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ input_tokens: 100 }));
-      }
-      if (req.method !== 'POST' || path !== '/v1/messages') {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: `scripted server: no ${req.method} ${path}` } }));
-      }
-      const model = typeof body?.model === 'string' ? body.model : 'claude-scripted';
-      const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
-      const reply = body?.stream === false ? json : sse;
-      if (tools.length === 0) return reply(res, model, [{ type: 'text', text: filler }], 'end_turn');
-      const turn = script[next];
-      if (turn === undefined) {
-        problems.push(`request ${requests.length} came after the script ran out`);
-        return reply(res, model, [{ type: 'text', text: 'The script has run out.' }], 'end_turn');
-      }
-      rec.turn = next++;
-      if ('text' in turn) return reply(res, model, [{ type: 'text', text: turn.text }], 'end_turn');
-      if (!tools.some((t) => t?.name === turn.tool)) problems.push(`turn ${rec.turn}: tool ${turn.tool} was not among the ${tools.length} tools offered`);
-      reply(res, model, [{ type: 'tool_use', id: `toolu_scripted_${rec.turn}`, name: turn.tool, input: turn.input }], 'tool_use');
-    })().catch((err: unknown) => {
-      problems.push(`server error: ${err instanceof Error ? err.message : String(err)}`);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
+  const server = await serveModel(problems, async (got, res) => {
+    const { path, body } = got;
+    const rec: RecordedAnthropicRequest = { ...got, turn: null };
+    requests.push(rec);
+    if (got.method === 'HEAD' || (got.method === 'GET' && path === '/')) {
+      res.writeHead(200);
+      return void res.end();
+    }
+    if (got.method === 'POST' && path === '/v1/messages/count_tokens') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify({ input_tokens: 100 }));
+    }
+    if (got.method !== 'POST' || path !== '/v1/messages') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify({ type: 'error', error: { type: 'not_found_error', message: `scripted server: no ${got.method} ${path}` } }));
+    }
+    const model = typeof body?.model === 'string' ? body.model : 'claude-scripted';
+    const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
+    const reply = body?.stream === false ? json : sse;
+    if (tools.length === 0) return reply(res, model, [{ type: 'text', text: filler }], 'end_turn');
+    const turn = script[next];
+    if (turn === undefined) {
+      problems.push(`request ${requests.length} came after the script ran out`);
+      return reply(res, model, [{ type: 'text', text: 'The script has run out.' }], 'end_turn');
+    }
+    rec.turn = next++;
+    if ('text' in turn) return reply(res, model, [{ type: 'text', text: turn.text }], 'end_turn');
+    if (!tools.some((t) => t?.name === turn.tool)) problems.push(`turn ${rec.turn}: tool ${turn.tool} was not among the ${tools.length} tools offered`);
+    reply(res, model, [{ type: 'tool_use', id: `toolu_scripted_${rec.turn}`, name: turn.tool, input: turn.input }], 'tool_use');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     problems,
     remaining: () => script.length - next,
@@ -178,10 +168,6 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
       }
       return out;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => server.close(),
   };
 }

@@ -5,9 +5,8 @@
 // response.output_item.done, response.completed (with usage). Each request that offers tools takes
 // the next scripted turn; one without tools gets a short text and takes none. Every request body is
 // recorded, so a test can read the function_call_output that came back for each call.
-import { createServer, type ServerResponse } from 'node:http';
-import { readModelRequest } from './model-request.js';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { serveModel } from './model-request.js';
 
 /** `tool` is a function name as offered in the request's `tools`, or a function that picks it. */
 /** `input` may be computed from the request that takes the turn (e.g. from a tool output it carries). */
@@ -122,54 +121,45 @@ export async function startScriptedOpenAI(script: OpenAITurn[], opts: ScriptedOp
   let waits = 0;
   const filler = opts.filler ?? 'Scripted session';
 
-  const server = createServer((req, res) => {
-    void (async () => {
-      const got = await readModelRequest(req);
-      const { path, body } = got;
-      const rec: RecordedOpenAIRequest = { ...got, turn: null };
-      requests.push(rec);
-      if (req.method === 'HEAD' || (req.method === 'GET' && path === '/')) {
-        res.writeHead(200);
-        return void res.end();
-      }
-      if (req.method !== 'POST' || path !== '/v1/responses') {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        return void res.end(JSON.stringify({ error: { message: `scripted server: no ${req.method} ${path}`, type: 'not_found' } }));
-      }
-      const model = typeof body?.model === 'string' ? body.model : 'scripted';
-      const names = offeredNames(body?.tools);
-      if (names.length === 0) return stream(res, model, { type: 'message', text: filler });
-      const turn = script[next];
-      if (turn === undefined) {
-        problems.push(`request ${requests.length} came after the script ran out`);
-        return stream(res, model, { type: 'message', text: 'The script has run out.' });
-      }
-      const name = 'text' in turn ? undefined : typeof turn.tool === 'function' ? turn.tool(names) : turn.tool;
-      const wait = opts.whileMissing;
-      if (!('text' in turn) && (name === undefined || !names.includes(name)) && wait && waits < wait.max && names.includes(wait.tool)) {
-        waits++;
-        return stream(res, model, { type: 'function_call', callId: `call_wait_${waits}`, name: wait.tool, args: JSON.stringify(wait.input) });
-      }
-      rec.turn = next++;
-      if (turn.gate) await turn.gate.catch(() => {});
-      if ('text' in turn) return stream(res, model, { type: 'message', text: turn.text });
-      if (name === undefined || !names.includes(name)) problems.push(`turn ${rec.turn}: tool ${String(name)} was not among the offered ${names.join(', ')}`);
-      const callId = `call_scripted_${rec.turn}`;
-      const input = typeof turn.input === 'function' ? turn.input(body) : turn.input;
-      calls.push({ callId, name: name ?? 'missing_tool', input, output: null });
-      const namespace = name === undefined ? undefined : namespaceOf(body?.tools, name);
-      stream(res, model, { type: 'function_call', callId, name: name ?? 'missing_tool', ...(namespace !== undefined ? { namespace } : {}), args: JSON.stringify(input) });
-    })().catch((err: unknown) => {
-      problems.push(`server error: ${err instanceof Error ? err.message : String(err)}`);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
+  const server = await serveModel(problems, async (got, res) => {
+    const { path, body } = got;
+    const rec: RecordedOpenAIRequest = { ...got, turn: null };
+    requests.push(rec);
+    if (got.method === 'HEAD' || (got.method === 'GET' && path === '/')) {
+      res.writeHead(200);
+      return void res.end();
+    }
+    if (got.method !== 'POST' || path !== '/v1/responses') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify({ error: { message: `scripted server: no ${got.method} ${path}`, type: 'not_found' } }));
+    }
+    const model = typeof body?.model === 'string' ? body.model : 'scripted';
+    const names = offeredNames(body?.tools);
+    if (names.length === 0) return stream(res, model, { type: 'message', text: filler });
+    const turn = script[next];
+    if (turn === undefined) {
+      problems.push(`request ${requests.length} came after the script ran out`);
+      return stream(res, model, { type: 'message', text: 'The script has run out.' });
+    }
+    const name = 'text' in turn ? undefined : typeof turn.tool === 'function' ? turn.tool(names) : turn.tool;
+    const wait = opts.whileMissing;
+    if (!('text' in turn) && (name === undefined || !names.includes(name)) && wait && waits < wait.max && names.includes(wait.tool)) {
+      waits++;
+      return stream(res, model, { type: 'function_call', callId: `call_wait_${waits}`, name: wait.tool, args: JSON.stringify(wait.input) });
+    }
+    rec.turn = next++;
+    if (turn.gate) await turn.gate.catch(() => {});
+    if ('text' in turn) return stream(res, model, { type: 'message', text: turn.text });
+    if (name === undefined || !names.includes(name)) problems.push(`turn ${rec.turn}: tool ${String(name)} was not among the offered ${names.join(', ')}`);
+    const callId = `call_scripted_${rec.turn}`;
+    const input = typeof turn.input === 'function' ? turn.input(body) : turn.input;
+    calls.push({ callId, name: name ?? 'missing_tool', input, output: null });
+    const namespace = name === undefined ? undefined : namespaceOf(body?.tools, name);
+    stream(res, model, { type: 'function_call', callId, name: name ?? 'missing_tool', ...(namespace !== undefined ? { namespace } : {}), args: JSON.stringify(input) });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     problems,
     remaining: () => script.length - next,
@@ -190,10 +180,6 @@ export async function startScriptedOpenAI(script: OpenAITurn[], opts: ScriptedOp
       }
       return out;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => server.close(),
   };
 }
