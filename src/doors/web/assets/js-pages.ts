@@ -220,20 +220,32 @@ function replyForm(msgs, root) {
     field('Reply to ' + who(to), body, 'Ctrl+Enter sends.'),
     send,
   ]);
+  mailForm(form, body, send, function () {
+    if (!body.value.trim()) return 'Write something first.';
+    return { to: to, subject: subject.slice(0, 500), body: body.value, reply_to: target.id };
+  }, function () {
+    announce('Reply sent to ' + to + '.');
+    pageThread(clear($('main')), $('thread') ? $('thread').getAttribute('data-open') : target.id, true);
+  });
+  return form;
+}
+
+/** Wires a form that sends mail: Ctrl+Enter in the body submits; one idempotency key per form, so a
+ *  retried click sends once; the button waits for the answer. build() returns the request, or the
+ *  text of what is missing. */
+function mailForm(form, body, send, build, done) {
   var err = formError(form);
   var key = 'web-' + Math.random().toString(36).slice(2) + Date.now().toString(36);
   body.addEventListener('keydown', function (e) { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
   form.addEventListener('submit', function (e) {
     e.preventDefault();
     err.hide();
-    if (!body.value.trim()) return err.show('Write something first.');
+    var req = build();
+    if (typeof req === 'string') return err.show(req);
     send.disabled = true;
-    api('send', { to: to, subject: subject.slice(0, 500), body: body.value, reply_to: target.id, idempotency_key: key }).then(function () {
-      announce('Reply sent to ' + to + '.');
-      pageThread(clear($('main')), $('thread') ? $('thread').getAttribute('data-open') : target.id, true);
-    }, function (e2) { send.disabled = false; err.show(errorText(e2)); });
+    req.idempotency_key = key;
+    api('send', req).then(done, function (e2) { send.disabled = false; err.show(errorText(e2)); });
   });
-  return form;
 }
 
 // --- compose -------------------------------------------------------------------------------------
@@ -269,18 +281,12 @@ function pageCompose(main, presetTo) {
     field('Message', body, 'plain text; Ctrl+Enter sends'),
     send,
   ]);
-  var err = formError(form);
-  var key = 'web-' + Math.random().toString(36).slice(2) + Date.now().toString(36);
-  body.addEventListener('keydown', function (e) { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
-  form.addEventListener('submit', function (e) {
-    e.preventDefault();
-    err.hide();
-    if (!to.value.trim() || !subject.value.trim()) return err.show('A recipient and a subject are needed.');
-    send.disabled = true;
-    api('send', { to: to.value.trim(), subject: subject.value, body: body.value, idempotency_key: key }).then(function (r) {
-      announce('Sent to ' + r.to + '.');
-      go('/web/thread/' + r.message_id);
-    }, function (e2) { send.disabled = false; err.show(errorText(e2)); });
+  mailForm(form, body, send, function () {
+    if (!to.value.trim() || !subject.value.trim()) return 'A recipient and a subject are needed.';
+    return { to: to.value.trim(), subject: subject.value, body: body.value };
+  }, function (r) {
+    announce('Sent to ' + r.to + '.');
+    go('/web/thread/' + r.message_id);
   });
   main.appendChild(form);
   loadDirectory().then(function (dir) {
