@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { MAIL_OPS, type MailOp } from '../src/doors/mail-ops.js';
 import { HOOK_OPS } from '../src/doors/hook-ops.js';
 import { ADMIN_ROUTES } from '../src/doors/admin-ops.js';
+import { WAKE_ADMIN_ROUTES } from '../src/doors/wake-admin-ops.js';
 import { PROTOCOL_VERSIONS } from '../src/doors/mcp/mcp-handler.js';
 import { ERROR_TABLE, type ErrorCode, type McpForm } from '../src/wire/errors.js';
 import { LIMITS } from '../src/wire/limits.js';
@@ -179,17 +180,18 @@ function mailOpSection(o: MailOp): string {
 }
 
 function adminSection(): string {
-  const parts = ADMIN_ROUTES.map((r) =>
+  const routes = [...ADMIN_ROUTES, ...WAKE_ADMIN_ROUTES];
+  const parts = routes.map((r) =>
     [`### \`POST ${r.path}\``, '', r.summary, '', schemaSection('Request', r.input, 'input'), '', schemaSection('Response', r.output, 'output')].join('\n'),
   );
   return [
     '## Operator routes',
     '',
-    'HTTP only (there are no MCP tools for them). The bearer must be an account with the `operator` permission, otherwise `permission_denied {need: "operator"}`; where attestation exists the calling process must also be attested. Every route is `POST` with a JSON body.',
+    'HTTP only (there are no MCP tools for them). The bearer must be an account with the `operator` permission, otherwise `permission_denied {need: "operator"}`; where attestation exists the calling process must also be attested. Every route is `POST` with a JSON body. `/admin/wake/*` (delivery chains run programs) is also refused to any peer not on this machine: `permission_denied {need: \"local\"}`.',
     '',
     '| route | summary |',
     '|---|---|',
-    ...ADMIN_ROUTES.map((r) => `| \`POST ${r.path}\` | ${cell(r.summary)} |`),
+    ...routes.map((r) => `| \`POST ${r.path}\` | ${cell(r.summary)} |`),
     '| `POST /admin/daemon/stop` | Stop the daemon: `{"when":"now"}` (default) or `{"when":"idle"}` (once no request is in flight and no wait is parked; clients use it to replace an older auto-started daemon). |',
     '',
     ...parts.flatMap((p) => [p, '']),

@@ -5,16 +5,24 @@ import * as WW from '../wire/web.js';
 import type { AdminOps } from '../engine/admin-ops.js';
 import type { Caller } from '../engine/mail-engine.js';
 
-export interface AdminRoute {
+/** An operator route served by handler H (the registry, or the wake chains). */
+export interface HandlerRoute<H> {
   path: string;
   summary: string;
   input: z.ZodType;
   output: z.ZodType;
-  run(admin: AdminOps, caller: Caller, input: never): Promise<unknown>;
+  run(handler: H, caller: Caller, input: never): Promise<unknown>;
 }
 
-const route = <I extends z.ZodType>(r: Omit<AdminRoute, 'run' | 'input'> & { input: I; run(a: AdminOps, c: Caller, i: z.output<I>): Promise<unknown> }): AdminRoute =>
-  r as unknown as AdminRoute;
+/** A typed route of H: `run` sees the parsed input of its own schema. */
+export const routeOf =
+  <H>() =>
+  <I extends z.ZodType>(r: Omit<HandlerRoute<H>, 'run' | 'input'> & { input: I; run(h: H, c: Caller, i: z.output<I>): Promise<unknown> }): HandlerRoute<H> =>
+    r as unknown as HandlerRoute<H>;
+
+export type AdminRoute = HandlerRoute<AdminOps>;
+
+const route = routeOf<AdminOps>();
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route({ path: '/admin/account/add', summary: 'Create an account; the secret is returned once.', input: A.AccountAddRequest, output: A.AccountSecretResponse, run: (a, c, i) => a.accountAdd(c, i) }),

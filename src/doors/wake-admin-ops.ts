@@ -1,21 +1,13 @@
 // The operator's wake-chain routes. A chain runs programs and opens connections, so these are
 // served only to a peer on this machine (the HTTP door checks the socket) holding the operator
 // credential (the engine checks), never by the browser door.
-import type { z } from 'zod';
 import * as WK from '../wire/wake.js';
 import type { WakeChains } from '../engine/wake-chains.js';
-import type { Caller } from '../engine/mail-engine.js';
+import { routeOf, type HandlerRoute } from './admin-ops.js';
 
-export interface WakeAdminRoute {
-  path: string;
-  summary: string;
-  input: z.ZodType;
-  output: z.ZodType;
-  run(chains: WakeChains, caller: Caller, input: never): Promise<unknown>;
-}
+export type WakeAdminRoute = HandlerRoute<WakeChains>;
 
-const route = <I extends z.ZodType>(r: Omit<WakeAdminRoute, 'run' | 'input'> & { input: I; run(w: WakeChains, c: Caller, i: z.output<I>): Promise<unknown> }): WakeAdminRoute =>
-  r as unknown as WakeAdminRoute;
+const route = routeOf<WakeChains>();
 
 export const WAKE_ADMIN_ROUTES: readonly WakeAdminRoute[] = [
   route({ path: '/admin/wake/set', summary: 'Set the delivery chain of an account (or of one session lineage with session). Local operator only.', input: WK.WakeSetRequest, output: WK.WakeSetResponse, run: (w, c, i) => w.set(c, i) }),
