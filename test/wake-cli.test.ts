@@ -52,6 +52,11 @@ describe('m4a wake / timer / receipts', () => {
     const bad = await cli(['wake', 'set', 'bob', '--step', 'command=["sh","-c","{subject}"]', '--json']);
     assert.notEqual(bad.status, 0);
     assert.equal(JSON.parse(bad.stderr).error.code, 'malformed');
+    const named = await json(['wake', 'set', 'bob', '--step', 'command=["/usr/bin/env"]', '--env', 'ANTHROPIC_API_KEY', '--env', 'M4A_URL']);
+    assert.deepEqual(named.chain.steps, [{ kind: 'command', argv: ['/usr/bin/env'], env: ['ANTHROPIC_API_KEY', 'M4A_URL'] }], 'names only, never values');
+    assert.match((await cli(['wake', 'list'])).stdout, /env=ANTHROPIC_API_KEY,M4A_URL/);
+    const token = await cli(['wake', 'set', 'bob', '--step', 'command=["/usr/bin/env"]', '--env', 'M4A_TOKEN', '--json']);
+    assert.equal(JSON.parse(token.stderr).error.field, 'env[0]', 'the starter\'s secret cannot be named');
     await json(['wake', 'clear', 'bob']);
     assert.deepEqual((await json(['wake', 'list'])).chains, []);
   });

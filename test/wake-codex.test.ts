@@ -292,7 +292,7 @@ describe('codex app-server wake adapter (fake app-server, protocol 0.171.0)', ()
     const tid = '01a22cd8-5a23-7591-a812-49eaf65ba934';
     const scenario = { threads: [{ id: tid, cwd: CWD, state: 'notLoaded' }] };
     const adapter = createCodexAdapter(
-      { kind: 'codex-app-server', listen: 'spawn', argv: [process.execPath, '--import', 'tsx', FAKE] },
+      { kind: 'codex-app-server', listen: 'spawn', argv: [process.execPath, '--import', 'tsx', FAKE], env: ['FAKE_CODEX_SCENARIO', 'FAKE_CODEX_LOG'] },
       { cwd: REPO, env: { ...process.env, FAKE_CODEX_SCENARIO: JSON.stringify(scenario), FAKE_CODEX_LOG: logFile } },
     );
     const r = await adapter.wake(request(session({ providerSessionId: tid })), signal());

@@ -21,7 +21,7 @@ import { spawn } from 'node:child_process';
 const args = process.argv.slice(2);
 const opt = (n) => args.find((a) => a.startsWith('--' + n + '='))?.slice(n.length + 3);
 const dir = process.env.M4A_TEST_OUT_DIR;
-const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('M4A_WAKE_') || k === 'CLAUDE_CODE_SESSION_ID' || k === 'KEEP_ME'));
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('M4A_WAKE_') || k === 'CLAUDE_CODE_SESSION_ID' || k === 'KEEP_ME' || k === 'NOT_NAMED'));
 const rec = { pid: process.pid, argv: args, cwd: process.cwd(), env };
 if (args.includes('--grandchild')) rec.grandchild = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }).pid;
 if (args.includes('--ignore-term')) process.on('SIGTERM', () => {});
@@ -36,7 +36,7 @@ setTimeout(() => process.exit(Number(opt('exit') ?? 0)), Number(opt('sleep') ?? 
 const RESUMED_AGENT = `
 import { writeFileSync } from 'node:fs';
 const { MailClient } = await import(process.env.M4A_TEST_CLIENT_URL);
-const client = new MailClient({ url: process.env.M4A_URL, token: process.env.M4A_TOKEN });
+const client = new MailClient({ url: process.env.M4A_URL, token: process.env.M4A_TEST_TOKEN });
 const me = await client.whoami();
 const inbox = await client.inbox({ limit: 50 });
 writeFileSync(process.env.M4A_TEST_OUT, JSON.stringify({
@@ -117,10 +117,10 @@ describe('command wakes', () => {
     const pool = o.pool ?? new CommandPool({ maxConcurrent: o.maxConcurrent ?? 4 });
     pools.push(pool);
     return new CommandAdapter(
-      { kind: 'command', argv, ...(o.timeout_secs ? { timeout_secs: o.timeout_secs } : {}), ...(o.cwd ? { cwd: o.cwd } : {}) },
+      { kind: 'command', argv, ...(o.timeout_secs ? { timeout_secs: o.timeout_secs } : {}), ...(o.cwd ? { cwd: o.cwd } : {}), env: ['M4A_TEST_OUT_DIR', 'KEEP_ME'] },
       {
         pool,
-        env: { ...process.env, M4A_TEST_OUT_DIR: out, CLAUDE_CODE_SESSION_ID: 'inherited-from-whoever-started-the-daemon', KEEP_ME: 'yes' },
+        env: { ...process.env, M4A_TEST_OUT_DIR: out, CLAUDE_CODE_SESSION_ID: 'inherited-from-whoever-started-the-daemon', KEEP_ME: 'yes', NOT_NAMED: 'no' },
         startGraceMs: o.startGraceMs ?? 10_000,
         killGraceMs: o.killGraceMs ?? 300,
         ...(o.onExit ? { onExit: o.onExit } : {}),
@@ -187,9 +187,10 @@ describe('command wakes', () => {
           argv: [process.execPath, '--import', import.meta.resolve('tsx'), join(resumeDir, 'claude'), '--resume', '{provider_session_id}', '-p', '{wake_text}'],
           cwd: '{cwd}',
           timeout_secs: 60,
+          env: ['M4A_URL', 'M4A_TEST_TOKEN', 'M4A_TEST_OUT', 'M4A_TEST_CLIENT_URL'],
         },
         {
-          env: { ...process.env, M4A_URL: d.url, M4A_TOKEN: bobSecret, M4A_TEST_OUT: resultFile, M4A_TEST_CLIENT_URL: pathToFileURL(join(import.meta.dirname, '../src/client/http-client.ts')).href },
+          env: { ...process.env, M4A_URL: d.url, M4A_TEST_TOKEN: bobSecret, M4A_TEST_OUT: resultFile, M4A_TEST_CLIENT_URL: pathToFileURL(join(import.meta.dirname, '../src/client/http-client.ts')).href },
           startGraceMs: 60_000,
           onExit: (e) => exits.push(e),
         },
@@ -244,11 +245,11 @@ describe('command wakes', () => {
       M4A_WAKE_SENDERS: 'alice/s-9,carol',
       M4A_WAKE_URGENT: '1',
       KEEP_ME: 'yes',
-    }, 'the daemon environment is inherited except agent session ids of whoever started it');
+    }, 'only the allow-listed base and the names the step gives: no agent session id of whoever started the daemon, nothing unnamed');
   });
 
   it('unknown placeholders are refused when the step is set; a missing value refuses the run without starting it', async () => {
-    const refusal = (step: { argv: string[]; cwd?: string }): { field: unknown; reason: unknown } => {
+    const refusal = (step: { argv: string[]; cwd?: string; env?: string[] }): { field: unknown; reason: unknown } => {
       try {
         checkCommandStep(step);
       } catch (e) {
@@ -267,6 +268,10 @@ describe('command wakes', () => {
     assert.match(String(refusal({ argv: ['x'], cwd: 'relative/dir' }).reason), /absolute/);
     assert.equal(refusal({ argv: ['claude', '-p', '{wake_text}', '--resume', '{provider_session_id}', '{"a":{"b":1}}'], cwd: '{cwd}/sub' }).reason, 'accepted');
     assert.throws(() => adapter(['x', '{nope}']), MailError);
+    const envRefusal = (env: string[]) => refusal({ argv: ['x'], env });
+    assert.deepEqual(envRefusal(['KEEP_ME', 'M4A_TOKEN']).field, 'env[1]', 'the starter\'s secret is never passed by name');
+    for (const name of ['M4A_ACCOUNT', 'M4A_STORE', 'M4A_WAKE_ACCOUNT', 'CLAUDE_CODE_SESSION_ID', '1BAD', 'A=B']) assert.notEqual(envRefusal([name]).reason, 'accepted', name);
+    assert.equal(envRefusal(['ANTHROPIC_API_KEY', 'M4A_URL']).reason, 'accepted', 'any other name is the operator\'s explicit choice');
 
     const before = runs().length;
     const noId = await adapter([process.execPath, program, '--resume', '{provider_session_id}']).wake(request('ev-noid', { session: session({ providerSessionId: null }) }), never);

@@ -6,6 +6,7 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MailClient, DaemonUnreachable } from '../client/http-client.js';
+import { daemonEnv } from '../wire/inherited-env.js';
 import { DATA_FILES } from '../wire/locations.js';
 import { daemonUrl } from './daemon-target.js';
 
@@ -54,7 +55,9 @@ function portableExecArgv(): string[] {
   return out;
 }
 
-/** Starts `m4a serve --auto` detached from this process (it outlives the agent that started it). */
+/** Starts `m4a serve --auto` detached from this process (it outlives the agent that started it).
+ *  The daemon gets an allow-listed environment (daemonEnv), never this command's M4A_TOKEN,
+ *  M4A_ACCOUNT or API keys: it serves every account, and its wakes run programs for them. */
 export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env): void {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const log = openSync(join(dataDir, 'daemon.log'), 'a', 0o600);
@@ -62,7 +65,7 @@ export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.en
   const child = spawn(process.execPath, [...portableExecArgv(), CLI_MAIN, 'serve', '--auto', '--data-dir', dataDir, ...(port ? ['--port', port] : [])], {
     detached: true,
     stdio: ['ignore', log, log],
-    env,
+    env: daemonEnv(env),
     cwd: dataDir,
   });
   child.unref();

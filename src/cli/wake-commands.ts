@@ -38,7 +38,8 @@ export function parseDuration(text: string): number {
 type Step = WakeSetInput['steps'][number];
 
 /** `hooks`, `codex=<ws://…|unix://…|spawn>`, `command=<JSON argv>`, `webhook=<url>`. */
-export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string }): Step {
+export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string; env?: string[] }): Step {
+  const env = o.env && o.env.length > 0 ? { env: o.env } : {};
   if (spec === 'hooks') return { kind: 'hooks' };
   const eq = spec.indexOf('=');
   const kind = eq < 0 ? spec : spec.slice(0, eq);
@@ -47,7 +48,7 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
     case 'codex':
     case 'codex-app-server':
       if (!value) throw new UsageError('codex needs where the app-server listens: codex=ws://127.0.0.1:PORT, codex=unix:///path or codex=spawn');
-      return { kind: 'codex-app-server', listen: value };
+      return { kind: 'codex-app-server', listen: value, ...(value === 'spawn' ? env : {}) };
     case 'command': {
       let argv: unknown;
       try {
@@ -56,7 +57,7 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
         throw new UsageError('command needs a JSON array of arguments: command=\'["claude","-p","--resume","{provider_session_id}","{wake_text}"]\'');
       }
       if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) throw new UsageError('command= must be a JSON array of strings (no shell)');
-      return { kind: 'command', argv: argv as string[], ...(o.timeoutSecs ? { timeout_secs: parseDuration(o.timeoutSecs) } : {}), ...(o.cwd ? { cwd: o.cwd } : {}) };
+      return { kind: 'command', argv: argv as string[], ...(o.timeoutSecs ? { timeout_secs: parseDuration(o.timeoutSecs) } : {}), ...(o.cwd ? { cwd: o.cwd } : {}), ...env };
     }
     case 'webhook':
       if (!value) throw new UsageError('webhook needs a URL: webhook=http://127.0.0.1:PORT/path');
@@ -66,8 +67,9 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
   }
 }
 
+const envOf = (s: { env?: string[] | undefined }): string => (s.env?.length ? ` env=${s.env.join(',')}` : '');
 const describeStep = (s: WakeChainOut['steps'][number]): string =>
-  s.kind === 'hooks' ? 'hooks' : s.kind === 'codex-app-server' ? `codex=${s.listen}` : s.kind === 'command' ? `command=${JSON.stringify(s.argv)}` : `webhook=${s.url}`;
+  s.kind === 'hooks' ? 'hooks' : s.kind === 'codex-app-server' ? `codex=${s.listen}${envOf(s)}` : s.kind === 'command' ? `command=${JSON.stringify(s.argv)}${envOf(s)}` : `webhook=${s.url}`;
 
 const collect = (v: string, acc: string[]): string[] => [...acc, v];
 
@@ -83,9 +85,10 @@ export function registerWake(program: Command): void {
       .option('--debounce-ms <ms>', 'gather a burst into one wake (default 250)')
       .option('--timeout-secs <duration>', 'command steps: kill after this long (default 10m)')
       .option('--cwd <dir>', 'command steps: working directory ({cwd} = the session\'s)')
+      .option('--env <name>', 'command and codex=spawn steps: a variable of the daemon\'s environment the program also gets (repeat)', collect, [])
       .option('--allow-remote', 'webhook steps: allow a non-loopback URL'),
   ).action(
-    (account: string, o: OperatorOptions & { step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; allowRemote?: boolean }) =>
+    (account: string, o: OperatorOptions & { step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; env: string[]; allowRemote?: boolean }) =>
       asOperator(
         o,
         async (c) => {

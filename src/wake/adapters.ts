@@ -3,6 +3,7 @@
 // one durable outbox for all webhooks, resumed at start so retries survive a restart.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { MailError } from '../wire/errors.js';
 import type { WakeStep } from '../wire/wake.js';
 import type { Clock } from '../engine/clock.js';
 import type { Logger } from '../engine/log.js';
@@ -10,7 +11,7 @@ import type { NoticeBook } from '../engine/notices.js';
 import type { Store } from '../store/types.js';
 import { createHooksAdapter } from './hooks-adapter.js';
 import { createCodexAdapter, type CodexAdapter } from './codex-app-server.js';
-import { checkCommandStep, CommandAdapter, CommandPool } from './command-adapter.js';
+import { checkCommandStep, checkEnvNames, CommandAdapter, CommandPool } from './command-adapter.js';
 import { WebhookAdapter } from './webhook-adapter.js';
 import { WebhookOutbox } from './webhook-outbox.js';
 import { ensureSigningKey, readSigningKey, WEBHOOK_KEY_FILE } from './webhook-signing.js';
@@ -49,6 +50,10 @@ export class AdapterRegistry {
   async check(steps: WakeStep[]): Promise<Record<string, string>> {
     for (const s of steps) {
       if (s.kind === 'command') checkCommandStep(s);
+      if (s.kind === 'codex-app-server' && s.env !== undefined) {
+        if (s.listen !== 'spawn') throw new MailError('malformed', 'env: only a spawned app-server (listen=spawn) is started with an environment', { field: 'env', reason: 'only for listen=spawn' });
+        checkEnvNames(s.env);
+      }
       if (s.kind === 'webhook') checkWebhookStep(s);
     }
     if (!steps.some((s) => s.kind === 'webhook')) return {};

@@ -146,6 +146,7 @@ export function createCodexAdapter(step: CodexStep, opts: CodexAdapterOptions = 
     const transport = await openTransport(step.listen, {
       ...(step.argv ? { argv: step.argv } : {}),
       ...(step.token_file !== undefined ? { tokenFile: step.token_file } : {}),
+      ...(step.env ? { envNames: step.env } : {}),
       ...(opts.env ? { env: opts.env } : {}),
       ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
       timeoutMs: connectTimeoutMs,

@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
+import { wakeProgramEnv } from '../wire/inherited-env.js';
 import { RPC, isRecord, type RequestId, type RpcErrorBody, type RpcMessage } from './codex-protocol.js';
 
 /** A failure answered by the server (a JSON-RPC error object). */
@@ -49,8 +50,10 @@ export interface ConnectOptions {
   argv?: string[];
   /** for ws://: a file whose trimmed content is sent as `Authorization: Bearer …` */
   tokenFile?: string;
-  /** for spawn, and to find the default unix socket ($CODEX_HOME) */
+  /** for spawn (the allow-list picks from it), and to find the default unix socket ($CODEX_HOME) */
   env?: NodeJS.ProcessEnv;
+  /** for spawn: names of further variables of `env` the app-server gets (the step's `env`) */
+  envNames?: readonly string[];
   cwd?: string;
   timeoutMs: number;
   signal?: AbortSignal;
@@ -145,7 +148,10 @@ function spawnTransport(opts: ConnectOptions): Promise<Transport> {
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env, cwd: opts.cwd, detached: false });
+      // One app-server serves every account of the chain: it gets the allow-listed base only, never
+      // the credentials of whoever started the daemon.
+      const env = wakeProgramEnv(opts.env ?? process.env, opts.envNames);
+      child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env, cwd: opts.cwd, detached: false });
     } catch (err) {
       return reject(new RpcTransportError('connect', `cannot start ${argv[0]}: ${(err as Error).message}`));
     }

@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { MailError } from '../wire/errors.js';
+import { envNameRefusal, wakeProgramEnv } from '../wire/inherited-env.js';
 import type { CommandStep } from '../wire/wake.js';
 import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
 
@@ -44,11 +45,21 @@ export function commandWakeText(count: number): string {
   ].join(' ');
 }
 
+/** Checks the `env` names of a step (command, spawned codex app-server): MailError('malformed',
+ *  {field: 'env[i]', reason}) for a name that is not a variable name or may not be passed. */
+export function checkEnvNames(names: readonly string[] | undefined): void {
+  names?.forEach((name, i) => {
+    const reason = envNameRefusal(name);
+    if (reason !== null) throw new MailError('malformed', `env[${i}]: ${reason}`, { field: `env[${i}]`, reason });
+  });
+}
+
 /** Checks a command step as `m4a wake set` stores it; throws MailError('malformed', {field, reason}). */
-export function checkCommandStep(step: Pick<CommandStep, 'argv' | 'cwd'>): void {
+export function checkCommandStep(step: Pick<CommandStep, 'argv' | 'cwd' | 'env'>): void {
   const bad = (field: string, reason: string): never => {
     throw new MailError('malformed', `${field}: ${reason}`, { field, reason });
   };
+  checkEnvNames(step.env);
   if (step.argv.length === 0) bad('argv', 'the command is empty');
   step.argv.forEach((arg, i) => {
     if (arg.includes('\0')) bad(`argv[${i}]`, 'contains a NUL byte');
@@ -175,15 +186,11 @@ export interface CommandAdapterOptions {
   killGraceMs?: number;
   /** Bytes of stderr kept for the detail (default 4096). */
   stderrBytes?: number;
-  /** The environment the command inherits (default process.env: the daemon's). */
+  /** The daemon environment the allow-list picks from (default process.env). */
   env?: NodeJS.ProcessEnv;
   /** Called when a run ends, also after wake() returned (exit code, timeout, stderr tail). */
   onExit?: (e: CommandExit) => void;
 }
-
-/** Agent ids an inherited environment may carry from whatever agent started the daemon: they would
- *  name the wrong session, so the command never inherits them. */
-const STRIPPED_ENV = ['CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID'];
 
 export class CommandAdapter implements WakeAdapter {
   readonly kind = 'command';
@@ -236,9 +243,9 @@ export class CommandAdapter implements WakeAdapter {
     if (!isDirectory(cwd)) return { ok: false, detail: `the working directory ${cwd} does not exist; not started` };
     const [program, ...args] = argv.args;
 
-    const env: NodeJS.ProcessEnv = { ...(this.opts.env ?? process.env) };
-    for (const k of STRIPPED_ENV) delete env[k];
-    Object.assign(env, {
+    // Only the allow-listed base and the names the chain gives: whoever started the daemon (its
+    // M4A_TOKEN, M4A_ACCOUNT, API keys, agent session ids) is not the account this wake is for.
+    const env = wakeProgramEnv(this.opts.env ?? process.env, this.step.env, {
       M4A_WAKE_EVENT_ID: req.eventId,
       M4A_WAKE_ACCOUNT: req.account,
       M4A_WAKE_SESSION: req.session?.id ?? '',

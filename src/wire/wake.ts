@@ -7,6 +7,9 @@ import { Selector, text } from './fields.js';
 
 const url = text(LIMITS.urlBytes);
 const argvItem = text(1024);
+/** Names (never values) of the daemon's environment variables a started program also gets; the
+ *  rest of the daemon's environment stays out (see inherited-env.ts). */
+const envNames = z.array(text(128)).max(32).optional().describe('names of daemon environment variables the program also gets (values stay in the daemon\'s environment)');
 
 /** The agent's own hooks (Claude Code, Codex, Gemini CLI, Cursor): succeeds when the session is
  *  live; the mail surfaces at its next Stop / AfterAgent / stop hook (or at once in listen mode). */
@@ -20,6 +23,7 @@ export const CodexStep = z.strictObject({
   listen: url,
   argv: z.array(argvItem).min(1).max(32).optional().describe('for listen=spawn: the command (default ["codex","app-server"])'),
   token_file: text(LIMITS.urlBytes).optional().describe('capability token file for a ws:// listener (sent as Bearer)'),
+  env: envNames,
 });
 
 /** A program run without a shell. Placeholders ({provider_session_id}, {session}, {account},
@@ -30,6 +34,7 @@ export const CommandStep = z.strictObject({
   argv: z.array(argvItem).min(1).max(64),
   timeout_secs: z.number().int().min(1).max(3600).optional().describe('default 600'),
   cwd: text(4096).optional().describe('working directory; {cwd} = the session\'s attested cwd'),
+  env: envNames,
 });
 
 /** A signed POST (HMAC-SHA256 over `t.body`, header `M4A-Signature: t=…,v1=…`), retried with
