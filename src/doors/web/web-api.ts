@@ -1,6 +1,7 @@
 // What a logged-in person can ask of /web/api/*: the same engine calls agents make (with a Caller
 // that has no session), and for operators an allow-list of the operator registry. The allow-list
-// is explicit so that routes added later (wake chains run programs) never become reachable here.
+// is explicit so that routes added later (wake chains run programs) never become reachable here,
+// and no route may create, hand out or take away an operator credential (operator-guard.ts).
 import { z } from 'zod';
 import * as W from '../../wire/ops.js';
 import { parseInput } from '../../wire/validate.js';
@@ -9,6 +10,7 @@ import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
 import { ADMIN_BY_PATH } from '../admin-ops.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
+import { refuseOperatorEscalation } from './operator-guard.js';
 
 /** The inbox page shows at most this many recent messages, previews cut to PREVIEW_CHARS. */
 const RECENT_MAX = 200;
@@ -91,5 +93,7 @@ export async function runWebApi(name: string, ctx: WebApiContext, c: Caller, bod
   const sub = name.startsWith('admin/') ? name.slice('admin/'.length) : null;
   const route = sub !== null && OPERATOR_ROUTES.has(sub) ? ADMIN_BY_PATH.get(`/admin/${sub}`) : undefined;
   if (!route) throw new MailError('unknown_route', `no route /web/api/${name}`);
-  return route.run(ctx.admin, c, parseInput(route.input, body) as never);
+  const input = parseInput(route.input, body);
+  await refuseOperatorEscalation(e, sub!, input);
+  return route.run(ctx.admin, c, input as never);
 }

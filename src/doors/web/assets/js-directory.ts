@@ -1,7 +1,8 @@
 // Browser code, part 3: the directory (accounts, live sessions with their cards, rooms) and the
 // operator page. A card keeps its three kinds of knowledge apart: what the kernel attested, what
 // the agent program's own process corroborated, and what the session declared about itself.
-// Wake chains run programs: this door shows none and changes none.
+// Wake chains run programs: this door shows them read-only and changes none, and it makes no
+// operator credential (the daemon refuses one), so the page offers none.
 export const JS_DIRECTORY = String.raw`
 function dl(pairs) {
   var items = pairs.filter(function (p) { return p[1] !== undefined && p[1] !== null && p[1] !== ''; });
@@ -85,6 +86,8 @@ function adminForm(id, title, fields, button, run) {
   return form;
 }
 
+function permText(p) { return Object.keys(p).filter(function (k) { return p[k]; }).join(', ') || 'none'; }
+
 function input(name, attrs) { return h('input', Object.assign({ name: name, autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' }, attrs || {})); }
 
 function refreshAdmin() {
@@ -96,8 +99,9 @@ function refreshAdmin() {
     var t = h('table', {}, [h('thead', {}, [h('tr', {}, ['Account', 'Kind', 'Label', 'Permissions', 'Listener', ''].map(function (x) { return h('th', { scope: 'col', text: x }); }))])]);
     var tb = h('tbody', {});
     o.accounts.forEach(function (a) {
-      var perms = Object.keys(a.permissions).filter(function (k) { return a.permissions[k]; }).join(', ');
-      var rm = a.id === state.me.account ? null : h('button', { type: 'button', class: 'danger', 'aria-label': 'Remove account ' + a.id, text: 'Remove', onclick: function () {
+      var perms = permText(a.permissions);
+      // Operators are made and removed on the machine only: the daemon refuses it from here.
+      var rm = a.id === state.me.account ? null : a.permissions.operator ? h('span', { class: 'hint', text: 'managed on the machine' }) : h('button', { type: 'button', class: 'danger', 'aria-label': 'Remove account ' + a.id, text: 'Remove', onclick: function () {
         if (!confirm('Remove account ' + a.id + '? Its mail stays stored.')) return;
         api('admin/account/remove', { id: a.id }).then(refreshAdmin, function (e) { alert(errorText(e)); });
       } });
@@ -143,20 +147,20 @@ function pageAdmin(main) {
   pageTitle(main, 'Operator');
   main.appendChild(h('div', { id: 'admin-state' }));
   var acc = input('id', { required: true }), kind = h('select', { name: 'kind' }, [h('option', { value: 'agent', text: 'agent' }), h('option', { value: 'service', text: 'service' })]), label = input('label');
-  var pid = input('id', { required: true }), pname = input('display_name'), ppw = input('password', { type: 'password', autocomplete: 'new-password', required: true }), pop = h('input', { type: 'checkbox', id: 'person-operator' });
+  var pid = input('id', { required: true }), pname = input('display_name'), ppw = input('password', { type: 'password', autocomplete: 'new-password', required: true });
   var room = input('name', { required: true }), everyone = h('input', { type: 'checkbox', id: 'room-everyone' });
   var mroom = input('room', { required: true }), macc = input('account', { required: true });
   var lacc = input('account', { required: true }), lurl = input('url', { placeholder: 'http://127.0.0.1:PORT/path' });
   main.appendChild(h('div', { class: 'grid' }, [
-    adminForm('add-account', 'Add an agent account', [field('Account', acc), field('Kind', kind), field('Label', label)], 'Add account', function () {
+    adminForm('add-account', 'Add an agent account', [field('Account', acc), field('Kind', kind), field('Label', label), h('p', { class: 'hint', text: 'It may send and read; an operator account is made on the machine (m4a admin account add NAME --operator).' })], 'Add account', function () {
       return api('admin/account/add', { id: acc.value.trim(), kind: kind.value, label: label.value.trim() || undefined }).then(function (r) {
-        return 'Secret of ' + r.account.id + ' (shown once, store it now): ' + r.secret;
+        return 'Secret of ' + r.account.id + ' (permissions: ' + permText(r.account.permissions) + '; shown once, store it now): ' + r.secret;
       });
     }),
-    adminForm('add-person', 'Add a person', [field('Account', pid), field('Display name', pname), field('Password', ppw, 'at least 8 characters'), h('label', { class: 'check', for: 'person-operator' }, [pop, ' Operator'])], 'Add person', function () {
-      return api('admin/user/create', { id: pid.value.trim(), display_name: pname.value.trim() || undefined, password: ppw.value, operator: pop.checked || undefined }).then(function (r) {
+    adminForm('add-person', 'Add a person', [field('Account', pid), field('Display name', pname), field('Password', ppw, 'at least 8 characters'), h('p', { class: 'hint', text: 'Operators are made on the machine: m4a user create NAME --operator.' })], 'Add person', function () {
+      return api('admin/user/create', { id: pid.value.trim(), display_name: pname.value.trim() || undefined, password: ppw.value }).then(function (r) {
         ppw.value = '';
-        return r.account.id + ' can now log in.';
+        return r.account.id + ' can now log in (permissions: ' + permText(r.account.permissions) + ').';
       });
     }),
     adminForm('add-room', 'Add a room', [field('Room', room), h('label', { class: 'check', for: 'room-everyone' }, [everyone, ' Every account is a member'])], 'Add room', function () {
