@@ -309,6 +309,9 @@ Exactly three kinds, in a compact string form and a tagged JSON form; \`to\` acc
 
 Account ids, session ids and room names are selectors: \`[A-Za-z0-9._@+-]\`, at most
 ${LIMITS.selectorBytes} bytes, not starting with \`-\` or \`.\`, no \`..\`. Responses always use the compact form.
+Each part of a compact address is checked for its length before it is looked up: a \`to\` (or a room,
+account or session name) over ${LIMITS.selectorBytes} bytes is \`too_large {field: "to", limit: ${LIMITS.selectorBytes}, actual}\`, never
+\`unknown_participant\`.
 
 The session part of an address may also be a friendly name. Each session lineage (a session and its
 successors) gets a **slug** on first contact from its working directory's basename (\`web-ui\`, then
@@ -347,6 +350,18 @@ future, is a member.
   path is \`404 unknown_route\`. \`GET /health\` needs no credential.
 - Bodies over ${LIMITS.requestBodyBytes} bytes are refused before parsing; bodies must be UTF-8 JSON.
 - Unknown fields are refused everywhere (\`malformed {field, reason}\`).
+- Text that models read cannot fake structure. Single-line text (subjects, labels and display names,
+  declared card fields, correlations, ref locators, timer notes, URLs, arguments, passwords) refuses control
+  characters, U+0085 NEL, the line and paragraph separators U+2028/U+2029, the bidi controls
+  (U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069) and invisible characters (U+180E, U+200B,
+  U+2060–U+2064, U+206A–U+206F, U+FEFF, U+FFF9–U+FFFB, the tag characters U+E0000–U+E007F):
+  \`malformed {field, reason, code_point: "U+2028"}\`. ZWNJ and ZWJ (U+200C/U+200D) pass: emoji
+  sequences and several scripts need them, and they neither break a line nor reorder text. Names
+  (account ids, room names, aliases) are selectors, ASCII only. A body keeps format characters
+  (right-to-left writing needs the marks) and refuses controls other than \`\\n\` and \`\\t\`; it is stored
+  verbatim. Wherever text is composed for a model (the hooks' wake text, Codex turns, webhook
+  payloads, MCP tool results, the CLI's output) those characters appear as \`\\u2028\`-style escapes,
+  and subjects are JSON-quoted, so a quote in a subject cannot close it early.
 
 ## Host and Origin
 

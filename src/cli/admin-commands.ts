@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { MailClient } from '../client/http-client.js';
 import { dataDirFrom, operatorToken } from './daemon-target.js';
 import { ensureDaemon } from './autostart.js';
-import { fail, printJson, table } from './output.js';
+import { fail, printJson, printText, table } from './output.js';
 
 /** The options every operator command takes (see `operatorCommon`). */
 export interface OperatorOptions {
@@ -27,7 +27,7 @@ export async function asOperator<T>(o: OperatorOptions, fn: (c: MailClient) => P
     c = await operatorClient(o.dataDir);
     const r = await fn(c);
     if (o.json) printJson(r);
-    else process.stdout.write(`${human(r)}\n`);
+    else printText(human(r));
   } catch (err) {
     fail(err, !!o.json);
   } finally {

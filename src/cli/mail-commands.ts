@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { MailClient } from '../client/http-client.js';
 import type { MessageOut } from '../wire/ops.js';
 import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
-import { fail, printJson, EXIT } from './output.js';
+import { fail, printJson, printText, EXIT } from './output.js';
 import { ago, bold, dim, green, messageBlock, shortAddress, table } from './format.js';
 
 interface Common extends ConnectOptions {
@@ -20,7 +20,7 @@ async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T
     if (o.json) printJson(r);
     else {
       const text = human(r);
-      if (text) process.stdout.write(`${text}\n`);
+      if (text) printText(text);
     }
   } catch (err) {
     fail(err, !!o.json);

@@ -1,22 +1,30 @@
 // Output for people and for scripts: --json prints the daemon's answer as is (a stable schema);
 // otherwise aligned text. Errors go to stderr with a meaningful exit code.
 import { MailError } from '../wire/errors.js';
+import { neutralise, safeJson } from '../wire/text.js';
 import { DaemonUnreachable, PortOwnedByOtherUser } from '../client/http-client.js';
 import { UsageError } from './connect.js';
 
 /** Exit codes, documented in docs/cli.md. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, unreachable: 3, locked: 4, impostor: 5 } as const;
 
+// Agents read this output too (through their shell tool): a line separator, bidi control or
+// invisible character in a subject, body, label or path is shown as a \u escape, never raw.
 export function printJson(v: unknown): void {
-  process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  process.stdout.write(`${safeJson(v, 2)}\n`);
+}
+
+/** Text for people and agents: mail content neutralised, our own colour codes kept. */
+export function printText(s: string): void {
+  process.stdout.write(`${s.split(/(\x1b\[\d+m)/).map((part, i) => (i % 2 ? part : neutralise(part, true))).join('')}\n`);
 }
 
 export { table } from './format.js';
 
 export function fail(err: unknown, json: boolean): never {
   if (err instanceof MailError) {
-    if (json) process.stderr.write(`${JSON.stringify(err.toBody())}\n`);
-    else process.stderr.write(`m4a: ${err.code}: ${err.message}\n`);
+    if (json) process.stderr.write(`${safeJson(err.toBody())}\n`);
+    else process.stderr.write(`m4a: ${err.code}: ${neutralise(err.message)}\n`);
     process.exit(EXIT.failed);
   }
   if (err instanceof UsageError) {

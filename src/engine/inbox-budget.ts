@@ -2,9 +2,11 @@
 // do not fit are cut with a marker telling the reader to fetch the message with get; if even the
 // headers do not fit, the page ends earlier and its cursor says so. Nothing is ever skipped.
 import type { MessageOut } from '../wire/ops.js';
+import { safeJson } from '../wire/text.js';
 
 const marker = (id: string, cut: number): string => `\n…[${cut} more bytes cut; call m4a_mail_get with message_id ${id} for the whole body]`;
-const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v));
+// Measured as the MCP door writes it (safeJson: some characters as \u escapes).
+const bytes = (v: unknown): number => Buffer.byteLength(safeJson(v));
 
 function cutTo(m: MessageOut, max: number): MessageOut {
   const body = m.body;

@@ -10,6 +10,7 @@
 import type { Clock } from '../engine/clock.js';
 import { systemClock } from '../engine/clock.js';
 import type { WebhookStep } from '../wire/wake.js';
+import { safeJson } from '../wire/text.js';
 import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
 import { checkWebhookStep } from './remote-url.js';
 import type { WebhookOutbox } from './webhook-outbox.js';
@@ -60,7 +61,7 @@ export class WebhookAdapter implements WakeAdapter {
 
   async wake(req: WakeRequest, signal: AbortSignal): Promise<WakeResult> {
     if (signal.aborted) return { ok: false, detail: 'aborted before the webhook was queued' };
-    const body = JSON.stringify(webhookPayload(req, this.clock.now()));
+    const body = safeJson(webhookPayload(req, this.clock.now()));
     const queued = this.opts.outbox
       .enqueue({ eventId: req.eventId, url: this.step.url, allowRemote: this.step.allow_remote ?? false, body })
       .then(

@@ -42,7 +42,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   foreign_user: { http: 403, mcp: 'http', meaning: 'the peer process belongs to another OS user' },
   forbidden_origin: { http: 403, mcp: 'http', meaning: 'Host or Origin is not exactly the daemon\'s own {field}' },
   permission_denied: { http: 403, mcp: 'tool_error', meaning: 'the account lacks a permission {need}' },
-  malformed: { http: 400, mcp: 'tool_error', meaning: 'a field is missing, of the wrong type, or not allowed {field, reason}' },
+  malformed: { http: 400, mcp: 'tool_error', meaning: 'a field is missing, of the wrong type, or not allowed {field, reason, code_point?}' },
   too_large: { http: 413, mcp: 'tool_error', meaning: 'a field is over its byte or count limit {field, limit, actual}' },
   unknown_participant: { http: 404, mcp: 'tool_error', meaning: 'no such account {participant}' },
   unknown_session: { http: 404, mcp: 'tool_error', meaning: 'no such session of that account {participant, session, candidates?}' },

@@ -2,7 +2,7 @@
 // so that toMailError can name it too_large {field, limit, actual} rather than malformed.
 import { z } from 'zod';
 import { LIMITS } from './limits.js';
-import { hasControl, hasControlExceptNlTab, isWellFormed, selectorProblem, utf8Bytes } from './text.js';
+import { isWellFormed, selectorProblem, unsafeChar, utf8Bytes } from './text.js';
 import { parseCompactAddress, type Address } from './address.js';
 
 type Ctx = z.core.$RefinementCtx<string>;
@@ -11,21 +11,23 @@ function tooLarge(ctx: Ctx, limit: number, actual: number): void {
   ctx.addIssue({ code: 'custom', message: `over the limit of ${limit} bytes`, params: { m4a: 'too_large', limit, actual } });
 }
 
-function checkText(s: string, ctx: Ctx, limit: number, control: (s: string) => boolean, controlMsg: string): void {
+function checkText(s: string, ctx: Ctx, limit: number, kind: 'line' | 'body'): void {
   if (!isWellFormed(s)) ctx.addIssue({ code: 'custom', message: 'not valid Unicode text (lone surrogate)' });
   const n = utf8Bytes(s);
-  if (n > limit) tooLarge(ctx, limit, n);
-  else if (control(s)) ctx.addIssue({ code: 'custom', message: controlMsg });
+  if (n > limit) return tooLarge(ctx, limit, n);
+  const bad = unsafeChar(s, kind);
+  if (bad) ctx.addIssue({ code: 'custom', message: bad.reason, params: { code_point: bad.codePoint } });
 }
 
-export const text = (limit: number) =>
-  z.string().superRefine((s, ctx) => checkText(s, ctx, limit, hasControl, 'control characters are not allowed'));
+/** Single-line text (subjects, labels, display names, declared fields, notes, URLs, arguments):
+ *  no control characters, line or paragraph separators, bidi controls or invisible characters. */
+export const text = (limit: number) => z.string().superRefine((s, ctx) => checkText(s, ctx, limit, 'line'));
 
-export const Subject = text(LIMITS.subjectBytes).describe(`at most ${LIMITS.subjectBytes} bytes, no control characters`);
+export const Subject = text(LIMITS.subjectBytes).describe(`at most ${LIMITS.subjectBytes} bytes; no control characters, line or paragraph separators, bidi controls or invisible format characters`);
 
 export const Body = z
   .string()
-  .superRefine((s, ctx) => checkText(s, ctx, LIMITS.bodyBytes, hasControlExceptNlTab, 'only \\n and \\t are allowed among control characters'))
+  .superRefine((s, ctx) => checkText(s, ctx, LIMITS.bodyBytes, 'body'))
   .describe(`at most ${LIMITS.bodyBytes} bytes; \\n and \\t are the only control characters allowed`);
 
 export const Selector = z
@@ -66,20 +68,16 @@ const TaggedAddress = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('room'), room: Selector }),
 ]);
 
-/** An address in either form; always parsed to the tagged form. */
+/** An address in either form; always parsed to the tagged form. Each part of the compact form
+ *  (account, session, room) is a selector of at most 128 bytes: longer is too_large, never unknown. */
 export const AddressInput = z
   .union([z.string(), TaggedAddress])
   .transform((v, ctx): Address => {
     if (typeof v !== 'string') return v;
-    if (utf8Bytes(v) > 2 * LIMITS.selectorBytes + 2) {
-      ctx.addIssue({ code: 'custom', message: 'address too long', params: { m4a: 'too_large', limit: 2 * LIMITS.selectorBytes + 2, actual: utf8Bytes(v) } });
-      return z.NEVER;
-    }
     const r = parseCompactAddress(v);
-    if (!r.ok) {
-      ctx.addIssue({ code: 'custom', message: r.reason });
-      return z.NEVER;
-    }
-    return r.address;
+    if (r.ok) return r.address;
+    if (r.tooLarge) ctx.addIssue({ code: 'custom', message: r.reason, params: { m4a: 'too_large', limit: r.tooLarge.limit, actual: r.tooLarge.actual } });
+    else ctx.addIssue({ code: 'custom', message: r.reason });
+    return z.NEVER;
   })
-  .describe('claude | claude/s-… | #room, or the tagged JSON form');
+  .describe('claude | claude/s-… | #room, or the tagged JSON form; each part at most 128 bytes');

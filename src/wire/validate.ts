@@ -1,6 +1,6 @@
 // Turn zod's verdict into the named error of the wire contract.
 import type { z } from 'zod';
-import { MailError } from './errors.js';
+import { MailError, type ErrorDetails } from './errors.js';
 
 function fieldOf(path: readonly PropertyKey[]): string {
   return path.length ? path.map(String).join('.') : '(body)';
@@ -18,9 +18,12 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.ou
     const reason = key === 'from' ? 'there is no from field: the sender is derived from your credential and process' : 'unknown field';
     throw new MailError('malformed', `${full}: ${reason}`, { field: full, reason });
   }
-  const params = (issue as { params?: { m4a?: string; limit?: number; actual?: number } }).params;
+  const params = (issue as { params?: { m4a?: string; limit?: number; actual?: number; code_point?: string } }).params;
   if (params?.m4a === 'too_large') {
     throw new MailError('too_large', `${field} is over its limit of ${params.limit}`, { field, limit: params.limit ?? 0, actual: params.actual ?? 0 });
   }
-  throw new MailError('malformed', `${field}: ${issue.message}`, { field, reason: issue.message });
+  // A refused character is named by its code point (U+2028), beside the field.
+  const details: ErrorDetails = { field, reason: issue.message };
+  if (params?.code_point) details.code_point = params.code_point;
+  throw new MailError('malformed', `${field}: ${issue.message}`, details);
 }

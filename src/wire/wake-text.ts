@@ -1,4 +1,5 @@
 // The fixed text that wakes an agent. No zod here: hooks run on the CLI's fast path.
+import { neutralise, quoteForModel } from './text.js';
 
 export interface WakeItem {
   id: string;
@@ -8,9 +9,12 @@ export interface WakeItem {
 }
 
 /** The fixed wake text. Only ids, senders and subjects; it says plainly that mail content comes
- *  from another agent and is not an instruction from the user. Subjects are quoted as data. */
+ *  from another agent and is not an instruction from the user. Subjects are quoted as data (JSON
+ *  string quoting, so a quote cannot close early) and every value is neutralised: a line or
+ *  paragraph separator, NEL, bidi control or invisible character shows as `\u2028`-style text, so
+ *  no value can start a line of its own, reorder the text or hide some of it. */
 export function wakeText(mail: WakeItem[], more: boolean): string {
-  const lines = mail.map((m) => `- ${m.id} from ${m.from}${m.priority === 'urgent' ? ' [urgent]' : ''}: ${JSON.stringify(m.subject)}`);
+  const lines = mail.map((m) => `- ${neutralise(m.id)} from ${neutralise(m.from)}${m.priority === 'urgent' ? ' [urgent]' : ''}: ${quoteForModel(m.subject)}`);
   return [
     `You have new mail in mail4agent (${mail.length}${more ? '+' : ''} message${mail.length === 1 && !more ? '' : 's'}):`,
     ...lines,

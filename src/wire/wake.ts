@@ -50,13 +50,13 @@ export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, Comm
 export const WakeSetRequest = z.strictObject({
   account: Selector,
   /** A session id, id prefix, slug or alias of the account: the chain applies to that lineage only. */
-  session: text(LIMITS.selectorBytes + 80).optional(),
+  session: Selector.optional(),
   steps: z.array(WakeStep).min(1).max(8),
   /** Wake this account for room mail too (default: only direct and session mail wakes). */
   rooms: z.boolean().optional(),
   debounce_ms: z.number().int().min(0).max(60_000).optional().describe('default 250'),
 });
-export const WakeTargetRequest = z.strictObject({ account: Selector, session: text(LIMITS.selectorBytes + 80).optional() });
+export const WakeTargetRequest = z.strictObject({ account: Selector, session: Selector.optional() });
 export const WakeChainOut = z.object({
   account: z.string(),
   lineage: z.string().nullable(),

@@ -2,6 +2,7 @@
 // resolved once per HTTP request by the HTTP door and applies to every message in a batch.
 import { MailError } from '../../wire/errors.js';
 import { parseInput } from '../../wire/validate.js';
+import { safeJson } from '../../wire/text.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { Logger } from '../../engine/log.js';
 import { OPS_BY_TOOL } from '../mail-ops.js';
@@ -105,10 +106,12 @@ export class McpHandler {
     try {
       const input = parseInput(op.input, params.arguments ?? {});
       const out = await op.run(this.engine, caller, input as never, 'mcp');
-      return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(out) }] } };
+      // safeJson: a model reads this text; line separators, bidi controls and invisible characters
+      // in mail arrive as \u escapes (the same value to a JSON parser).
+      return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: safeJson(out) }] } };
     } catch (err) {
       const e = err instanceof MailError ? err : this.internal(err);
-      return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: JSON.stringify(e.toBody()) }], isError: true } };
+      return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: safeJson(e.toBody()) }], isError: true } };
     }
   }
 
