@@ -10,7 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import type { AccountRecord, Store } from '../store/types.js';
 import type { Clock } from './clock.js';
-import { DEFAULT_THROTTLE, LoginThrottle, type ThrottleOptions } from './login-throttle.js';
+import { DEFAULT_THROTTLE, LoginThrottle, type ThrottleOptions, type ThrottleView } from './login-throttle.js';
 
 /** argon2id lives outside the engine (a native module); the daemon injects it. */
 export interface PasswordHasher {
@@ -23,7 +23,7 @@ export interface WebAuthOptions {
   idleMs: number;
   /** A login ends this long after it began, used or not. */
   absoluteMs: number;
-  throttle: ThrottleOptions;
+  throttle: Partial<ThrottleOptions>;
 }
 
 export const DEFAULT_WEB_AUTH: WebAuthOptions = { idleMs: 12 * 3600_000, absoluteMs: 7 * 24 * 3600_000, throttle: DEFAULT_THROTTLE };
@@ -97,10 +97,11 @@ export class WebAuth {
 
   /** Checks the password under the throttle; returns a fresh cookie value and CSRF token. The same
    *  refusal (bad_credentials) for an unknown name, a non-human account and a wrong password, and
-   *  about the same time: a missing hash is verified against a dummy one. */
-  async login(name: string, password: string): Promise<{ cookie: string; csrf: string; account: AccountRecord }> {
+   *  about the same time: a missing hash is verified against a dummy one. `address` keys the
+   *  throttle: the client's address as the connection shows it (never a header). */
+  async login(name: string, password: string, address: string): Promise<{ cookie: string; csrf: string; account: AccountRecord }> {
     const acc = await this.store.getAccount(name);
-    return this.throttle.run(name, acc !== null, async () => {
+    return this.throttle.run(name, address, acc !== null, async () => {
       const rec = acc?.kind === 'human' ? await this.passwordOf(name) : null;
       const ok = await this.hasher.verify(rec?.hash ?? (await this.dummy()), password);
       if (!ok || !rec || !acc) return null;
@@ -114,6 +115,17 @@ export class WebAuth {
       await this.dropIndexed(acc.id, (x) => this.expired(x, rec, now)).catch(() => undefined);
       return { cookie, csrf, account: acc };
     });
+  }
+
+  /** The wrong passwords tried at a person's own account, for their page. */
+  throttleView(login: WebLogin): Promise<ThrottleView> {
+    return this.throttle.view(login.account.id);
+  }
+
+  /** A logged-in person ends the login delays of their own account (someone guessing from many
+   *  addresses used up its allowance); nobody can clear another account's. */
+  clearThrottle(login: WebLogin): Promise<number> {
+    return this.throttle.clear(login.account.id);
   }
 
   private dummy(): Promise<string> {

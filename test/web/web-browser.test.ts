@@ -11,6 +11,7 @@ import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import type { MailClient } from '../../src/client/http-client.js';
 import { chromiumMissing, launchChromium, screenshot } from './browser.js';
 import { PASSWORD, createPerson, webPost } from './web-helpers.js';
+import { webFrom } from './web-peer.js';
 
 const skip = chromiumMissing() ?? false;
 /** The stand-in agent is this test process: its slug comes from the working directory's name. */
@@ -207,6 +208,17 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     await attacker.close();
     assert.ok(statuses.length >= 1 && statuses.every((s) => s === 403), `refused (${statuses.join(', ')})`);
     assert.equal((await codex.inbox({ include_acked: true })).messages.filter((m) => m.subject === 'forged').length, 0, 'nothing was sent');
+  });
+
+  it('tells the person someone is guessing their password, and clears the delays with one click', T, async () => {
+    for (const from of ['127.0.0.2', '127.0.0.6']) assert.equal((await webFrom(d.url, 'login', { from, body: { account: 'alice', password: 'a guess' } })).status, 401);
+    await page.getByRole('link', { name: 'Inbox' }).click();
+    const notice = page.locator('#login-throttle .notice');
+    await notice.waitFor();
+    assert.match((await notice.textContent()) ?? '', /2 wrong passwords for your account recently, from 2 addresses/);
+    await page.getByRole('button', { name: 'Clear login delays' }).click();
+    await notice.waitFor({ state: 'detached' });
+    assert.deepEqual(await d.store.listRecords('web_throttle_addr', 'alice/', 10), [], 'cleared in the store');
   });
 
   it('logs out; the old cookie and token open nothing', T, async () => {

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { MailError } from '../../wire/errors.js';
 import { parseInput } from '../../wire/validate.js';
 import { LoginRequest } from '../../wire/web.js';
+import { EmptyRequest } from '../../wire/ops.js';
 import type { MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
 import type { WebAuth } from '../../engine/web-auth.js';
@@ -16,6 +17,7 @@ import { readJsonBody } from '../http/body.js';
 import { sendJson, toMailError } from '../http/respond.js';
 import { ASSETS, SHELL, type Asset } from './assets/index.js';
 import { runWebApi } from './web-api.js';
+import { clientAddress } from './client-address.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
 
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -111,7 +113,7 @@ export class WebDoor {
     const noStore = { ...SECURITY_HEADERS, 'cache-control': 'no-store' };
     if (name === 'login') {
       const input = parseInput(LoginRequest, await readJsonBody(req, API_BODY_CAP));
-      const r = await auth.login(input.account, input.password);
+      const r = await auth.login(input.account, input.password, clientAddress(req.socket.remoteAddress));
       const cookie = `${name_}=${r.cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(auth.options.absoluteMs / 1000)}`;
       return sendJson(res, 200, { account: r.account.id, label: r.account.label, operator: r.account.permissions.operator, csrf: r.csrf }, { ...noStore, 'set-cookie': cookie });
     }
@@ -124,6 +126,12 @@ export class WebDoor {
       if (name === 'logout') await auth.logout(login);
       const revoked = name === 'revoke-all' ? await auth.revokeAll(login.account.id) : 1;
       return sendJson(res, 200, { ok: true, revoked }, { ...noStore, 'set-cookie': expire });
+    }
+    if (name === 'login-throttle' || name === 'login-throttle/clear') {
+      // The person's own account only: the body names nothing (strict {}), the login does.
+      parseInput(EmptyRequest, await readJsonBody(req, API_BODY_CAP));
+      const answer = name === 'login-throttle' ? await auth.throttleView(login) : { cleared: await auth.clearThrottle(login) };
+      return sendJson(res, 200, answer, noStore);
     }
     const body = await readJsonBody(req, name.startsWith('admin/') ? undefined : API_BODY_CAP);
     return sendJson(res, 200, await runWebApi(name, this.o, caller, body), noStore);

@@ -20,6 +20,8 @@ a { color: var(--accent); }
 .links a[aria-current="page"] { background: var(--accent); color: var(--accent-fg); }
 .count:not(:empty) { margin-left: .35rem; padding: 0 .4rem; border-radius: 1rem; background: var(--danger); color: var(--bg); font-size: .8rem; }
 .who { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; margin-left: auto; }
+#login-throttle { flex-basis: 100%; }
+#login-throttle:empty { display: none; }
 .me { color: var(--muted); font-size: .9rem; }
 main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
 h1 { font-size: 1.5rem; margin: .5rem 0 1rem; overflow-wrap: anywhere; }

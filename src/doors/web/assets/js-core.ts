@@ -131,6 +131,24 @@ function renderNav() {
     h('button', { type: 'button', class: 'secondary', id: 'logout', text: 'Log out', onclick: function () { logout('logout'); } }),
     h('button', { type: 'button', class: 'secondary', text: 'Log out everywhere', title: 'end every login of this account, on every device', onclick: function () { logout('revoke-all'); } }),
   ]));
+  nav.appendChild(h('div', { id: 'login-throttle', role: 'status' }));
+  refreshThrottle();
+}
+
+/** Someone guessing this person's password shows here, with the way to end the delays it caused
+ *  (only ever for the person's own account). */
+function refreshThrottle() {
+  api('login-throttle', {}).then(function (t) {
+    var box = $('login-throttle');
+    if (!box) return;
+    clear(box);
+    if (!t.wrong_passwords && !t.account_retry_after_ms) return;
+    var msg = t.wrong_passwords + ' wrong password' + (t.wrong_passwords === 1 ? '' : 's') + ' for your account recently, from ' + t.addresses + ' address' + (t.addresses === 1 ? '' : 'es') + '.';
+    if (t.account_retry_after_ms) msg += ' Logins from every address wait ' + Math.ceil(t.account_retry_after_ms / 1000) + ' s.';
+    box.appendChild(h('p', { class: 'notice' }, [msg, ' ', h('button', { type: 'button', class: 'secondary small', id: 'clear-throttle', text: 'Clear login delays', onclick: function () {
+      api('login-throttle/clear', {}).then(function (r) { clear(box); announce('Login delays cleared (' + r.cleared + ' addresses).'); }, function (e) { alert(errorText(e)); });
+    } })]));
+  }, function () { /* the page works without it */ });
 }
 
 function setUnread(n) {

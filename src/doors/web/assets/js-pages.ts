@@ -108,7 +108,7 @@ function pageLogin(main, flash) {
       password.focus();
       var ms = Number(e2.retry_after_ms || 0);
       if (e2.code === 'bad_credentials') waitFor(ms, 'Wrong account or password. The next try is possible in ' + Math.ceil(ms / 1000) + ' s.');
-      else if (e2.code === 'rate_limited') waitFor(ms, 'Too many wrong passwords for this account: wait ' + Math.ceil(ms / 1000) + ' s.');
+      else if (e2.code === 'rate_limited') waitFor(ms, e2.scope === 'account' ? 'Someone tried too many wrong passwords for this account: wait ' + Math.ceil(ms / 1000) + ' s, or clear the delays from a browser where you are logged in.' : 'Too many wrong passwords for this account from here: wait ' + Math.ceil(ms / 1000) + ' s.');
       else err.show(errorText(e2));
     });
   });
