@@ -47,6 +47,7 @@ describe('daemon lifecycle (built CLI, separate processes)', () => {
       assert.ok(!list.stdout.includes(secret) && !list.stdout.includes(codexSecret) && !/digest/i.test(list.stdout));
       assert.equal(m4a(['admin', 'room', 'add', 'reviewers', '--data-dir', dir]).status, 0);
       assert.equal(m4a(['admin', 'room', 'member', 'add', 'reviewers', 'codex', '--data-dir', dir]).status, 0);
+      assert.equal(m4a(['admin', 'room', 'member', 'add', 'reviewers', 'claude', '--data-dir', dir]).status, 0, 'members only may post');
 
       const second = m4a(['serve', '--data-dir', dir, '--port', '0']);
       assert.equal(second.status, 4);

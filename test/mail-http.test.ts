@@ -120,6 +120,7 @@ for (const kind of STORE_KINDS) {
 
     it('delivers rooms to current members only, with the whole history', async () => {
       await d.operator.admin.roomAdd('reviewers');
+      await d.operator.admin.memberAdd('reviewers', 'claude'); // members only may post
       const s1 = await claude.send({ to: '#reviewers', subject: 'before joining', body: '' });
       await d.operator.admin.memberAdd('reviewers', 'codex');
       const seen = (await codex.inbox({ include_acked: true, limit: 256 })).messages.map((m) => m.id);

@@ -101,7 +101,7 @@ describe('friendly addresses', () => {
   });
 
   it('broadcast only through an everyone-room the operator creates', async () => {
-    await d.operator.admin.roomAdd('all', true);
+    await d.operator.admin.roomAdd('all', { everyone: true });
     const late = (await d.account('gemini')).client;
     const s = await codex.send({ to: '#all', subject: 'hello everyone', body: '' });
     assert.ok((await late.inbox()).messages.some((m) => m.id === s.message_id), 'an account added later is a member too');

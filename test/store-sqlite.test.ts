@@ -70,7 +70,7 @@ describe('sqlite store', () => {
     const path = freshPath();
     const first = openAt(path);
     await first.addAccount(account('alice'));
-    await first.addRoom('all', 1, true);
+    await first.addRoom('all', 1, { everyone: true });
     await first.registerSession(session('alice', 's1', { slugBase: 'web' }));
     await first.addAlias('alice', 's1', 'front');
     const names = await first.listNames();
@@ -119,11 +119,11 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 3);
+      assert.equal(MIGRATIONS.length, 4);
     } finally {
       version.close();
     }
-    assert.deepEqual(await store.getAccount('alice'), a);
+    assert.deepEqual(await store.getAccount('alice'), { ...a, bornSeq: 0 });
     assert.deepEqual(await store.getSession('alice', 's1'), {
       account: 'alice', id: 's1', lineage: 's1', hostId: 'host-1', pid: 4242, startTime: 77, exe: '/usr/bin/agent',
       uid: 1000, corroborated: { provider: 'claude', providerSessionId: 'ps-s1', cwd: '/w/web' },
@@ -131,7 +131,7 @@ describe('sqlite store', () => {
     });
     assert.deepEqual((await store.listSessions()).map((s) => [s.id, s.lineage, s.slug]), [['s1', 's1', null], ['s2', 's1', null]]);
     assert.deepEqual((await store.lineageSessions('alice', 's1')).map((s) => s.id), ['s1', 's2']);
-    assert.deepEqual(await store.listRooms(), [{ name: 'lobby', createdAt: 7, members: ['alice'], everyone: false }]);
+    assert.deepEqual(await store.listRooms(), [{ name: 'lobby', createdAt: 7, members: ['alice'], everyone: false, open: false }]);
     assert.deepEqual(await store.getMessage(mail.id), { ...mail, seq: 1 });
     const me = scope('alice', 's1', ['lobby']);
     assert.equal(await store.unread(me), 1);
@@ -143,7 +143,7 @@ describe('sqlite store', () => {
     assert.deepEqual([s3.lineage, s3.slug], ['s1', null]);
     assert.equal(await store.addAlias('alice', 's1', 'old'), 'ok');
     assert.equal((await store.registerSession(session('alice', 's4', { slugBase: 'old' }))).slug, 'old-2');
-    assert.equal(await store.addRoom('all', 9, true), 'ok');
+    assert.equal(await store.addRoom('all', 9, { everyone: true }), 'ok');
     await store.addAccount(account('bob'));
     assert.deepEqual(await store.roomsOf('alice'), ['all', 'lobby']);
     assert.deepEqual(await store.roomsOf('bob'), ['all']);

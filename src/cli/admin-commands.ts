@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { MailClient } from '../client/http-client.js';
 import { dataDirFrom, operatorToken } from './daemon-target.js';
 import { ensureDaemon } from './autostart.js';
+import { UsageError } from './connect.js';
 import { fail, printJson, printText, table } from './output.js';
 
 /** The options every operator command takes (see `operatorCommon`). */
@@ -38,6 +39,7 @@ export async function asOperator<T>(o: OperatorOptions, fn: (c: MailClient) => P
 /** --json and --data-dir, the options of an operator command. */
 export const operatorCommon = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
 const common = operatorCommon;
+const deleted = (n: number): string => `${n} message${n === 1 ? '' : 's'}`;
 
 export function registerAdmin(program: Command): void {
   const admin = program.command('admin').description('operator registry: accounts, rooms, members, listeners');
@@ -68,8 +70,8 @@ export function registerAdmin(program: Command): void {
   common(account.command('rotate <id>').description('issue a new secret; the old one stops working')).action((id: string, o: Common) =>
     asOperator(o, (c) => c.admin.accountRotate(id), (r) => `account ${r.account.id}: new secret (shown once):\n${r.secret}`),
   );
-  common(account.command('remove <id>').description('remove an account; its mail stays stored')).action((id: string, o: Common) =>
-    asOperator(o, (c) => c.admin.accountRemove(id), () => `account ${id} removed`),
+  common(account.command('remove <id>').description('remove an account and delete its mail, sessions, wake chains and timers')).action((id: string, o: Common) =>
+    asOperator(o, (c) => c.admin.accountRemove(id), (r) => `account ${id} removed; ${deleted(r.deleted_messages)} delivered to it deleted (an account added again as ${id} starts empty)`),
   );
   common(account.command('list').description('every account')).action((o: Common) =>
     asOperator(
@@ -84,12 +86,30 @@ export function registerAdmin(program: Command): void {
   );
 
   const room = admin.command('room').description('rooms and their members');
-  common(room.command('add <name>').description('create a room'))
+  common(room.command('add <name>').description('create a room (members only may post, unless --open)'))
     .option('--everyone', 'every account, present and future, is a member (the only broadcast)')
-    .action((name: string, o: Common & { everyone?: boolean }) => asOperator(o, (c) => c.admin.roomAdd(name, !!o.everyone), () => `room #${name} created${o.everyone ? ' (every account is a member)' : ''}`));
-  common(room.command('remove <name>').description('remove a room')).action((name: string, o: Common) => asOperator(o, (c) => c.admin.roomRemove(name), () => `room #${name} removed`));
+    .option('--open', 'anyone may post, not only members')
+    .action((name: string, o: Common & { everyone?: boolean; open?: boolean }) =>
+      asOperator(
+        o,
+        (c) => c.admin.roomAdd(name, { everyone: !!o.everyone, open: !!o.open }),
+        () => `room #${name} created${o.everyone ? ' (every account is a member)' : ''}${o.open ? ' (anyone may post)' : ' (members only may post)'}`,
+      ),
+    );
+  common(room.command('set <name>').description('open a room to posts from anyone, or close it to members only'))
+    .option('--open', 'anyone may post')
+    .option('--closed', 'members only may post')
+    .action((name: string, o: Common & { open?: boolean; closed?: boolean }) => {
+      if (!!o.open === !!o.closed) fail(new UsageError('room set: say either --open or --closed'), !!o.json);
+      else asOperator(o, (c) => c.admin.roomSet(name, !!o.open), () => `room #${name}: ${o.open ? 'anyone may post' : 'members only may post'}`);
+    });
+  common(room.command('remove <name>').description('remove a room and delete its mail')).action((name: string, o: Common) =>
+    asOperator(o, (c) => c.admin.roomRemove(name), (r) => `room #${name} removed; ${deleted(r.deleted_messages)} deleted (a room created again as #${name} starts empty)`),
+  );
   common(room.command('list').description('every room with its members')).action((o: Common) =>
-    asOperator(o, (c) => c.admin.roomList(), (r) => table([['ROOM', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.everyone ? 'everyone' : x.members.join(', ') || '-'])])),
+    asOperator(o, (c) => c.admin.roomList(), (r) =>
+      table([['ROOM', 'POSTS', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.open ? 'anyone' : 'members', x.everyone ? 'everyone' : x.members.join(', ') || '-'])]),
+    ),
   );
   const member = room.command('member').description('room membership');
   common(member.command('add <room> <account>').description('grant membership')).action((roomName: string, acc: string, o: Common) =>

@@ -199,11 +199,13 @@ export class MailClient {
   readonly admin = {
     accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/add', input),
     accountRotate: (id: string): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/rotate', { id }),
-    accountRemove: (id: string): Promise<{ ok: true }> => this.call('/admin/account/remove', { id }),
+    accountRemove: (id: string): Promise<A.RemovedResponse> => this.call('/admin/account/remove', { id }),
     accountList: (): Promise<{ accounts: A.AccountOut[] }> => this.call('/admin/account/list'),
-    roomAdd: (name: string, everyone = false): Promise<{ ok: true }> => this.call('/admin/room/add', everyone ? { name, everyone } : { name }),
-    roomRemove: (name: string): Promise<{ ok: true }> => this.call('/admin/room/remove', { name }),
-    roomList: (): Promise<{ rooms: { name: string; everyone: boolean; members: string[] }[] }> => this.call('/admin/room/list'),
+    roomAdd: (name: string, opts: { everyone?: boolean; open?: boolean } = {}): Promise<{ ok: true }> =>
+      this.call('/admin/room/add', { name, ...(opts.everyone ? { everyone: true } : {}), ...(opts.open ? { open: true } : {}) }),
+    roomSet: (name: string, open: boolean): Promise<{ ok: true }> => this.call('/admin/room/set', { name, open }),
+    roomRemove: (name: string): Promise<A.RemovedResponse> => this.call('/admin/room/remove', { name }),
+    roomList: (): Promise<A.RoomListResponse> => this.call('/admin/room/list'),
     memberAdd: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/add', { room, account }),
     memberRemove: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/remove', { room, account }),
     listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call('/admin/listener', { account, url }),

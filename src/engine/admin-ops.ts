@@ -1,11 +1,12 @@
 // The operator registry: accounts, rooms, memberships, listeners. Operator callers only.
 import { MailError } from '../wire/errors.js';
 import type * as A from '../wire/admin.js';
-import type { AccountRecord, Permissions } from '../store/types.js';
+import { lineageKeyPrefix, type NewAccount, type Permissions } from '../store/types.js';
 import { digestSecret } from './credentials.js';
 import { iso } from './present.js';
 import { checkListenerUrl } from './listener-url.js';
 import { MAILBOX_ACCOUNT } from './timers.js';
+import { accountSweep, roomSweep } from './incarnation.js';
 import type { Caller, MailEngine } from './mail-engine.js';
 import type * as WW from '../wire/web.js';
 import type { WebAuth } from './web-auth.js';
@@ -14,7 +15,7 @@ export const OPERATOR_ACCOUNT = 'operator';
 
 const DEFAULT_PERMS: Permissions = { send: true, read: true, urgent: false, operator: false };
 
-function presentAccount(a: AccountRecord): A.AccountOut {
+function presentAccount(a: NewAccount): A.AccountOut {
   return { id: a.id, kind: a.kind, label: a.label, permissions: { ...a.permissions }, bind_provider: a.bindProvider, created_at: iso(a.createdAt) };
 }
 
@@ -42,7 +43,7 @@ export class AdminOps {
   /** Also used at first start to create the operator itself. */
   async createAccount(req: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> {
     const secret = this.e.ids.secret();
-    const rec: AccountRecord = {
+    const rec: NewAccount = {
       id: req.id,
       kind: req.kind ?? 'agent',
       label: req.label ?? req.id,
@@ -69,15 +70,20 @@ export class AdminOps {
     return { account: presentAccount(acc), secret };
   }
 
-  async accountRemove(c: Caller, id: string): Promise<{ ok: true }> {
+  /** Removes the account and deletes its mail, wake chains, timers, sessions and logins: an account
+   *  added again under the name is a new participant (docs/identity.md). */
+  async accountRemove(c: Caller, id: string): Promise<A.RemovedResponse> {
     this.operatorOnly(c);
     if (id === c.account.id) throw new MailError('malformed', 'the operator cannot remove itself', { field: 'id', reason: 'self' });
     if (id === MAILBOX_ACCOUNT) throw new MailError('malformed', 'mailbox is reserved: reminders come from it', { field: 'id', reason: 'reserved' });
-    if (!(await this.e.store.removeAccount(id))) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
+    const removed = await this.e.store.removeAccount(id, accountSweep(id));
+    if (!removed) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
     this.e.credentials.clear();
     this.e.sessions.forget(id);
+    this.e.notices.forget(lineageKeyPrefix(id));
+    this.e.receipts.forget(id);
     this.e.waits.refresh(id);
-    return { ok: true };
+    return { ok: true, deleted_messages: removed.messages };
   }
 
   async accountList(c: Caller): Promise<{ accounts: A.AccountOut[] }> {
@@ -85,24 +91,33 @@ export class AdminOps {
     return { accounts: (await this.e.store.listAccounts()).map(presentAccount) };
   }
 
-  async roomAdd(c: Caller, name: string, everyone = false): Promise<{ ok: true }> {
+  async roomAdd(c: Caller, name: string, opts: { everyone?: boolean; open?: boolean } = {}): Promise<{ ok: true }> {
     this.operatorOnly(c);
-    if ((await this.e.store.addRoom(name, this.e.clock.now(), everyone)) === 'exists') throw new MailError('already_exists', `room #${name} exists`, { field: 'name' });
-    if (everyone) this.e.waits.refresh();
+    if ((await this.e.store.addRoom(name, this.e.clock.now(), opts)) === 'exists') throw new MailError('already_exists', `room #${name} exists`, { field: 'name' });
+    if (opts.everyone) this.e.waits.refresh();
     return { ok: true };
   }
 
-  async roomRemove(c: Caller, name: string): Promise<{ ok: true }> {
+  /** Removes the room and deletes its mail: a room created again under the name starts empty. */
+  async roomRemove(c: Caller, name: string): Promise<A.RemovedResponse> {
     this.operatorOnly(c);
-    if (!(await this.e.store.removeRoom(name))) throw new MailError('unknown_room', `no room #${name}`, { room: name });
+    const removed = await this.e.store.removeRoom(name, roomSweep());
+    if (!removed) throw new MailError('unknown_room', `no room #${name}`, { room: name });
     // Parked readers must stop watching the room at once (they re-query with their new rooms).
     this.e.waits.refresh();
+    return { ok: true, deleted_messages: removed.messages };
+  }
+
+  /** Open: anyone may post; closed (the default): members only. */
+  async roomSet(c: Caller, name: string, open: boolean): Promise<{ ok: true }> {
+    this.operatorOnly(c);
+    if (!(await this.e.store.setRoomOpen(name, open))) throw new MailError('unknown_room', `no room #${name}`, { room: name });
     return { ok: true };
   }
 
-  async roomList(c: Caller): Promise<{ rooms: { name: string; everyone: boolean; members: string[] }[] }> {
+  async roomList(c: Caller): Promise<A.RoomListResponse> {
     this.operatorOnly(c);
-    return { rooms: (await this.e.store.listRooms()).map((r) => ({ name: r.name, everyone: r.everyone, members: r.members })) };
+    return { rooms: (await this.e.store.listRooms()).map((r) => ({ name: r.name, everyone: r.everyone, open: r.open, members: r.members })) };
   }
 
   async memberAdd(c: Caller, room: string, account: string): Promise<{ ok: true }> {

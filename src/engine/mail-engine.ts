@@ -34,6 +34,7 @@ import { REC } from './wake-records.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { checkAlias } from './names.js';
+import { sentBy } from './incarnation.js';
 import { Receipts } from './receipts.js';
 import { MAILBOX_ACCOUNT, TimerBook, type TimerRecord } from './timers.js';
 import type * as WK from '../wire/wake.js';
@@ -173,7 +174,7 @@ export class MailEngine {
   async receiptsOf(c: Caller, req: { message_id: string }): Promise<WK.ReceiptsResponse> {
     const scope = await this.scope(c);
     const m = await this.store.getMessage(req.message_id);
-    return this.receipts.receipts({ account: c.account.id, operator: c.account.permissions.operator, scope }, m, req.message_id);
+    return this.receipts.receipts({ account: c.account, operator: c.account.permissions.operator, scope }, m, req.message_id);
   }
 
   /** The caller for a verified account and, when the connection is attested, the session it is. */
@@ -207,11 +208,11 @@ export class MailEngine {
     if (req.reply_to) {
       parent = await this.store.getMessage(req.reply_to);
       if (!parent) throw new MailError('unknown_message', `no message ${req.reply_to}`, { message_id: req.reply_to });
-      if (parent.fromAccount !== c.account.id && !(await this.readable(c, parent)))
+      if (!sentBy(c.account, parent) && !(await this.readable(c, parent)))
         throw new MailError('not_addressed_to_you', `you may not reply to ${req.reply_to}`, { message_id: req.reply_to });
     }
     const now = this.clock.now();
-    const target = await resolveRecipient(this.store, this.sessions, req.to, parent, now);
+    const target = await resolveRecipient(this.store, this.sessions, req.to, parent, now, c.account);
     const refs = req.refs ?? [];
     const fingerprint = req.idempotency_key
       ? createHash('sha256')
@@ -376,7 +377,7 @@ export class MailEngine {
     if (!m) throw new MailError('unknown_message', `no message ${req.message_id}`, { message_id: req.message_id });
     const scope = await this.scope(c);
     const keys = readKeys(scope);
-    const mayRead = (x: StoredMessage): boolean => keys.includes(x.toKey) || x.fromAccount === c.account.id;
+    const mayRead = (x: StoredMessage): boolean => keys.includes(x.toKey) || sentBy(c.account, x);
     if (!mayRead(m)) throw new MailError('not_addressed_to_you', `message ${req.message_id} is not addressed to you`, { message_id: req.message_id });
     const visible = req.thread ? (await this.store.getThread(m.threadId)).filter(mayRead) : [m];
     const acked = await this.store.ackedAt(

@@ -25,6 +25,11 @@ export class NoticeBook {
     return this.states.has(key);
   }
 
+  /** Forgets every lineage whose key starts with `prefix` (an account removed: `s:<account>/`). */
+  forget(prefix: string): void {
+    for (const key of this.states.keys()) if (key.startsWith(prefix)) this.states.delete(key);
+  }
+
   get(key: string): NoticeState {
     let s = this.states.get(key);
     if (!s) this.states.set(key, (s = { noticed: 0, blocks: 0, lastToolNotice: 0, listening: false }));

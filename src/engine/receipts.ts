@@ -3,11 +3,12 @@
 // acknowledgement state, and it is written in batches off the read's path.
 import { MailError } from '../wire/errors.js';
 import type { ReceiptOut, ReceiptsResponse } from '../wire/wake.js';
-import { readKeys, type MailKey, type ReaderScope, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
+import { readKeys, recordNamesRecipient, type AccountRecord, type MailKey, type ReaderScope, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './log.js';
 import { iso } from './present.js';
 import { REC, recipientOf, type AttemptRecord } from './wake-records.js';
+import { sentBy } from './incarnation.js';
 
 /** The recipient a message counts for when `scope` reads it. */
 export function recipientFor(scope: ReaderScope, toKey: MailKey): string {
@@ -45,6 +46,13 @@ export class Receipts {
     this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
   }
 
+  /** The account was removed (its records went with it): forget what was kept of them here, so a
+   *  new account of the name gets its own receipts. */
+  forget(account: string): void {
+    for (const id of this.known) if (recordNamesRecipient(id, account)) this.known.delete(id);
+    this.pending = this.pending.filter((r) => !recordNamesRecipient(r.id, account));
+  }
+
   private remember(id: string): void {
     if (this.known.size >= KNOWN_MAX) this.known.delete(this.known.values().next().value as string);
     this.known.add(id);
@@ -68,10 +76,10 @@ export class Receipts {
   }
 
   /** The sender, a recipient or the operator may ask. Room mail: one receipt per current member. */
-  async receipts(caller: { account: string; operator: boolean; scope: ReaderScope }, m: StoredMessage | null, messageId: string): Promise<ReceiptsResponse> {
+  async receipts(caller: { account: AccountRecord; operator: boolean; scope: ReaderScope }, m: StoredMessage | null, messageId: string): Promise<ReceiptsResponse> {
     if (!m) throw new MailError('unknown_message', `no message ${messageId}`, { message_id: messageId });
     const addressed = readKeys(caller.scope).includes(m.toKey);
-    if (!caller.operator && !addressed && m.fromAccount !== caller.account)
+    if (!caller.operator && !addressed && !sentBy(caller.account, m))
       throw new MailError('not_addressed_to_you', `message ${messageId} is neither from nor to you`, { message_id: messageId });
     await this.settled();
     const scopes: { recipient: string; scope: ReaderScope }[] = [];
@@ -91,7 +99,7 @@ export class Receipts {
     for (const { recipient, scope } of scopes) {
       // An adapter's why can hold the recipient's setup (a command's stderr, paths, thread ids): it
       // is for that recipient and the operator; others learn which adapter, when, and whether it worked.
-      const seesWhy = caller.operator || (addressed && scope.account === caller.account);
+      const seesWhy = caller.operator || (addressed && scope.account === caller.account.id);
       const [attempts, surfaced, acked] = await Promise.all([
         this.store.listRecords(REC.attempt, `${m.id}|${recipient}|`, 100),
         this.store.getRecord(REC.surfaced, `${m.id}|${recipient}`),

@@ -3,7 +3,7 @@
 // reply to that session's own message) to its account, or is refused with session_ended.
 import { MailError } from '../wire/errors.js';
 import { formatAddress, type Address } from '../wire/address.js';
-import { keyOfAccount, keyOfLineage, keyOfRoom, type MailKey, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
+import { keyOfAccount, keyOfLineage, keyOfRoom, type AccountRecord, type MailKey, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
 import type { SessionBook } from './sessions.js';
 import { findSession } from './names.js';
 
@@ -15,10 +15,14 @@ export interface Recipient {
   accounts: string[];
 }
 
-export async function resolveRecipient(store: Store, book: SessionBook, to: Address, parent: StoredMessage | null, now: number): Promise<Recipient> {
+/** A room takes posts from its members only, unless it is open; the operator, who administers
+ *  rooms, may post into any. (Like a mailing list; an everyone-room has every account as member.) */
+export async function resolveRecipient(store: Store, book: SessionBook, to: Address, parent: StoredMessage | null, now: number, from: AccountRecord): Promise<Recipient> {
   if (to.kind === 'room') {
     const room = await store.getRoom(to.room);
     if (!room) throw new MailError('unknown_room', `no room #${to.room}`, { room: to.room });
+    if (!room.open && !room.members.includes(from.id) && !from.permissions.operator)
+      throw new MailError('permission_denied', `${from.id} is not a member of #${room.name}, which takes posts from its members only`, { need: 'member', room: room.name });
     return { key: keyOfRoom(room.name), address: formatAddress(to), redirected: false, accounts: room.members };
   }
   const account = await store.getAccount(to.participant);

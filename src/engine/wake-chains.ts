@@ -9,6 +9,7 @@ import type { Caller } from './mail-engine.js';
 import { iso } from './present.js';
 import { findSession } from './names.js';
 import { chainId, REC, type ChainRecord } from './wake-records.js';
+import { incarnationOf } from './incarnation.js';
 
 export const DEFAULT_DEBOUNCE_MS = 250;
 /** Chains set through another daemon (shared store) are seen within this long. */
@@ -35,17 +36,19 @@ export class WakeChains {
     if (!c.account.permissions.operator) throw new MailError('permission_denied', 'wake chains are set by the operator', { need: 'operator' });
   }
 
-  private async lineageOf(account: string, session: string | undefined): Promise<string | null> {
-    if (!(await this.store.getAccount(account))) throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
-    if (session === undefined) return null;
-    return (await findSession(this.store, account, session, this.isLive)).lineage;
+  private async lineageOf(account: string, session: string | undefined): Promise<{ lineage: string | null; incarnation: string }> {
+    const acc = await this.store.getAccount(account);
+    if (!acc) throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
+    const incarnation = incarnationOf(acc);
+    if (session === undefined) return { lineage: null, incarnation };
+    return { lineage: (await findSession(this.store, account, session, this.isLive)).lineage, incarnation };
   }
 
   async set(c: Caller, req: WakeSetRequest): Promise<{ chain: WakeChainOut } & Record<string, unknown>> {
     this.operatorOnly(c);
-    const lineage = await this.lineageOf(req.account, req.session);
+    const { lineage, incarnation } = await this.lineageOf(req.account, req.session);
     const shown = await this.check(req.steps);
-    const rec: ChainRecord = { account: req.account, lineage, steps: req.steps, rooms: req.rooms ?? false, debounceMs: req.debounce_ms ?? DEFAULT_DEBOUNCE_MS };
+    const rec: ChainRecord = { account: req.account, lineage, steps: req.steps, rooms: req.rooms ?? false, debounceMs: req.debounce_ms ?? DEFAULT_DEBOUNCE_MS, incarnation };
     const at = this.clock.now();
     await this.store.putRecord({ kind: REC.chain, id: chainId(req.account, lineage), value: JSON.stringify(rec), updatedAt: at });
     this.cache = null;
@@ -60,7 +63,7 @@ export class WakeChains {
 
   async clear(c: Caller, req: { account: string; session?: string | undefined }): Promise<{ ok: true }> {
     this.operatorOnly(c);
-    const lineage = await this.lineageOf(req.account, req.session);
+    const { lineage } = await this.lineageOf(req.account, req.session);
     const removed = await this.store.deleteRecord(REC.chain, chainId(req.account, lineage));
     this.cache = null;
     if (!removed) throw new MailError('unknown_participant', `no wake chain for ${chainId(req.account, lineage)}`, { participant: req.account });
@@ -70,7 +73,12 @@ export class WakeChains {
   /** The chain that applies: the lineage's own, else the account's. */
   async chainFor(account: string, lineage: string | null): Promise<ChainRecord | null> {
     const all = await this.all();
-    return (lineage ? all.get(chainId(account, lineage)) : undefined) ?? all.get(account) ?? null;
+    const chain = (lineage ? all.get(chainId(account, lineage)) : undefined) ?? all.get(account) ?? null;
+    if (chain?.incarnation === undefined) return chain;
+    // Removal deletes the chain, but a cache (this one for CHAIN_CACHE_MS, another daemon's) may
+    // still hold it: it runs only for the account it was set for.
+    const acc = await this.store.getAccount(account);
+    return acc && incarnationOf(acc) === chain.incarnation ? chain : null;
   }
 
   /** Whether any chain (the account's or one of its lineages') exists: a cheap first filter. */

@@ -23,6 +23,9 @@ export interface ChainRecord {
   steps: WakeStep[];
   rooms: boolean;
   debounceMs: number;
+  /** incarnationOf the account the chain was set for: a chain of a removed account of the same
+   *  name (still cached, or read by another daemon before the removal) never runs for a new one. */
+  incarnation?: string;
 }
 
 export interface AttemptRecord {

@@ -81,7 +81,7 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
 
     await run('meta', 'meta', all('SELECT key, value FROM meta ORDER BY key'));
     await run('accounts', 'accounts', all<AccountRow>('SELECT * FROM accounts ORDER BY id') as unknown as Record<string, unknown>[]);
-    await run('rooms', 'rooms', all('SELECT name, created_at, everyone FROM rooms ORDER BY name'));
+    await run('rooms', 'rooms', all('SELECT name, created_at, everyone, is_open FROM rooms ORDER BY name'));
     // acked is recomputed below from the acks (the same number the counter holds).
     await run('members', 'members', all('SELECT room, account, 0 AS acked FROM members ORDER BY room, account'));
     await run('listeners', 'listeners', all('SELECT account, url FROM listeners ORDER BY account'));
@@ -121,7 +121,10 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
       ON CONFLICT (to_key) DO UPDATE SET total = excluded.total, unacked = excluded.unacked`;
     await tx`UPDATE members AS mb SET acked = (SELECT count(*) FROM acks AS a
       WHERE a.ack_key = 'a:' || mb.account AND a.to_key = 'r:' || mb.room)`;
-    const [h] = await tx<{ seq: number }[]>`UPDATE message_head SET seq = GREATEST(seq, COALESCE((SELECT max(seq) FROM messages), 0))
+    // The source's high-water seq: messages of removed accounts and rooms are deleted, and a seq is
+    // never handed out twice (accounts' born_seq counts on it).
+    const sourceHead = all<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'")[0]?.seq ?? 0;
+    const [h] = await tx<{ seq: number }[]>`UPDATE message_head SET seq = GREATEST(seq, ${sourceHead}, COALESCE((SELECT max(seq) FROM messages), 0))
       WHERE one = 1 RETURNING seq`;
     const headSeq = h?.seq ?? 0;
     // Running daemons catch up on what arrived (delivered at commit).

@@ -20,7 +20,13 @@ export interface AccountRecord {
   /** Hex SHA-256 of the bearer secret; the secret itself is never stored. */
   secretDigest: string;
   createdAt: number;
+  /** The store's head seq when this account was created (set by the store). A message from this id
+   *  at or below it was sent by a removed account of the same name, not by this one. */
+  bornSeq: number;
 }
+
+/** What addAccount takes: the store sets bornSeq. */
+export type NewAccount = Omit<AccountRecord, 'bornSeq'>;
 
 export interface Corroborated {
   provider?: string | undefined;
@@ -158,7 +164,33 @@ export interface RoomRecord {
   members: string[];
   /** Every account is a member, present and future (the operator's broadcast room). */
   everyone: boolean;
+  /** Anyone may post, not only members (the engine's rule; members only by default). */
+  open: boolean;
   createdAt: number;
+}
+
+export interface RoomOptions {
+  everyone?: boolean;
+  open?: boolean;
+}
+
+/** The engine's records that belong to a participant being removed, deleted in the removal's
+ *  transaction (the store knows no record kind; the engine names them). */
+export interface RecordSweep {
+  /** Records of `kind` with exactly this `id`, or whose id starts with `prefix`. */
+  owned: ({ kind: string; id: string } | { kind: string; prefix: string })[];
+  /** Kinds whose ids start `<message id>|`: deleted with each message the removal deletes. */
+  byMessage: string[];
+  /** Kinds whose ids are `<message id>|<recipient>[|…]`: those whose recipient is the removed
+   *  account (`<account>` or `<account>/<lineage>`) are deleted, e.g. its receipts of room mail
+   *  that stays. */
+  byRecipient: string[];
+}
+
+/** What a removal deleted besides the registry rows. */
+export interface Removal {
+  /** Messages deleted: those delivered to the removed account (or room). */
+  messages: number;
 }
 
 export interface CommitEvent {
@@ -184,17 +216,29 @@ export interface Store {
   /** Sets the value only if absent; returns the value that stands. */
   initMeta(key: string, value: string): Promise<string>;
 
-  addAccount(rec: AccountRecord): Promise<'ok' | 'exists'>;
+  /** Creates the account. A new account starts with an empty mailbox: mail still stored under its
+   *  keys (a send that raced the removal of an account of the same name, or mail an earlier build
+   *  kept on removal) is deleted in the same transaction, with its acks and counters. */
+  addAccount(rec: NewAccount): Promise<'ok' | 'exists'>;
   getAccount(id: string): Promise<AccountRecord | null>;
   findAccountByDigest(digest: string): Promise<AccountRecord | null>;
   listAccounts(): Promise<AccountRecord[]>;
   setAccountSecret(id: string, digest: string): Promise<boolean>;
-  /** Removes the account, its memberships, listener and sessions; mail stays. */
-  removeAccount(id: string): Promise<boolean>;
+  /** Removes the account and everything of it, in one transaction: memberships, listener,
+   *  sessions and names; the mail delivered to it (direct and session mail) with its acks, ack
+   *  floors and counters; its acks of room mail; the idempotency keys of mail it sent (that mail
+   *  stays: it is its recipients'); and the records the sweep names. null: no such account. An
+   *  account created again under the name is a new participant and inherits none of it. */
+  removeAccount(id: string, sweep?: RecordSweep): Promise<Removal | null>;
 
-  /** With `everyone`, every account (present and future) is a member and stays one. */
-  addRoom(name: string, at: number, everyone?: boolean): Promise<'ok' | 'exists'>;
-  removeRoom(name: string): Promise<boolean>;
+  /** With `everyone`, every account (present and future) is a member and stays one. Like an
+   *  account, a new room starts empty (mail left under its key is deleted). */
+  addRoom(name: string, at: number, opts?: RoomOptions): Promise<'ok' | 'exists'>;
+  /** Removes the room with its memberships and its mail (every member's acks of it included), and
+   *  the records the sweep names for its messages. null: no such room. */
+  removeRoom(name: string, sweep?: RecordSweep): Promise<Removal | null>;
+  /** Sets whether non-members may post; false when there is no such room. */
+  setRoomOpen(name: string, open: boolean): Promise<boolean>;
   getRoom(name: string): Promise<RoomRecord | null>;
   listRooms(): Promise<RoomRecord[]>;
   roomsOf(account: string): Promise<string[]>;
@@ -266,6 +310,21 @@ export interface Store {
  *  else (direct and room mail) once for the whole account, like a shared queue. */
 export function ackKeyFor(scope: ReaderScope, toKey: MailKey): MailKey {
   return toKey.startsWith('s:') ? toKey : keyOfAccount(scope.account);
+}
+
+/** The prefix of every session mail key of an account (`s:<account>/`). */
+export const lineageKeyPrefix = (account: string): string => `s:${account}/`;
+
+/** Whether a mail key is one the account owns: its direct key or one of its session keys. */
+export const isKeyOfAccount = (key: MailKey, account: string): boolean => key === keyOfAccount(account) || key.startsWith(lineageKeyPrefix(account));
+
+/** Whether a record id `<message id>|<recipient>[|…]` names the account (or one of its lineages) as
+ *  its recipient (RecordSweep.byRecipient). Ids and selectors never contain '|' or '/' otherwise. */
+export function recordNamesRecipient(id: string, account: string): boolean {
+  const bar = id.indexOf('|');
+  if (bar < 0) return false;
+  const rest = id.slice(bar + 1);
+  return rest === account || rest.startsWith(`${account}|`) || rest.startsWith(`${account}/`);
 }
 
 /** Every key a scope reads. */

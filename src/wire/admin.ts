@@ -32,9 +32,15 @@ export const AccountSecretResponse = z.object({ account: AccountOut, secret: z.s
 export const AccountListResponse = z.object({ accounts: z.array(AccountOut) });
 
 export const RoomRequest = z.strictObject({ name: Selector });
-export const RoomAddRequest = z.strictObject({ name: Selector, everyone: z.boolean().optional().describe('every account, present and future, is a member (broadcast)') });
+export const RoomAddRequest = z.strictObject({
+  name: Selector,
+  everyone: z.boolean().optional().describe('every account, present and future, is a member (broadcast)'),
+  open: z.boolean().optional().describe('anyone may post, not only members (default: members only)'),
+});
+export const RoomSetRequest = z.strictObject({ name: Selector, open: z.boolean().describe('true: anyone may post; false: members only') });
 export const MemberRequest = z.strictObject({ room: Selector, account: Selector });
-export const RoomListResponse = z.object({ rooms: z.array(z.object({ name: z.string(), everyone: z.boolean(), members: z.array(z.string()) })) });
+export const RoomListResponse = z.object({ rooms: z.array(z.object({ name: z.string(), everyone: z.boolean(), open: z.boolean(), members: z.array(z.string()) })) });
+export const RemovedResponse = z.object({ ok: z.literal(true), deleted_messages: z.number().int().describe('messages delivered to it, deleted with it') });
 
 export const ListenerSetRequest = z.strictObject({ account: Selector, url: text(LIMITS.urlBytes) });
 export const ListenerRemoveRequest = z.strictObject({ account: Selector });
@@ -45,3 +51,5 @@ export type AccountKind = z.infer<typeof AccountKind>;
 export type Permissions = z.infer<typeof Permissions>;
 export type AccountAddRequest = z.output<typeof AccountAddRequest>;
 export type AccountOut = z.infer<typeof AccountOut>;
+export type RoomListResponse = z.infer<typeof RoomListResponse>;
+export type RemovedResponse = z.infer<typeof RemovedResponse>;

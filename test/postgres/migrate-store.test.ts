@@ -23,7 +23,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 async function fill(s: Store): Promise<void> {
   for (const id of ['alice', 'bob', 'carol']) await s.addAccount(account(id, { createdAt: 10 }));
   await s.addRoom('lobby', 5);
-  await s.addRoom('all', 6, true);
+  await s.addRoom('all', 6, { everyone: true });
   await s.addMember('lobby', 'alice');
   await s.addMember('lobby', 'bob');
   await s.setListener('bob', 'http://127.0.0.1:9/ring');

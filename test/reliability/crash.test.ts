@@ -95,7 +95,7 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
     d = await serve(dir, port);
     const op = new MailClient({ url, token: readFileSync(join(dir, 'operator.token'), 'utf8').trim() });
     for (const id of [...SENDERS, ...READERS]) secrets.set(id, (await op.admin.accountAdd({ id })).secret);
-    await op.admin.roomAdd('crash');
+    await op.admin.roomAdd('crash', { open: true }); // the senders post without being members
     for (const r of READERS) await op.admin.memberAdd('crash', r);
     op.close();
   });

@@ -177,6 +177,7 @@ async function doSend(model: Model, real: Real, s: SendSpec): Promise<MMsg | nul
   else if (parent && parent.from !== reader.account && !model.readable(reader, parent)) expected = 'not_addressed_to_you';
   else if (s.to.kind === 'account' && s.to.account === 'nobody') expected = 'unknown_participant';
   else if (s.to.kind === 'room' && s.to.room === 'nowhere') expected = 'unknown_room';
+  else if (s.to.kind === 'room' && !model.members.get(s.to.room)?.has(reader.account)) expected = 'permission_denied'; // members only
   else if (s.to.kind === 'session' && s.to.reader === 'gone') expected = 'unknown_session';
   const fingerprint = JSON.stringify([compact(to), subject, body, replyId ?? null]);
   const prior = expected === null && s.idem ? model.idem.get(`${reader.account}\n${s.idem.key}`) : undefined;

@@ -24,13 +24,13 @@ const DEADLINE_MS = 20_000;
 const VERBS = [
   ['send'], ['reply'], ['inbox'], ['read'], ['thread'], ['ack'], ['unread'], ['whoami'], ['peers'], ['alias'], ['status'],
   ['capabilities'], ['doctor'], ['help'], ['admin'], ['admin', 'account', 'add'], ['admin', 'account', 'rotate'], ['admin', 'account', 'remove'],
-  ['admin', 'account', 'list'], ['admin', 'room', 'add'], ['admin', 'room', 'remove'], ['admin', 'room', 'list'], ['admin', 'room', 'member', 'add'],
+  ['admin', 'account', 'list'], ['admin', 'room', 'add'], ['admin', 'room', 'set'], ['admin', 'room', 'remove'], ['admin', 'room', 'list'], ['admin', 'room', 'member', 'add'],
   ['admin', 'room', 'member', 'remove'], ['admin', 'listener', 'set'], ['admin', 'listener', 'remove'],
 ];
 const FLAGS = [
   '--json', '--account', '--data-dir', '--reply-to', '--urgent', '--idempotency-key', '--correlation', '--subject', '--wait', '--all', '--thread',
   '--limit', '--after', '--no-bodies', '--live', '--remove', '--working-on', '--role', '--parent', '--kind', '--label', '--bind-provider',
-  '--operator', '--no-send', '--no-read', '--everyone', '--help', '-h', '--version', '--', '-', '-x', '--json=1', '--limit=2', '---', '--no-json',
+  '--operator', '--no-send', '--no-read', '--everyone', '--open', '--closed', '--help', '-h', '--version', '--', '-', '-x', '--json=1', '--limit=2', '---', '--no-json',
 ];
 
 interface Ran {
@@ -55,6 +55,7 @@ describe('fuzz: the CLI\'s argument parsing', () => {
     const bob = await d.account('bob');
     await d.operator.admin.roomAdd('lobby');
     await d.operator.admin.memberAdd('lobby', 'fuzzer');
+    await d.operator.admin.memberAdd('lobby', 'bob'); // members only may post
     const m1 = await bob.client.send({ to: 'fuzzer', subject: 'hello', body: 'hi' });
     const m2 = await bob.client.send({ to: '#lobby', subject: 'room', body: 'r' });
     home = mkdtempSync(join(tmpdir(), 'm4a-clifuzz-'));

@@ -162,6 +162,7 @@ describe('security matrix', () => {
       '/admin/account/list': {},
       '/admin/room/add': { name: 'mallory-room', everyone: true },
       '/admin/room/remove': { name: 'ops' },
+      '/admin/room/set': { name: 'ops', open: true },
       '/admin/room/list': {},
       '/admin/room/member/add': { room: 'ops', account: 'bob' },
       '/admin/room/member/remove': { room: 'ops', account: 'alice' },

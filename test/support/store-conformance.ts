@@ -9,7 +9,7 @@ import {
   keyOfLineage,
   keyOfRoom,
   readKeys,
-  type AccountRecord,
+  type NewAccount,
   type AckItem,
   type AckResult,
   type CommitEvent,
@@ -26,7 +26,7 @@ import {
 
 export const digestOf = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
-export function account(id: string, over: Partial<AccountRecord> = {}): AccountRecord {
+export function account(id: string, over: Partial<NewAccount> = {}): NewAccount {
   return {
     id,
     kind: 'agent',
@@ -136,7 +136,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const rec = account('alice', { kind: 'human', bindProvider: 'claude', createdAt: 123 });
         assert.equal(await store.addAccount(rec), 'ok');
         assert.equal(await store.addAccount(account('alice', { label: 'other' })), 'exists');
-        assert.deepEqual(await store.getAccount('alice'), rec);
+        assert.deepEqual(await store.getAccount('alice'), { ...rec, bornSeq: 0 });
         assert.equal(await store.getAccount('nobody'), null);
       });
 
@@ -165,7 +165,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual((await store.listAccounts()).map((a) => a.id), ['alice', 'bob', 'carol']);
       });
 
-      it('removes an account with its memberships, listener and sessions, keeping its mail', async () => {
+      it('removes an account with its memberships, listener, sessions and the mail delivered to it', async () => {
         await store.addAccount(account('alice'));
         await store.addAccount(account('bob'));
         await store.addRoom('lobby', 1);
@@ -174,9 +174,12 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.setListener('alice', 'http://127.0.0.1:9/wake');
         await store.registerSession(session('alice', 's1', { slugBase: 'web' }));
         await store.registerSession(session('bob', 's2', { slugBase: 'web' }));
-        assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
+        assert.equal(await store.addAlias('alice', 's1', '@front'), 'ok');
         const mail = await send(store, A('alice'));
-        assert.equal(await store.removeAccount('alice'), true);
+        const sessionMail = await send(store, keyOfLineage('alice', 's1'));
+        const toBob = await send(store, A('bob'), { fromAccount: 'alice' });
+        const roomMail = await send(store, R('lobby'));
+        assert.deepEqual(await store.removeAccount('alice'), { messages: 2 });
         assert.equal(await store.getAccount('alice'), null);
         assert.deepEqual(await store.roomsOf('alice'), []);
         assert.deepEqual((await store.getRoom('lobby'))?.members, ['bob']);
@@ -185,8 +188,114 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.notEqual(await store.getSession('bob', 's2'), null);
         assert.deepEqual(await store.namesOf('alice'), []);
         assert.deepEqual(await store.listNames(), [{ account: 'bob', name: 'web', lineage: 's2', kind: 'slug' }]);
-        assert.deepEqual(await store.getMessage(mail.id), mail);
-        assert.equal(await store.removeAccount('alice'), false);
+        assert.equal(await store.getMessage(mail.id), null);
+        assert.equal(await store.getMessage(sessionMail.id), null);
+        assert.deepEqual(await store.getMessage(toBob.id), toBob, 'mail it sent is its recipients\'');
+        assert.deepEqual(await store.getMessage(roomMail.id), roomMail, 'room mail is the room\'s');
+        assert.equal(await store.removeAccount('alice'), null);
+      });
+    });
+
+    describe('a name used again', () => {
+      const sweep = {
+        owned: [{ kind: 'chain', id: 'alice' }, { kind: 'chain', prefix: 'alice/' }, { kind: 'timer', prefix: 'alice|' }],
+        byMessage: ['surfaced', 'attempt'],
+        byRecipient: ['surfaced', 'attempt'],
+      };
+      const rec = (kind: string, id: string) => ({ kind, id, value: '{}', updatedAt: 1 });
+      const ids = async (kind: string) => (await store.listRecords(kind, '', 100)).map((r) => r.id);
+
+      it('gives a new account of a removed name none of its mail, acks, counters or records', async () => {
+        await store.addAccount(account('alice'));
+        await store.addAccount(account('alicex'));
+        await store.addRoom('lobby', 1);
+        await store.addMember('lobby', 'alice');
+        const direct = await send(store, A('alice'));
+        await send(store, keyOfLineage('alice', 'L1'));
+        const room = await send(store, R('lobby'));
+        const alice = scope('alice', 'L1', ['lobby']);
+        await store.ack(alice, [item(direct), item(room)], 5);
+        await store.insertRecords([
+          rec('chain', 'alice'), rec('chain', 'alice/L1'), rec('chain', 'alicex'), rec('timer', 'alice|t1'), rec('timer', 'alicex|t2'),
+          rec('surfaced', `${direct.id}|alice`), rec('surfaced', `${room.id}|alice`), rec('surfaced', `${room.id}|alicex`),
+          rec('attempt', `${room.id}|alice/L1|000000001-000001`), rec('attempt', `${room.id}|alicex|000000001-000002`), rec('other', 'alice'),
+        ]);
+        assert.deepEqual(await store.removeAccount('alice', sweep), { messages: 2 });
+        assert.deepEqual(await ids('chain'), ['alicex']);
+        assert.deepEqual(await ids('timer'), ['alicex|t2']);
+        assert.deepEqual(await ids('surfaced'), [`${room.id}|alicex`]);
+        assert.deepEqual(await ids('attempt'), [`${room.id}|alicex|000000001-000002`]);
+        assert.deepEqual(await ids('other'), ['alice'], 'a kind the sweep does not name stays');
+
+        assert.equal(await store.addAccount(account('alice', { createdAt: 2_000 })), 'ok');
+        assert.equal((await store.getAccount('alice'))?.bornSeq, 3, 'born after every seq handed out');
+        await store.addMember('lobby', 'alice');
+        const again = scope('alice', 'L1', ['lobby']);
+        assert.deepEqual(seqs(await store.page(again, q())), [room.seq], 'only the room\'s mail, as to any new member');
+        assert.equal(await store.unread(again), 1, 'the old account\'s acks do not count');
+        assert.equal((await store.page(again, q()))[0]?.ackedAt, null);
+        assert.deepEqual(await store.ackedAt(again, [item(direct), item(room)]), new Map());
+        const fresh = await send(store, A('alice'));
+        assert.deepEqual(seqs(await store.page(again, q())), [room.seq, fresh.seq]);
+        assert.equal(await store.unread(again), 2);
+      });
+
+      it('forgets the idempotency keys of the mail a removed account sent, and no more', async () => {
+        await store.addAccount(account('alice'));
+        const sent = await send(store, A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint: 'f' });
+        const other = await send(store, A('bob'), { fromAccount: 'carol', idempotencyKey: 'k1', fingerprint: 'f' });
+        await store.removeAccount('alice');
+        assert.equal((await store.getMessage(sent.id))?.idempotencyKey, null);
+        assert.equal((await store.getMessage(other.id))?.idempotencyKey, 'k1');
+        await store.addAccount(account('alice'));
+        const retry = await store.appendMessage(message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint: 'f' }), 0);
+        assert.equal(retry.kind, 'created', 'a new account is never answered with the old one\'s message');
+        assert.equal((await store.appendMessage(message(A('bob'), { fromAccount: 'carol', idempotencyKey: 'k1', fingerprint: 'f' }), 0)).kind, 'duplicate');
+      });
+
+      it('starts a new account and a new room empty, whatever was left under their keys', async () => {
+        const stray = await send(store, A('alice'));
+        const strayRoom = await send(store, R('lobby'));
+        await store.ack(scope('alice'), [item(stray)], 3);
+        assert.equal(await store.addAccount(account('alice')), 'ok');
+        assert.equal(await store.addRoom('lobby', 1), 'ok');
+        assert.equal(await store.getMessage(stray.id), null);
+        assert.equal(await store.getMessage(strayRoom.id), null);
+        await store.addMember('lobby', 'alice');
+        const me = scope('alice', null, ['lobby']);
+        assert.deepEqual(await store.page(me, q()), []);
+        assert.equal(await store.unread(me), 0);
+        assert.equal(await store.headSeq(), 2, 'seqs are never handed out again');
+        assert.equal((await send(store, A('alice'))).seq, 3);
+        assert.equal(await store.unread(me), 1);
+      });
+
+      it('removes a room with its mail and every account\'s acks of it; a new room of the name starts empty', async () => {
+        await store.addAccount(account('alice'));
+        await store.addAccount(account('bob'));
+        await store.addRoom('lobby', 1);
+        await store.addRoom('other', 1);
+        for (const a of ['alice', 'bob']) await store.addMember('lobby', a);
+        await store.addMember('other', 'alice');
+        const m1 = await send(store, R('lobby'));
+        await send(store, R('lobby'));
+        const kept = await send(store, R('other'));
+        await store.ack(scope('alice', null, ['lobby', 'other']), [item(m1), item(kept)], 4);
+        await store.insertRecords([rec('surfaced', `${m1.id}|alice`), rec('surfaced', `${kept.id}|alice`)]);
+        assert.deepEqual(await store.removeRoom('lobby', { owned: [], byMessage: ['surfaced'], byRecipient: [] }), { messages: 2 });
+        assert.equal(await store.removeRoom('lobby'), null);
+        assert.equal(await store.getMessage(m1.id), null);
+        assert.deepEqual(await ids('surfaced'), [`${kept.id}|alice`]);
+        assert.equal(await store.addRoom('lobby', 9), 'ok');
+        await store.addMember('lobby', 'bob');
+        await store.addMember('lobby', 'alice');
+        const fresh = await send(store, R('lobby'));
+        for (const who of ['alice', 'bob']) {
+          const s = scope(who, null, await store.roomsOf(who));
+          assert.deepEqual(seqs(await store.page(s, q({ limit: 10 }))).filter((n) => n !== kept.seq), [fresh.seq], who);
+          assert.equal(await store.unread(s), 1, `${who}: only the new room's message, its own acks of the old one gone`);
+        }
+        assert.deepEqual(await store.ackedAt(scope('alice', null, ['other']), [item(kept)]), new Map([[kept.seq, 4]]), 'acks of other rooms stay');
       });
     });
 
@@ -209,7 +318,18 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('adds a room once', async () => {
         assert.equal(await store.addRoom('lobby', 5), 'ok');
         assert.equal(await store.addRoom('lobby', 6), 'exists');
-        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [], everyone: false });
+        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [], everyone: false, open: false });
+        assert.equal(await store.getRoom('nowhere'), null);
+      });
+
+      it('keeps whether a room is open, and changes it', async () => {
+        assert.equal(await store.addRoom('square', 5, { open: true }), 'ok');
+        assert.equal(await store.addRoom('lobby', 5), 'ok');
+        assert.equal((await store.getRoom('square'))?.open, true);
+        assert.equal(await store.setRoomOpen('square', false), true);
+        assert.equal(await store.setRoomOpen('lobby', true), true);
+        assert.deepEqual((await store.listRooms()).map((r) => [r.name, r.open]), [['lobby', true], ['square', false]]);
+        assert.equal(await store.setRoomOpen('nowhere', true), false);
         assert.equal(await store.getRoom('nowhere'), null);
       });
 
@@ -232,9 +352,9 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(await store.roomsOf('nobody'), []);
         assert.deepEqual((await store.getRoom('zeta'))?.members, ['alice', 'carol']);
         assert.deepEqual(await store.listRooms(), [
-          { name: 'alpha', createdAt: 1, members: ['alice'], everyone: false },
-          { name: 'mid', createdAt: 1, members: ['bob'], everyone: false },
-          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'], everyone: false },
+          { name: 'alpha', createdAt: 1, members: ['alice'], everyone: false, open: false },
+          { name: 'mid', createdAt: 1, members: ['bob'], everyone: false, open: false },
+          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'], everyone: false, open: false },
         ]);
       });
 
@@ -251,27 +371,27 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.addAccount(account('bob'));
         await store.addAccount(account('alice'));
         await store.addRoom('lobby', 1);
-        assert.equal(await store.addRoom('all', 5, true), 'ok');
-        assert.deepEqual(await store.getRoom('all'), { name: 'all', createdAt: 5, members: ['alice', 'bob'], everyone: true });
-        assert.equal(await store.addRoom('all', 6, false), 'exists');
+        assert.equal(await store.addRoom('all', 5, { everyone: true }), 'ok');
+        assert.deepEqual(await store.getRoom('all'), { name: 'all', createdAt: 5, members: ['alice', 'bob'], everyone: true, open: false });
+        assert.equal(await store.addRoom('all', 6, { everyone: false }), 'exists');
         assert.equal((await store.getRoom('all'))?.everyone, true);
         assert.equal(await store.addAccount(account('carol')), 'ok');
         assert.deepEqual(await store.roomsOf('carol'), ['all']);
         assert.equal(await store.addAccount(account('carol')), 'exists');
         assert.equal(await store.addMember('all', 'carol'), 'exists');
-        assert.equal(await store.addRoom('news', 7, true), 'ok');
+        assert.equal(await store.addRoom('news', 7, { everyone: true }), 'ok');
         await store.addAccount(account('dave'));
         assert.deepEqual(await store.roomsOf('dave'), ['all', 'news']);
         assert.deepEqual(await store.listRooms(), [
-          { name: 'all', createdAt: 5, members: ['alice', 'bob', 'carol', 'dave'], everyone: true },
-          { name: 'lobby', createdAt: 1, members: [], everyone: false },
-          { name: 'news', createdAt: 7, members: ['alice', 'bob', 'carol', 'dave'], everyone: true },
+          { name: 'all', createdAt: 5, members: ['alice', 'bob', 'carol', 'dave'], everyone: true, open: false },
+          { name: 'lobby', createdAt: 1, members: [], everyone: false, open: false },
+          { name: 'news', createdAt: 7, members: ['alice', 'bob', 'carol', 'dave'], everyone: true, open: false },
         ]);
         // The store still lets a member go (refusing that is the engine's rule).
         assert.equal(await store.removeMember('all', 'bob'), true);
         assert.deepEqual(await store.roomsOf('bob'), ['news']);
         assert.equal(await store.addMember('all', 'bob'), 'ok');
-        assert.equal(await store.removeAccount('carol'), true);
+        assert.deepEqual(await store.removeAccount('carol'), { messages: 0 });
         assert.deepEqual((await store.getRoom('all'))?.members, ['alice', 'bob', 'dave']);
         await store.addAccount(account('carol'));
         assert.deepEqual(await store.roomsOf('carol'), ['all', 'news'], 'an account added again joins again');
@@ -280,8 +400,8 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('counts unread everyone-room mail like any membership, the whole history for a new account', async () => {
         await store.addAccount(account('alice'));
         const of = async (who: string) => scope(who, null, await store.roomsOf(who));
-        const early = await send(store, R('all')); // delivered before the room exists
-        await store.addRoom('all', 1, true);
+        await store.addRoom('all', 1, { everyone: true });
+        const early = await send(store, R('all'));
         assert.equal(await store.unread(await of('alice')), 1, 'an existing account reads the history');
         const m2 = await send(store, R('all'));
         await send(store, R('all'));
@@ -302,16 +422,16 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.unread(await of('bob')), 3, 'earlier acks are kept on rejoining');
       });
 
-      it('removes a room with its memberships; its mail stays', async () => {
+      it('removes a room with its memberships and its mail', async () => {
         await store.addAccount(account('alice'));
         await store.addRoom('lobby', 1);
         await store.addMember('lobby', 'alice');
         const mail = await send(store, R('lobby'));
-        assert.equal(await store.removeRoom('lobby'), true);
-        assert.equal(await store.removeRoom('lobby'), false);
+        assert.deepEqual(await store.removeRoom('lobby'), { messages: 1 });
+        assert.equal(await store.removeRoom('lobby'), null);
         assert.equal(await store.getRoom('lobby'), null);
         assert.deepEqual(await store.roomsOf('alice'), []);
-        assert.deepEqual(await store.getMessage(mail.id), mail);
+        assert.equal(await store.getMessage(mail.id), null);
         assert.equal(await store.unread(scope('alice', null, await store.roomsOf('alice'))), 0);
       });
     });

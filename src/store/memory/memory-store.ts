@@ -3,9 +3,11 @@
 // copied in and out so callers never share state with the store.
 import {
   ackKeyFor,
+  isKeyOfAccount,
   keyOfAccount,
   keyOfRoom,
   readKeys,
+  recordNamesRecipient,
   type AccountRecord,
   type AckItem,
   type AckResult,
@@ -15,12 +17,16 @@ import {
   type Declared,
   type MailKey,
   type NameRecord,
+  type NewAccount,
   type NewMessage,
   type NewSession,
   type PagedMessage,
   type PageQuery,
   type ReaderScope,
   type RecordRow,
+  type RecordSweep,
+  type Removal,
+  type RoomOptions,
   type RoomRecord,
   type SessionRecord,
   type Store,
@@ -31,6 +37,7 @@ import { CommitListeners } from '../commit-listeners.js';
 interface Room {
   createdAt: number;
   everyone: boolean;
+  open: boolean;
   /** account -> how many of the room's messages it has acknowledged. */
   members: Map<string, number>;
 }
@@ -96,7 +103,6 @@ class MemoryStore implements Store {
   private readonly names = new Map<string, Map<string, NameRecord>>();
   /** lineageKey -> the lineage's slug. */
   private readonly slugs = new Map<string, string>();
-  private readonly messages: StoredMessage[] = [];
   private readonly byId = new Map<string, StoredMessage>();
   private readonly byKey = new Map<MailKey, StoredMessage[]>();
   private readonly byThread = new Map<string, StoredMessage[]>();
@@ -121,9 +127,10 @@ class MemoryStore implements Store {
     return this.meta.get(key) as string;
   }
 
-  async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
+  async addAccount(rec: NewAccount): Promise<'ok' | 'exists'> {
     if (this.accounts.has(rec.id)) return 'exists';
-    this.accounts.set(rec.id, copyAccount(rec));
+    this.purgeMail((key) => isKeyOfAccount(key, rec.id));
+    this.accounts.set(rec.id, copyAccount({ ...rec, bornSeq: this.seq }));
     for (const [name, room] of this.rooms) if (room.everyone) this.join(name, room, rec.id);
     return 'ok';
   }
@@ -149,31 +156,99 @@ class MemoryStore implements Store {
     return true;
   }
 
-  async removeAccount(id: string): Promise<boolean> {
-    const existed = this.accounts.delete(id);
+  async removeAccount(id: string, sweep?: RecordSweep): Promise<Removal | null> {
+    if (!this.accounts.delete(id)) return null;
     for (const room of this.rooms.values()) room.members.delete(id);
     this.listeners.delete(id);
     for (const [k, s] of this.sessions) if (s.account === id) this.sessions.delete(k);
     for (const n of this.names.get(id)?.values() ?? []) if (n.kind === 'slug') this.slugs.delete(lineageKey(id, n.lineage));
     this.names.delete(id);
-    return existed;
+    // Its retry handles go with it: a new account of the name must not be answered with this one's mail.
+    for (const [k, list] of this.byIdempotency) {
+      if (!k.startsWith(`${id}\n`)) continue;
+      for (const m of list) m.idempotencyKey = null;
+      this.byIdempotency.delete(k);
+    }
+    const gone = this.purgeMail((key) => isKeyOfAccount(key, id), sweep);
+    if (sweep) {
+      for (const kind of sweep.byRecipient) {
+        const m = this.records.get(kind);
+        for (const rid of m?.keys() ?? []) if (recordNamesRecipient(rid, id)) m?.delete(rid);
+      }
+      this.sweepOwned(sweep);
+    }
+    return { messages: gone };
   }
 
-  async addRoom(name: string, at: number, everyone = false): Promise<'ok' | 'exists'> {
+  private sweepOwned(sweep: RecordSweep): void {
+    for (const o of sweep.owned) {
+      const m = this.records.get(o.kind);
+      if (!m) continue;
+      if ('id' in o) m.delete(o.id);
+      else for (const rid of m.keys()) if (rid.startsWith(o.prefix)) m.delete(rid);
+    }
+  }
+
+  /** Deletes every message delivered to a key `which` picks, with its acks (under any ack key),
+   *  floors and counters, and the sweep's records of those messages; returns how many. */
+  private purgeMail(which: (key: MailKey) => boolean, sweep?: RecordSweep): number {
+    const keys = [...this.byKey.keys()].filter(which);
+    let n = 0;
+    for (const key of keys) {
+      for (const m of this.byKey.get(key) ?? []) {
+        this.byId.delete(m.id);
+        const thread = this.byThread.get(m.threadId)?.filter((x) => x !== m);
+        if (thread?.length) this.byThread.set(m.threadId, thread);
+        else this.byThread.delete(m.threadId);
+        if (m.idempotencyKey !== null) {
+          const k = `${m.fromAccount}\n${m.idempotencyKey}`;
+          const rest = this.byIdempotency.get(k)?.filter((x) => x !== m);
+          if (rest?.length) this.byIdempotency.set(k, rest);
+          else this.byIdempotency.delete(k);
+        }
+        for (const kind of sweep?.byMessage ?? []) {
+          const recs = this.records.get(kind);
+          for (const rid of recs?.keys() ?? []) if (rid.startsWith(`${m.id}|`)) recs?.delete(rid);
+        }
+        n++;
+      }
+      this.byKey.delete(key);
+      this.mailboxCounts.delete(key);
+    }
+    for (const [ackKey, acks] of this.acks) {
+      if (which(ackKey)) this.acks.delete(ackKey);
+      else for (const [seq, a] of acks) if (which(a.toKey)) acks.delete(seq);
+    }
+    return n;
+  }
+
+  async addRoom(name: string, at: number, opts: RoomOptions = {}): Promise<'ok' | 'exists'> {
     if (this.rooms.has(name)) return 'exists';
-    const room: Room = { createdAt: at, everyone, members: new Map() };
+    this.purgeMail((key) => key === keyOfRoom(name));
+    const everyone = opts.everyone ?? false;
+    const room: Room = { createdAt: at, everyone, open: opts.open ?? false, members: new Map() };
     this.rooms.set(name, room);
     if (everyone) for (const account of this.accounts.keys()) this.join(name, room, account);
     return 'ok';
   }
 
-  async removeRoom(name: string): Promise<boolean> {
-    return this.rooms.delete(name);
+  async removeRoom(name: string, sweep?: RecordSweep): Promise<Removal | null> {
+    if (!this.rooms.delete(name)) return null;
+    const gone = this.purgeMail((key) => key === keyOfRoom(name), sweep);
+    if (sweep) this.sweepOwned(sweep);
+    return { messages: gone };
+  }
+
+  async setRoomOpen(name: string, open: boolean): Promise<boolean> {
+    const r = this.rooms.get(name);
+    if (!r) return false;
+    r.open = open;
+    return true;
   }
 
   async getRoom(name: string): Promise<RoomRecord | null> {
     const r = this.rooms.get(name);
-    return r ? { name, members: [...r.members.keys()].sort(), everyone: r.everyone, createdAt: r.createdAt } : null;
+    return r ? { name, members: [...r.members.keys()].sort(), everyone: r.everyone, open: r.open, createdAt: r.createdAt } : null;
   }
 
   async listRooms(): Promise<RoomRecord[]> {
@@ -436,7 +511,6 @@ class MemoryStore implements Store {
     if (this.byId.has(m.id)) throw new Error(`message id ${m.id} already exists`);
     // Stored as a store with columns would give it back (refs through JSON).
     const stored: StoredMessage = { ...m, refs: JSON.parse(JSON.stringify(m.refs)) as StoredMessage['refs'], seq: ++this.seq };
-    this.messages.push(stored);
     this.byId.set(stored.id, stored);
     push(this.byKey, stored.toKey, stored);
     push(this.byThread, stored.threadId, stored);

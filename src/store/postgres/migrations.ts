@@ -156,6 +156,12 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (kind, id)
   );
   `,
+  // 3: a name used again is a new participant (accounts.born_seq), members-only rooms unless open
+  // (SQLite migration 4).
+  `
+  ALTER TABLE accounts ADD COLUMN born_seq bigint NOT NULL DEFAULT 0;
+  ALTER TABLE rooms ADD COLUMN is_open integer NOT NULL DEFAULT 0;
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

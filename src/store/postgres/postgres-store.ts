@@ -51,12 +51,16 @@ import {
   type Declared,
   type MailKey,
   type NameRecord,
+  type NewAccount,
   type NewMessage,
   type NewSession,
   type PagedMessage,
   type PageQuery,
   type ReaderScope,
   type RecordRow,
+  type RecordSweep,
+  type Removal,
+  type RoomOptions,
   type RoomRecord,
   type SessionRecord,
   type Store,
@@ -81,6 +85,7 @@ import {
 import { prefixUpperBound } from '../sqlite/sqlite-store.js';
 import { bootId as readBootId } from './host-identity.js';
 import { LOCKS, LOCK_NAMESPACE, migrate } from './migrations.js';
+import { forgetAccount, purgeAccountMail, purgeRoomMail, sweepOwned } from './purge.js';
 import { parsePostgresSpec, redact } from './spec.js';
 
 type Sql = postgresNs.Sql;
@@ -131,7 +136,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-type RoomRow = { name: string; created_at: number; everyone: number };
+type RoomRow = { name: string; created_at: number; everyone: number; is_open: number };
 
 interface BatchResult {
   outcomes: (AppendOutcome | Error)[];
@@ -362,12 +367,22 @@ export class PostgresStore implements Store {
     return tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, ${LOCKS.registry}::int)`;
   }
 
-  async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
+  /** Creating or removing a participant takes the head lock before the registry lock (the order
+   *  migrate-store takes them): no append batch commits meanwhile, so born_seq is exact and no mail
+   *  lands under the keys being emptied. */
+  private async lockHead(tx: Q): Promise<number> {
+    const [h] = await tx<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1 FOR UPDATE`;
+    await this.lockRegistry(tx);
+    return (h as { seq: number }).seq;
+  }
+
+  async addAccount(rec: NewAccount): Promise<'ok' | 'exists'> {
     return this.sql.begin(async (tx) => {
-      await this.lockRegistry(tx);
-      const p = accountParams(rec);
+      const head = await this.lockHead(tx);
+      const p = accountParams(rec, head);
       const ins = await tx`INSERT INTO accounts ${tx(p)} ON CONFLICT (id) DO NOTHING RETURNING id`;
       if (ins.length === 0) return 'exists' as const;
+      await purgeAccountMail(tx, rec.id);
       for (const r of await tx<{ name: string }[]>`SELECT name FROM rooms WHERE everyone = 1 ORDER BY name`) {
         await this.join(tx, r.name, rec.id);
       }
@@ -393,51 +408,59 @@ export class PostgresStore implements Store {
     return (await this.sql`UPDATE accounts SET secret_digest = ${digest} WHERE id = ${id}`).count > 0;
   }
 
-  async removeAccount(id: string): Promise<boolean> {
+  async removeAccount(id: string, sweep?: RecordSweep): Promise<Removal | null> {
     return this.sql.begin(async (tx) => {
-      await this.lockRegistry(tx);
-      const existed = (await tx`DELETE FROM accounts WHERE id = ${id}`).count > 0;
+      await this.lockHead(tx);
+      if ((await tx`DELETE FROM accounts WHERE id = ${id}`).count === 0) return null;
       await tx`DELETE FROM members WHERE account = ${id}`;
       await tx`DELETE FROM listeners WHERE account = ${id}`;
       await tx`DELETE FROM sessions WHERE account = ${id}`;
       await tx`DELETE FROM names WHERE account = ${id}`;
-      return existed;
+      await forgetAccount(tx, id, sweep);
+      return { messages: await purgeAccountMail(tx, id, sweep) };
     });
   }
 
   // ---- rooms
 
-  async addRoom(name: string, at: number, everyone = false): Promise<'ok' | 'exists'> {
+  async addRoom(name: string, at: number, opts: RoomOptions = {}): Promise<'ok' | 'exists'> {
+    const everyone = opts.everyone ?? false;
     return this.sql.begin(async (tx) => {
-      await this.lockRegistry(tx);
-      const ins = await tx`INSERT INTO rooms (name, created_at, everyone) VALUES (${name}, ${at}, ${everyone ? 1 : 0})
+      await this.lockHead(tx);
+      const ins = await tx`INSERT INTO rooms (name, created_at, everyone, is_open) VALUES (${name}, ${at}, ${everyone ? 1 : 0}, ${opts.open ? 1 : 0})
         ON CONFLICT (name) DO NOTHING RETURNING name`;
       if (ins.length === 0) return 'exists' as const;
+      await purgeRoomMail(tx, name);
       if (everyone) for (const a of await tx<{ id: string }[]>`SELECT id FROM accounts ORDER BY id`) await this.join(tx, name, a.id);
       return 'ok' as const;
     });
   }
 
-  async removeRoom(name: string): Promise<boolean> {
+  async removeRoom(name: string, sweep?: RecordSweep): Promise<Removal | null> {
     return this.sql.begin(async (tx) => {
-      await this.lockRegistry(tx);
-      const existed = (await tx`DELETE FROM rooms WHERE name = ${name}`).count > 0;
+      await this.lockHead(tx);
+      if ((await tx`DELETE FROM rooms WHERE name = ${name}`).count === 0) return null;
       await tx`DELETE FROM members WHERE room = ${name}`;
-      return existed;
+      await sweepOwned(tx, sweep);
+      return { messages: await purgeRoomMail(tx, name, sweep) };
     });
   }
 
+  async setRoomOpen(name: string, open: boolean): Promise<boolean> {
+    return (await this.sql`UPDATE rooms SET is_open = ${open ? 1 : 0} WHERE name = ${name}`).count > 0;
+  }
+
   async getRoom(name: string): Promise<RoomRecord | null> {
-    const [r] = await this.sql<RoomRow[]>`SELECT name, created_at, everyone FROM rooms WHERE name = ${name}`;
+    const [r] = await this.sql<RoomRow[]>`SELECT name, created_at, everyone, is_open FROM rooms WHERE name = ${name}`;
     if (!r) return null;
     const members = (await this.sql<{ account: string }[]>`SELECT account FROM members WHERE room = ${name} ORDER BY account`).map((m) => m.account);
-    return { name: r.name, members, everyone: r.everyone === 1, createdAt: r.created_at };
+    return { name: r.name, members, everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at };
   }
 
   async listRooms(): Promise<RoomRecord[]> {
     const rooms = new Map<string, RoomRecord>();
-    for (const r of await this.sql<RoomRow[]>`SELECT name, created_at, everyone FROM rooms ORDER BY name`) {
-      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, createdAt: r.created_at });
+    for (const r of await this.sql<RoomRow[]>`SELECT name, created_at, everyone, is_open FROM rooms ORDER BY name`) {
+      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at });
     }
     for (const m of await this.sql<{ room: string; account: string }[]>`SELECT room, account FROM members ORDER BY room, account`) {
       rooms.get(m.room)?.members.push(m.account);

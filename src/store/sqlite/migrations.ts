@@ -141,6 +141,15 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (kind, id)
   ) WITHOUT ROWID;
   `,
+  // 4: a name used again is a new participant; rooms are members-only unless open.
+  // (Removing an account or room now deletes its mail: the note on mailbox_counts in 1 is history.)
+  `
+  -- The head seq when the account was created: mail from its id at or below it was sent by a
+  -- removed account of the same name. Accounts from before this rule count from 0.
+  ALTER TABLE accounts ADD COLUMN born_seq INTEGER NOT NULL DEFAULT 0;
+  -- is_open: anyone may post into the room; otherwise only its members (existing rooms too).
+  ALTER TABLE rooms ADD COLUMN is_open INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

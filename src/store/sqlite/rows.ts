@@ -3,6 +3,7 @@ import type {
   AccountKind,
   AccountRecord,
   Corroborated,
+  NewAccount,
   Declared,
   NameRecord,
   NewMessage,
@@ -25,6 +26,7 @@ export interface AccountRow {
   bind_provider: string | null;
   secret_digest: string;
   created_at: number;
+  born_seq: number;
 }
 
 export function toAccount(r: AccountRow): AccountRecord {
@@ -41,10 +43,11 @@ export function toAccount(r: AccountRow): AccountRecord {
     bindProvider: r.bind_provider,
     secretDigest: r.secret_digest,
     createdAt: r.created_at,
+    bornSeq: r.born_seq,
   };
 }
 
-export function accountParams(a: AccountRecord): AccountRow {
+export function accountParams(a: NewAccount, bornSeq: number): AccountRow {
   return {
     id: a.id,
     kind: a.kind,
@@ -56,6 +59,7 @@ export function accountParams(a: AccountRecord): AccountRow {
     bind_provider: a.bindProvider,
     secret_digest: a.secretDigest,
     created_at: a.createdAt,
+    born_seq: bornSeq,
   };
 }
 

@@ -16,12 +16,16 @@ import {
   type CommitEvent,
   type Declared,
   type NameRecord,
+  type NewAccount,
   type NewMessage,
   type NewSession,
   type PagedMessage,
   type PageQuery,
   type ReaderScope,
   type RecordRow,
+  type RecordSweep,
+  type Removal,
+  type RoomOptions,
   type RoomRecord,
   type SessionRecord,
   type Store,
@@ -34,6 +38,8 @@ import { migrate } from './migrations.js';
 import { PageStatements } from './page-query.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
 import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
+import { prefixUpperBound } from './prefix.js';
+import { forgetAccount, preparePurge, purgeAccountMail, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
@@ -54,17 +60,7 @@ interface AppendInput {
   since: number;
 }
 
-/** The least string above every string that starts with `prefix`, in code point order (which is
- *  SQLite's BINARY order of UTF-8 text), or null when none exists (an empty prefix). */
-export function prefixUpperBound(prefix: string): string | null {
-  const cps = Array.from(prefix);
-  for (let last = cps.pop(); last !== undefined; last = cps.pop()) {
-    let next = (last.codePointAt(0) as number) + 1;
-    if (next >= 0xd800 && next <= 0xdfff) next = 0xe000; // surrogates never occur in text
-    if (next <= 0x10ffff) return cps.join('') + String.fromCodePoint(next);
-  }
-  return null;
-}
+export { prefixUpperBound };
 
 const toRecord = (r: RecordDbRow): RecordRow => ({ kind: r.kind, id: r.id, value: r.value, updatedAt: r.updated_at });
 
@@ -83,6 +79,7 @@ export class SqliteStore implements Store {
   private readonly commits = new CommitListeners();
   private readonly counts: SqliteStoreStats = { commits: 0, appendBatches: 0, appends: 0 };
   private closed = false;
+  private purgeSt: PurgeStatements | null = null;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
@@ -149,9 +146,19 @@ export class SqliteStore implements Store {
 
   // ---- accounts
 
-  async addAccount(rec: AccountRecord): Promise<'ok' | 'exists'> {
+  /** Statements of removals, prepared on first use (removals are rare). */
+  private get purge(): PurgeStatements {
+    return (this.purgeSt ??= preparePurge(this.db));
+  }
+
+  private head(): number {
+    return this.st.headSeq.get()?.seq ?? 0;
+  }
+
+  async addAccount(rec: NewAccount): Promise<'ok' | 'exists'> {
     return this.tx(() => {
-      if (this.st.insertAccount.run(accountParams(rec)).changes === 0) return 'exists';
+      if (this.st.insertAccount.run(accountParams(rec, this.head())).changes === 0) return 'exists';
+      purgeAccountMail(this.purge, rec.id);
       for (const r of this.st.everyoneRooms.all()) this.join(r.name, rec.id);
       return 'ok';
     });
@@ -175,46 +182,54 @@ export class SqliteStore implements Store {
     return this.tx(() => this.st.setAccountSecret.run(digest, id).changes > 0);
   }
 
-  async removeAccount(id: string): Promise<boolean> {
+  async removeAccount(id: string, sweep?: RecordSweep): Promise<Removal | null> {
     return this.tx(() => {
-      const existed = this.st.deleteAccount.run(id).changes > 0;
+      if (this.st.deleteAccount.run(id).changes === 0) return null;
       this.st.deleteMembershipsOf.run(id);
       this.st.deleteListener.run(id);
       this.st.deleteSessionsOf.run(id);
       this.st.deleteNamesOf.run(id);
-      return existed;
+      forgetAccount(this.purge, id, sweep);
+      return { messages: purgeAccountMail(this.purge, id, sweep) };
     });
   }
 
   // ---- rooms
 
-  async addRoom(name: string, at: number, everyone = false): Promise<'ok' | 'exists'> {
+  async addRoom(name: string, at: number, opts: RoomOptions = {}): Promise<'ok' | 'exists'> {
+    const everyone = opts.everyone ?? false;
     return this.tx(() => {
-      if (this.st.insertRoom.run(name, at, everyone ? 1 : 0).changes === 0) return 'exists';
+      if (this.st.insertRoom.run(name, at, everyone ? 1 : 0, opts.open ? 1 : 0).changes === 0) return 'exists';
+      purgeRoomMail(this.purge, name);
       if (everyone) for (const a of this.st.listAccounts.all()) this.join(name, a.id);
       return 'ok';
     });
   }
 
-  async removeRoom(name: string): Promise<boolean> {
+  async removeRoom(name: string, sweep?: RecordSweep): Promise<Removal | null> {
     return this.tx(() => {
-      const existed = this.st.deleteRoom.run(name).changes > 0;
+      if (this.st.deleteRoom.run(name).changes === 0) return null;
       this.st.deleteMembersOfRoom.run(name);
-      return existed;
+      sweepOwned(this.purge, sweep);
+      return { messages: purgeRoomMail(this.purge, name, sweep) };
     });
+  }
+
+  async setRoomOpen(name: string, open: boolean): Promise<boolean> {
+    return this.tx(() => this.st.setRoomOpen.run(open ? 1 : 0, name).changes > 0);
   }
 
   async getRoom(name: string): Promise<RoomRecord | null> {
     const r = this.st.getRoom.get(name);
     if (!r) return null;
     const members = this.st.membersOf.all(name).map((m) => m.account);
-    return { name: r.name, members, everyone: r.everyone === 1, createdAt: r.created_at };
+    return { name: r.name, members, everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at };
   }
 
   async listRooms(): Promise<RoomRecord[]> {
     const rooms = new Map<string, RoomRecord>();
     for (const r of this.st.listRooms.all()) {
-      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, createdAt: r.created_at });
+      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at });
     }
     for (const m of this.st.allMembers.all()) rooms.get(m.room)?.members.push(m.account);
     return [...rooms.values()];
@@ -447,7 +462,7 @@ export class SqliteStore implements Store {
   }
 
   async headSeq(): Promise<number> {
-    return this.st.headSeq.get()?.seq ?? 0;
+    return this.head();
   }
 
   async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {

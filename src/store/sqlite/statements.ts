@@ -11,6 +11,7 @@ interface RoomRow {
   name: string;
   created_at: number;
   everyone: number;
+  is_open: number;
 }
 
 export interface RecordDbRow {
@@ -37,9 +38,9 @@ export function prepareStatements(db: Database.Database) {
 
     insertAccount: p(
       `INSERT INTO accounts (id, kind, label, perm_send, perm_read, perm_urgent, perm_operator,
-         bind_provider, secret_digest, created_at)
+         bind_provider, secret_digest, created_at, born_seq)
        VALUES (@id, @kind, @label, @perm_send, @perm_read, @perm_urgent, @perm_operator,
-         @bind_provider, @secret_digest, @created_at)
+         @bind_provider, @secret_digest, @created_at, @born_seq)
        ON CONFLICT (id) DO NOTHING`,
     ),
     getAccount: p<AccountRow>('SELECT * FROM accounts WHERE id = ?'),
@@ -51,11 +52,12 @@ export function prepareStatements(db: Database.Database) {
     deleteSessionsOf: p('DELETE FROM sessions WHERE account = ?'),
     deleteNamesOf: p('DELETE FROM names WHERE account = ?'),
 
-    insertRoom: p('INSERT INTO rooms (name, created_at, everyone) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING'),
+    insertRoom: p('INSERT INTO rooms (name, created_at, everyone, is_open) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING'),
+    setRoomOpen: p('UPDATE rooms SET is_open = ? WHERE name = ?'),
     deleteRoom: p('DELETE FROM rooms WHERE name = ?'),
     deleteMembersOfRoom: p('DELETE FROM members WHERE room = ?'),
-    getRoom: p<RoomRow>('SELECT name, created_at, everyone FROM rooms WHERE name = ?'),
-    listRooms: p<RoomRow>('SELECT name, created_at, everyone FROM rooms ORDER BY name'),
+    getRoom: p<RoomRow>('SELECT name, created_at, everyone, is_open FROM rooms WHERE name = ?'),
+    listRooms: p<RoomRow>('SELECT name, created_at, everyone, is_open FROM rooms ORDER BY name'),
     everyoneRooms: p<{ name: string }>('SELECT name FROM rooms WHERE everyone = 1 ORDER BY name'),
     membersOf: p<{ account: string }>('SELECT account FROM members WHERE room = ? ORDER BY account'),
     allMembers: p<{ room: string; account: string }>('SELECT room, account FROM members ORDER BY room, account'),
@@ -136,7 +138,9 @@ export function prepareStatements(db: Database.Database) {
     getMessage: p<MessageRow>('SELECT * FROM messages WHERE id = ?'),
     getMessageBySeq: p<MessageRow>('SELECT * FROM messages WHERE seq = ?'),
     getThread: p<MessageRow>('SELECT * FROM messages WHERE thread_id = ? ORDER BY seq'),
-    headSeq: p<{ seq: number | null }>('SELECT MAX(seq) AS seq FROM messages'),
+    // The high-water mark, not MAX(seq): the newest messages may have been deleted with their
+    // account or room, and a seq is never handed out twice (AUTOINCREMENT keeps it here).
+    headSeq: p<{ seq: number | null }>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'"),
     messagesAfter: p<MessageRow>('SELECT * FROM messages WHERE to_key = ? AND seq > ? ORDER BY seq LIMIT ?'),
     countDelivered: p(
       `INSERT INTO mailbox_counts (to_key, total, unacked) VALUES (?, 1, 1)
