@@ -26,6 +26,7 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   bad_credentials: [401, 'http'],
   csrf_failed: [403, 'http'],
   store_unavailable: [503, 'tool_error'],
+  store_corrupt: [503, 'tool_error'],
   internal: [500, 'tool_error'],
 };
 

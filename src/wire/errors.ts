@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'bad_credentials'
   | 'csrf_failed'
   | 'store_unavailable'
+  | 'store_corrupt'
   | 'internal';
 
 /** How an error travels over MCP: refused at the HTTP layer before JSON-RPC is read (credential,
@@ -59,6 +60,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   bad_credentials: { http: 401, mcp: 'http', meaning: 'browser login: unknown account, not a person\'s account, or wrong password (never says which)' },
   csrf_failed: { http: 403, mcp: 'http', meaning: 'browser request without this login\'s CSRF token, or from another origin' },
   store_unavailable: { http: 503, mcp: 'tool_error', meaning: 'the store failed {operation}; the cause is logged, not returned' },
+  store_corrupt: { http: 503, mcp: 'tool_error', meaning: 'the store\'s file is damaged or holds no mailbox {path, reason}: `m4a serve` refuses to start (exit 7)' },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
 

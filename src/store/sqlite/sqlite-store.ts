@@ -1,7 +1,7 @@
 // The SQLite store: one process, one connection, WAL with synchronous=FULL so a resolved send is on
 // disk. Reads are synchronous better-sqlite3 calls behind async methods; appends are grouped per
 // event-loop turn into one transaction (group-commit.ts) to pay one fsync per burst.
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
@@ -34,7 +34,7 @@ import {
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { GroupCommit } from './group-commit.js';
-import { migrate } from './migrations.js';
+import { isCorruptionError, openDatabase, storeCorrupt } from './open-db.js';
 import { PageStatements } from './page-query.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
 import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
@@ -82,20 +82,13 @@ export class SqliteStore implements Store {
   private purgeSt: PurgeStatements | null = null;
 
   constructor(opts: SqliteStoreOptions) {
-    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
-    this.db = new Database(opts.path, { timeout: opts.busyTimeoutMs ?? 5000 });
+    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true, mode: 0o700 });
+    this.db = openDatabase(opts.path, opts.busyTimeoutMs ?? 5000);
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
-      this.db.pragma('foreign_keys = OFF');
-      // The indexes of a large mailbox store (random idempotency keys, many to_keys) outgrow the
-      // 2 MiB default cache; keeping their inner pages cached keeps a send's cost flat as it grows.
-      this.db.pragma('cache_size = -65536');
-      migrate(this.db);
       this.st = prepareStatements(this.db);
     } catch (err) {
       this.db.close();
-      throw err;
+      throw isCorruptionError(err) ? storeCorrupt(opts.path, `is damaged (SQLite: ${(err as Error).message})`) : err;
     }
     this.pages = new PageStatements(this.db);
     this.inTx = this.db.transaction((fn: () => unknown) => fn());
