@@ -1,6 +1,7 @@
-// `m4a doctor`: read-only checks of the daemon, the store, attestation on this platform, every
-// agent program's MCP entry and secret, and what the user must still do by hand.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+// `m4a doctor`: read-only checks of the daemon, the store (with --check-store its integrity),
+// attestation on this platform, every agent program's MCP entry and secret, and what the user must
+// still do by hand.
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MailClient } from '../client/http-client.js';
@@ -79,7 +80,24 @@ function accountOf(entry: Record<string, unknown>): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-export async function runDoctor(o: { dataDir?: string; project?: string }, env: NodeJS.ProcessEnv = process.env): Promise<Check[]> {
+/** What `m4a serve` enforces at start (it tightens, or refuses a directory of another user):
+ *  this finds a directory loosened since, or one no daemon has started in yet. */
+function dataDirCheck(dataDir: string): Check {
+  const st = statSync(dataDir);
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid)
+    return { name: 'data directory', status: 'fail', detail: `${dataDir} belongs to uid ${st.uid}, not to this user: m4a serve refuses to start`, todo: `use a directory of your own, or chown -R ${uid} ${dataDir}` };
+  const wide: string[] = [];
+  const walk = (p: string, s: Stats): void => {
+    if ((s.isFile() || s.isDirectory()) && s.mode & 0o077) wide.push(`${p} ${(s.mode & 0o777).toString(8)}`);
+    if (s.isDirectory()) for (const n of readdirSync(p)) walk(join(p, n), lstatSync(join(p, n)));
+  };
+  walk(dataDir, st);
+  if (wide.length === 0) return { name: 'data directory', status: 'ok', detail: `${dataDir} mode 700, its files 600` };
+  return { name: 'data directory', status: 'fail', detail: `readable by other users: ${wide.join(', ')}`, todo: `the daemon tightens them when it starts (m4a daemon restart), or now: chmod -R go-rwx ${dataDir}` };
+}
+
+export async function runDoctor(o: { dataDir?: string; project?: string; checkStore?: boolean; store?: string }, env: NodeJS.ProcessEnv = process.env): Promise<Check[]> {
   const checks: Check[] = [];
   const dataDir = dataDirFrom(o.dataDir, env);
   const project = resolve(o.project ?? process.cwd());
@@ -101,9 +119,10 @@ export async function runDoctor(o: { dataDir?: string; project?: string }, env: 
     const info = readDaemonInfo(dataDir);
     if (info && info.pid !== h.pid) checks.push({ name: 'daemon.json', status: 'warn', detail: `daemon.json names pid ${info.pid}, the daemon is pid ${h.pid}` });
   }
-  if (existsSync(dataDir)) {
-    const mode = statSync(dataDir).mode & 0o777;
-    checks.push({ name: 'data directory', status: mode & 0o077 ? 'fail' : 'ok', detail: `${dataDir} mode ${mode.toString(8)}`, ...(mode & 0o077 ? { todo: `chmod 700 ${dataDir}` } : {}) });
+  if (existsSync(dataDir)) checks.push(dataDirCheck(dataDir));
+  if (o.checkStore) {
+    const { checkStore } = await import('../daemon/check-store.js');
+    checks.push({ name: 'store integrity', ...checkStore({ dataDir, ...(o.store ? { store: o.store } : {}) }, env) });
   }
 
   const credPath = credentialsPath(env);

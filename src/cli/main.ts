@@ -54,7 +54,9 @@ program
   .option('--json', 'JSON output')
   .option('--data-dir <dir>', 'the daemon\'s data directory')
   .option('--project <dir>', 'the project whose agent configs to check (default: the current directory)')
-  .action(async (o: { json?: boolean; dataDir?: string; project?: string }) => {
+  .option('--check-store', 'also run SQLite\'s integrity_check over the whole store (read-only; safe while the daemon runs)')
+  .option('--store <spec>', 'the store to check (default $M4A_STORE or <data dir>/mail.db, as m4a serve)')
+  .action(async (o: { json?: boolean; dataDir?: string; project?: string; checkStore?: boolean; store?: string }) => {
     const { runDoctor } = await import('./doctor.js');
     const checks = await runDoctor(o);
     const failed = checks.some((c) => c.status === 'fail');

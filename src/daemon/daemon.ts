@@ -69,7 +69,8 @@ export interface RunningDaemon {
 export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon> {
   const cfg = resolveConfig(o);
   const log: Logger = o.log ?? pino({ level: process.env.M4A_LOG_LEVEL ?? 'info' }, pino.destination(2));
-  ensureDataDir(cfg.dataDir);
+  const tightened = ensureDataDir(cfg.dataDir);
+  if (tightened.length) log.warn({ dataDir: cfg.dataDir, tightened }, 'the data directory was readable by other users: tightened to 0700, its files to 0600');
   const releaseLock = acquireLock(cfg.dataDir);
   let store: Store | undefined;
   try {

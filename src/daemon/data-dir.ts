@@ -1,6 +1,6 @@
-// The data directory: mode 0700, a host id made once, a lock so one daemon owns it, the operator
-// credential (0600) and daemon.json, which tells clients where the daemon listens.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+// The data directory: mode 0700 with every file in it 0600, a host id made once, a lock so one
+// daemon owns it, the operator credential and daemon.json, which tells clients where the daemon listens.
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -8,8 +8,48 @@ import { DATA_FILES as FILES } from '../wire/locations.js';
 
 export { FILES };
 
-export function ensureDataDir(dir: string): void {
+/** The data directory is unfit and the daemon cannot fix it (owned by another user, a file it
+ *  cannot tighten): `m4a serve` refuses to start, naming the fix. */
+export class DataDirUnsafe extends Error {}
+
+/** What the start tightened: paths with their mode before. */
+export type Tightened = { path: string; mode: string }[];
+
+/** Makes the data directory 0700 and everything in it 0600 (directories 0700): a directory of this
+ *  user that is too wide is tightened (the caller logs it); one of another user is refused. */
+export function ensureDataDir(dir: string): Tightened {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const uid = process.getuid?.();
+  const st = statSync(dir);
+  if (!st.isDirectory()) throw new DataDirUnsafe(`the data directory ${dir} is not a directory`);
+  if (uid !== undefined && st.uid !== uid)
+    throw new DataDirUnsafe(
+      `the data directory ${dir} belongs to uid ${st.uid}, not to this user (uid ${uid}): other users could read or replace the mail. ` +
+        `Use a directory of your own (--data-dir or M4A_DATA_DIR), or give it to this user: chown -R ${uid} ${dir} && chmod 700 ${dir}`,
+    );
+  const out: Tightened = [];
+  const tighten = (path: string, mode: number, want: number): void => {
+    if ((mode & 0o077) === 0) return;
+    try {
+      chmodSync(path, want);
+    } catch (e) {
+      throw new DataDirUnsafe(`${path} is readable by other users (mode ${(mode & 0o777).toString(8)}) and cannot be tightened (${(e as NodeJS.ErrnoException).code}): chmod ${want.toString(8)} ${path} as its owner, or remove it`);
+    }
+    out.push({ path, mode: (mode & 0o777).toString(8) });
+  };
+  tighten(dir, st.mode, 0o700);
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      const s = lstatSync(p); // a symlink is not followed: what it points to is not ours to change
+      if (s.isDirectory()) {
+        tighten(p, s.mode, 0o700);
+        walk(p);
+      } else if (s.isFile()) tighten(p, s.mode, 0o600);
+    }
+  };
+  walk(dir);
+  return out;
 }
 
 export function loadHostId(dir: string): string {

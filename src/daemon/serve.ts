@@ -1,6 +1,24 @@
 // `m4a serve`: the daemon in the foreground until SIGTERM or SIGINT, then a clean shutdown.
 import { startDaemon, type DaemonOptions } from './daemon.js';
-import { DataDirLocked } from './data-dir.js';
+import { DataDirLocked, DataDirUnsafe } from './data-dir.js';
+import { MailError } from '../wire/errors.js';
+
+/** `m4a serve`'s exit codes when it cannot start, documented in docs/cli.md. */
+export const SERVE_EXIT = { failed: 1, locked: 4, unsafeDataDir: 6, storeCorrupt: 7 } as const;
+
+/** One line on stderr naming the reason (a stack only with M4A_LOG_LEVEL=debug or trace), then exit. */
+function refuseStart(err: unknown, port: number | undefined): never {
+  const e = err as NodeJS.ErrnoException;
+  let code: number = SERVE_EXIT.failed;
+  let line = `cannot start: ${e instanceof Error ? e.message : String(err)}`;
+  if (err instanceof DataDirLocked) [code, line] = [SERVE_EXIT.locked, e.message];
+  else if (e?.code === 'EADDRINUSE') [code, line] = [SERVE_EXIT.locked, `port ${port ?? 7341} is taken by another process`];
+  else if (err instanceof DataDirUnsafe) [code, line] = [SERVE_EXIT.unsafeDataDir, `unsafe data directory: ${e.message}`];
+  else if (err instanceof MailError) [code, line] = [err.code === 'store_corrupt' ? SERVE_EXIT.storeCorrupt : SERVE_EXIT.failed, `${err.code}: ${err.message}`];
+  process.stderr.write(`m4a: ${line}\n`);
+  if (['debug', 'trace'].includes(process.env.M4A_LOG_LEVEL ?? '') && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
+  process.exit(code);
+}
 
 export async function serveForeground(o: DaemonOptions): Promise<void> {
   let d: Awaited<ReturnType<typeof startDaemon>> | undefined;
@@ -23,16 +41,11 @@ export async function serveForeground(o: DaemonOptions): Promise<void> {
   try {
     d = await startDaemon({ ...o, onStopRequest });
   } catch (err) {
-    if (err instanceof DataDirLocked) {
-      process.stderr.write(`m4a: ${err.message}\n`);
-      process.exit(4);
-    }
-    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-      process.stderr.write(`m4a: port ${o.port ?? 7341} is taken by another process\n`);
-      process.exit(4);
-    }
-    throw err;
+    refuseStart(err, o.port);
   }
+  // Before the line a supervisor waits for: a SIGTERM sent on reading it must find the handler.
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
   process.stdout.write(`mail4agent listening on ${d.url} (data in ${d.dataDir})\n`);
   if (d.webLanUrl)
     process.stderr.write(
@@ -40,6 +53,4 @@ export async function serveForeground(o: DaemonOptions): Promise<void> {
         'Anyone on this network who learns a password can read and send mail as that person and instruct your agents.\n' +
         'Use it only on a trusted, password-protected network; never forward this port to the internet.\n',
     );
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
 }

@@ -9,6 +9,7 @@ import type { Store } from './types.js';
 export { createMemoryStore } from './memory/memory-store.js';
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions, type SqliteStoreStats } from './sqlite/sqlite-store.js';
 export { isPostgresSpec, parsePostgresSpec } from './postgres/spec.js';
+export { checkSqliteIntegrity, type IntegrityReport } from './sqlite/integrity.js';
 export { machineHostId, bootId } from './postgres/host-identity.js';
 export type { PostgresStore, PostgresStoreOptions, HostOptions } from './postgres/postgres-store.js';
 
