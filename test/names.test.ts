@@ -55,25 +55,31 @@ describe('friendly addresses', () => {
     assert.equal(s.to, b.address);
   });
 
-  it('aliases: set, resolve before slugs, refuse a taken name, never shared', async () => {
+  it('aliases: written with @, set, resolved, a taken name refused, never shared, never a slug', async () => {
     const p = await agent('api');
     const me = await who(p);
     const set = await p.call('/mail/status', { alias: 'reviewer' });
     assert.equal(set.status, 200, JSON.stringify(set.body));
-    assert.deepEqual(set.body.aliases, ['reviewer']);
-    assert.equal((await codex.send({ to: 'claude/reviewer', subject: 'by alias', body: '' })).to, me.address);
+    assert.deepEqual(set.body.aliases, ['@reviewer'], 'the @ is added');
+    assert.equal((await p.call('/mail/status', { alias: '@reviewer' })).status, 200, 'asked with its @: the same alias');
+    assert.equal((await codex.send({ to: 'claude/@reviewer', subject: 'by alias', body: '' })).to, me.address);
+    await refused(codex.send({ to: 'claude/reviewer', subject: 'x', body: '' }), 'unknown_session');
     const other = await agent('api');
     const taken = await other.call('/mail/status', { alias: 'reviewer' });
     assert.equal(taken.body.error.code, 'already_exists');
-    const slugTaken = await other.call('/mail/status', { alias: 'web-ui' });
-    assert.equal(slugTaken.body.error.code, 'already_exists', 'an alias cannot take another session\'s slug');
-    const idLike = await other.call('/mail/status', { alias: 'deadbeef' });
-    assert.equal(idLike.body.error.code, 'malformed', 'an alias cannot look like an id prefix');
+    const slugName = await other.call('/mail/status', { alias: 'web-ui' });
+    assert.deepEqual(slugName.body.aliases, ['@web-ui'], 'an alias lives beside the slugs, never in their place');
+    const slugOwner = (await codex.send({ to: 'claude/web-ui', subject: 'by slug', body: '' })).to;
+    assert.notEqual(slugOwner, (await who(other)).address, 'claude/web-ui is still the slug');
+    for (const bad of ['deadbeef', '@@x', '@']) {
+      const r = await other.call('/mail/status', { alias: bad });
+      assert.equal(r.body.error.code, 'malformed', `alias ${bad}`);
+    }
     // The directory shows names; an alias can be removed.
     const dir = await codex.directory();
-    assert.deepEqual(dir.accounts.find((x) => x.id === 'claude')?.sessions.find((x) => x.address === me.address)?.aliases, ['reviewer']);
+    assert.deepEqual(dir.accounts.find((x) => x.id === 'claude')?.sessions.find((x) => x.address === me.address)?.aliases, ['@reviewer']);
     await p.call('/mail/status', { unalias: 'reviewer' });
-    await refused(codex.send({ to: 'claude/reviewer', subject: 'x', body: '' }), 'unknown_session');
+    await refused(codex.send({ to: 'claude/@reviewer', subject: 'x', body: '' }), 'unknown_session');
   });
 
   it('id prefixes of six or more characters, unique or refused with candidates', async () => {
@@ -90,14 +96,14 @@ describe('friendly addresses', () => {
   it('a successor keeps its predecessor\'s slug and aliases', async () => {
     const first = await agent('web-ui', ['--resume', 'conv-names'], join(tmp, 'claude'));
     const me1 = await who(first);
-    await first.call('/mail/status', { alias: 'lead' });
+    await first.call('/mail/status', { alias: '@lead' });
     await first.exit();
     const second = await agent('web-ui', ['--resume', 'conv-names'], join(tmp, 'claude'));
     const me2 = await who(second);
     assert.notEqual(me2.address, me1.address);
     assert.equal(me2.slug, me1.slug);
-    assert.deepEqual(me2.aliases, ['lead']);
-    assert.equal((await codex.send({ to: 'claude/lead', subject: 'to the successor', body: '' })).to, me2.address);
+    assert.deepEqual(me2.aliases, ['@lead']);
+    assert.equal((await codex.send({ to: 'claude/@lead', subject: 'to the successor', body: '' })).to, me2.address);
   });
 
   it('broadcast only through an everyone-room the operator creates', async () => {

@@ -119,7 +119,7 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 4);
+      assert.equal(MIGRATIONS.length, 5);
     } finally {
       version.close();
     }
@@ -154,6 +154,28 @@ describe('sqlite store', () => {
     const again = openAt(path);
     assert.equal((await again.getSession('alice', 's4'))?.slug, 'old-2');
     assert.equal(await again.unread(me), 0);
+  });
+
+  it('writes the aliases of a database made at migration 4 with their leading @', async () => {
+    const path = freshPath();
+    const old = new Database(path);
+    for (const sql of MIGRATIONS.slice(0, 4)) old.exec(sql as string);
+    old.pragma('user_version = 4');
+    const name = old.prepare('INSERT INTO names (account, name, lineage, kind) VALUES (?, ?, ?, ?)');
+    name.run('alice', 'web', 's1', 'slug');
+    name.run('alice', 'front', 's1', 'alias');
+    name.run('alice', 'billing', 's2', 'alias');
+    name.run('alice', '@billing', 's3', 'slug'); // a slug from a directory named @billing (older builds kept the @)
+    name.run('alice', '@kept', 's2', 'alias');
+    old.close();
+    const store = openAt(path);
+    assert.deepEqual((await store.namesOf('alice')).map((n) => [n.name, n.kind, n.lineage]), [
+      ['@billing', 'slug', 's3'],
+      ['@front', 'alias', 's1'],
+      ['@kept', 'alias', 's2'],
+      ['web', 'slug', 's1'],
+    ]);
+    await store.close();
   });
 
   it('refuses a database made by a newer build', () => {

@@ -37,7 +37,7 @@ async function bodyArg(body: string | undefined): Promise<string> {
 const list = (ms: MessageOut[], empty: string): string => (ms.length ? ms.map(messageBlock).join('\n\n') : dim(empty));
 
 export function registerMail(program: Command): void {
-  common(program.command('send <to> <subject> [body]').description('send mail: to is an account, account/session, account/alias or #room; body - reads stdin'))
+  common(program.command('send <to> <subject> [body]').description('send mail: to is an account, account/session (id, slug or @alias) or #room; body - reads stdin'))
     .option('--reply-to <id>', 'thread it under a message')
     .option('--urgent', 'urgent priority (needs permission)')
     .option('--idempotency-key <key>', 'a retry with the same key sends nothing new')
@@ -154,13 +154,13 @@ export function registerMail(program: Command): void {
       ),
     );
 
-  common(program.command('alias <name>').description('give this session a name others can write to as account/name'))
+  common(program.command('alias <name>').description('give this session a name others can write to as account/@name (the @ is added if left out)'))
     .option('--remove', 'remove the alias instead')
     .action((name: string, o: Common & { remove?: boolean }) =>
       run(
         o,
         (c) => c.status(o.remove ? { unalias: name } : { alias: name }),
-        (r) => `${r.address.split('/')[0]}/${name} ${o.remove ? 'removed' : 'now reaches this session'} · aliases: ${r.aliases.join(', ') || '-'} · slug: ${r.slug ?? '-'}`,
+        (r) => `${r.address.split('/')[0]}/${name.startsWith('@') ? name : `@${name}`} ${o.remove ? 'removed' : 'now reaches this session'} · aliases: ${r.aliases.join(', ') || '-'} · slug: ${r.slug ?? '-'}`,
       ),
     );
 

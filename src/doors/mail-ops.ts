@@ -31,7 +31,7 @@ export const MAIL_OPS: readonly MailOp[] = [
     name: 'send',
     path: '/mail/send',
     tool: 'm4a_mail_send',
-    summary: 'Send mail to an account (claude), one session (claude/s-…) or a room (#room). The sender is your own attested session and cannot be set.',
+    summary: 'Send mail to an account (claude), one session (claude/s-…, claude/web-ui, claude/@alias) or a room you are a member of (#room; an open room takes anyone). The sender is your own attested session and cannot be set.',
     input: W.SendRequest,
     output: W.SendResponse,
     run: (e, c, i) => e.send(c, i),

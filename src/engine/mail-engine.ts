@@ -33,7 +33,7 @@ import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS, type NoticeSt
 import { REC } from './wake-records.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
-import { checkAlias } from './names.js';
+import { aliasName } from './names.js';
 import { sentBy } from './incarnation.js';
 import { Receipts } from './receipts.js';
 import { MAILBOX_ACCOUNT, TimerBook, type TimerRecord } from './timers.js';
@@ -416,14 +416,14 @@ export class MailEngine {
   async status(c: Caller, req: W.StatusRequest): Promise<W.StatusResponse> {
     const session = c.session;
     if (!session) throw new MailError('permission_denied', 'only an attested session has a card', { need: 'session' });
-    if (req.alias !== undefined) {
-      checkAlias(req.alias);
-      if ((await this.store.addAlias(c.account.id, session.lineage, req.alias)) === 'taken') {
-        const owner = await this.store.resolveName(c.account.id, req.alias);
-        throw new MailError('already_exists', `${c.account.id}/${req.alias} is taken by another session`, { field: 'alias', kind: owner?.kind ?? 'alias' });
-      }
+    // Both names are checked before either changes anything.
+    const alias = req.alias === undefined ? undefined : aliasName(req.alias);
+    const unalias = req.unalias === undefined ? undefined : aliasName(req.unalias, 'unalias');
+    if (alias !== undefined && (await this.store.addAlias(c.account.id, session.lineage, alias)) === 'taken') {
+      const owner = await this.store.resolveName(c.account.id, alias);
+      throw new MailError('already_exists', `${c.account.id}/${alias} is taken by another session`, { field: 'alias', kind: owner?.kind ?? 'alias' });
     }
-    if (req.unalias !== undefined) await this.store.removeAlias(c.account.id, session.lineage, req.unalias);
+    if (unalias !== undefined) await this.store.removeAlias(c.account.id, session.lineage, unalias);
     const d = { ...session.declared };
     if (req.working_on !== undefined) d.workingOn = req.working_on || undefined;
     if (req.role !== undefined) d.role = req.role || undefined;

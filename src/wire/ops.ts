@@ -100,7 +100,7 @@ export const Card = z.object({
 
 const Names = {
   slug: z.string().nullable().describe('friendly name from the working directory: account/slug reaches this session'),
-  aliases: z.array(z.string()).describe('names this session chose (status alias); they pass to a successor'),
+  aliases: z.array(z.string()).describe('names this session chose (status alias), each with its leading @: account/@name reaches it; they pass to a successor'),
 };
 
 export const WhoamiResponse = z.object({
@@ -118,8 +118,8 @@ export const StatusRequest = z.strictObject({
   working_on: text(LIMITS.declaredBytes).optional(),
   role: text(LIMITS.labelBytes).optional(),
   parent: text(LIMITS.labelBytes).optional().describe('the session address that spawned you'),
-  alias: Selector.optional().describe('add a name others can write to as account/alias (unique within your account)'),
-  unalias: Selector.optional().describe('remove one of your aliases'),
+  alias: Selector.optional().describe('add a name others can write to as account/@name (the @ is added if left out; unique within your account; never shadows a slug)'),
+  unalias: Selector.optional().describe('remove one of your aliases (with or without its @)'),
 });
 export const StatusResponse = z.object({ address: z.string(), ...Names, card: Card });
 

@@ -162,6 +162,12 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE accounts ADD COLUMN born_seq bigint NOT NULL DEFAULT 0;
   ALTER TABLE rooms ADD COLUMN is_open integer NOT NULL DEFAULT 0;
   `,
+  // 4: aliases written with a leading @ (SQLite migration 5).
+  `
+  UPDATE names SET name = '@' || name WHERE kind = 'alias' AND left(name, 1) <> '@'
+    AND NOT EXISTS (SELECT 1 FROM names AS n WHERE n.account = names.account AND n.name = '@' || names.name);
+  DELETE FROM names WHERE kind = 'alias' AND left(name, 1) <> '@';
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

@@ -150,6 +150,12 @@ export const MIGRATIONS: readonly string[] = [
   -- is_open: anyone may post into the room; otherwise only its members (existing rooms too).
   ALTER TABLE rooms ADD COLUMN is_open INTEGER NOT NULL DEFAULT 0;
   `,
+  // 5: aliases are written with a leading @, so they never share a name with a slug (which never
+  // starts with one). An old alias whose @-name is taken (by a slug from a directory named @…) goes.
+  `
+  UPDATE OR IGNORE names SET name = '@' || name WHERE kind = 'alias' AND substr(name, 1, 1) <> '@';
+  DELETE FROM names WHERE kind = 'alias' AND substr(name, 1, 1) <> '@';
+  `,
 ];
 
 export function migrate(db: Database.Database): void {
