@@ -3,7 +3,7 @@
 // table and writes JSON (and, for full-size runs, docs/bench-latency.svg). Never part of `npm test`.
 //
 //   --quick                 scaled-down sizes: the whole run in about a minute
-//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, soak
+//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, flood, soak
 //   --soak MINUTES          also run the soak (mixed load; memory and latency per window)
 //   --out FILE              JSON output (default bench-results/<timestamp>.json)
 //   --svg FILE              chart output (default docs/bench-latency.svg on full runs, beside the JSON on --quick)
@@ -28,6 +28,7 @@ import { profile } from './scenarios/profile.js';
 import { durability } from './scenarios/durability.js';
 import { soak } from './scenarios/soak.js';
 import { wakeChain } from './scenarios/wake-chain.js';
+import { idleFlood } from './scenarios/idle-flood.js';
 
 const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promise<ScenarioResult>> = {
   throughput,
@@ -41,8 +42,9 @@ const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promis
   durability,
   soak: (ctx, o) => soak(ctx, o.soakMinutes),
   wakechain: wakeChain,
+  flood: idleFlood,
 };
-const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain'];
+const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain', 'flood'];
 
 function machine() {
   const cpu = cpus();

@@ -19,6 +19,9 @@ export interface Sizes {
   mcpCalls: number;
   profileMs: number;
   durabilityMs: number;
+  /** Idle connections the hostile holder keeps open, and /health requests timed before and during. */
+  floodConnections: number;
+  floodHealthRequests: number;
 }
 
 export const FULL: Sizes = {
@@ -38,6 +41,8 @@ export const FULL: Sizes = {
   mcpCalls: 2000,
   profileMs: 8000,
   durabilityMs: 2000,
+  floodConnections: 3000,
+  floodHealthRequests: 500,
 };
 
 export const QUICK: Sizes = {
@@ -57,4 +62,6 @@ export const QUICK: Sizes = {
   mcpCalls: 200,
   profileMs: 1000,
   durabilityMs: 300,
+  floodConnections: 3000,
+  floodHealthRequests: 100,
 };

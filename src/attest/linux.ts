@@ -1,36 +1,31 @@
-// Linux attestor: loopback TCP tuple -> client socket inode (/proc/net/tcp{,6}) -> holder pid
-// (/proc/*/fd) -> session process (ancestor rule) -> session id and corroborated facts.
+// Linux attestor: schedules batches of /proc lookups (batch.ts) on a worker thread.
 //
-// Concurrent attest() calls are coalesced: every call made before the next turn of the event loop
-// shares one read of each /proc/net file and one fd scan, so a client opening thousands of
-// connections at once costs a few scans, not one per connection. The work itself is synchronous
-// /proc reads (memory, no disk): a batch blocks the loop for a few milliseconds, which the caller
-// pays once per connection (it caches the result per socket).
-import { readFileSync } from 'node:fs';
-import { corroborate } from './corroborate.js';
-import { FdScanner, type Holder } from './fd-scan.js';
-import { readBootId, readFacts, readStartTime, readStat } from './proc-facts.js';
-import { clientRowKeys, isLoopback, rowFinder, type RowLookup } from './proc-net.js';
-import { deriveSessionId } from './session-id.js';
-import { cliDirsOf, findSession, type WalkContext } from './transparent.js';
+// Why a worker and not a native addon: the lookups are plain /proc reads whose cost grows with the
+// host's sockets (the kernel walks its hash table to print /proc/net/tcp: about 20 ms at 3,000 rows)
+// and fds. On the event loop that stalled every caller; on a worker the loop only posts tuples and
+// takes answers. One batch runs at a time and takes every attestation that arrived while the
+// previous one ran, so a burst of N connections costs a few /proc reads, not N: per connection the
+// cost falls as the load rises instead of growing with the open connections. A sock_diag or
+// SO_PEERCRED addon would make a lookup O(1), but needs a compiler or a prebuilt binary per
+// platform; the worker needs neither. If the worker cannot start or dies, batches run inline.
+import { Worker } from 'node:worker_threads';
+import { createBatchAttestor, type BatchAttestor, type BatchOptions, type BatchStats } from './batch.js';
+import { readStartTime } from './proc-facts.js';
+import { isLoopback } from './proc-net.js';
 import type { AttestResult, Attestor, ConnectionTuple } from './types.js';
 
-export interface LinuxAttestorOptions {
-  /** Stable id of this host, mixed into every session id. */
-  hostId: string;
-  /** Root of this package: its CLI (`dist/cli/`, `src/cli/`) is transparent. */
-  packageRoot: string;
-  /** Other uids whose processes may be attested besides the daemon's own. */
-  allowedUids?: number[];
+export interface LinuxAttestorOptions extends BatchOptions {
+  /** Run the lookups on the calling thread (tests of the lookup itself); default: a worker thread. */
+  inline?: boolean;
 }
 
-export interface AttestorStats {
-  /** Reads of /proc/net/tcp or /proc/net/tcp6 (each file counts once). */
-  netScans: number;
-  /** Scans of /proc/*\/fd. */
-  fdScans: number;
-  /** Batches of coalesced attest() calls. */
+export interface AttestorStats extends BatchStats {
+  /** Batches run (each one read of each /proc/net file at most, and one fd scan). */
   batches: number;
+  /** The most connections one batch attested. */
+  largestBatch: number;
+  /** Where the lookups run now. */
+  mode: 'worker' | 'inline';
 }
 
 export interface LinuxAttestor extends Attestor {
@@ -42,120 +37,100 @@ interface Pending {
   resolve: (r: AttestResult) => void;
 }
 
-export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
-  const selfPid = process.pid;
-  const selfUid = process.getuid?.() ?? -1;
-  const allowed = new Set(opts.allowedUids ?? []);
-  const ctx: WalkContext = { cliDirs: cliDirsOf(opts.packageRoot) };
-  const bootId = readBootId();
-  const scanner = new FdScanner(selfPid);
-  let netScans = 0;
-  let batches = 0;
-  let queue: Pending[] = [];
+interface Reply {
+  id: number;
+  results: AttestResult[];
+  stats: BatchStats;
+}
 
-  function readTable(file: 'tcp' | 'tcp6'): string {
-    netScans++;
-    try {
-      return readFileSync(`/proc/net/${file}`, 'latin1');
-    } catch {
-      return ''; // no IPv6 in this kernel, for instance
-    }
+/** The worker's module; from TypeScript sources (tests, under tsx) the worker registers tsx first,
+ *  since a worker thread does not inherit the parent's module hooks. */
+function spawnWorker(workerData: BatchOptions): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./attest-worker.js', import.meta.url), { workerData });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const entry = new URL('./attest-worker.ts', import.meta.url).href;
+  const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(boot, { eval: true, workerData });
+}
+
+/** Batches on a worker thread; referenced only while a batch is in flight, so it never keeps a
+ *  process alive by itself. */
+class WorkerRunner {
+  private readonly worker: Worker;
+  private readonly waiting = new Map<number, (r: Reply | null) => void>();
+  private nextId = 1;
+  dead = false;
+  last: BatchStats = { netScans: 0, fdScans: 0 };
+
+  constructor(opts: BatchOptions) {
+    this.worker = spawnWorker({ hostId: opts.hostId, packageRoot: opts.packageRoot, allowedUids: opts.allowedUids ?? [] });
+    this.worker.on('message', (m: Reply) => {
+      this.last = m.stats;
+      this.waiting.get(m.id)?.(m);
+      this.waiting.delete(m.id);
+      if (this.waiting.size === 0) this.worker.unref();
+    });
+    const fail = () => {
+      this.dead = true;
+      for (const done of this.waiting.values()) done(null);
+      this.waiting.clear();
+    };
+    this.worker.on('error', fail);
+    this.worker.on('exit', fail);
+    this.worker.unref(); // after the listeners: adding a 'message' listener refs the port again
   }
 
-  function runBatch(): void {
-    const batch = queue;
-    queue = [];
-    batches++;
-    let results: AttestResult[];
-    try {
-      results = attestBatch(batch.map((p) => p.conn));
-    } catch {
-      // /proc unreadable as a whole; never guess.
-      results = batch.map(() => ({ ok: false, reason: 'socket_not_found' }));
-    }
-    batch.forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: 'socket_not_found' }));
-  }
-
-  function attestBatch(conns: ConnectionTuple[]): AttestResult[] {
-    // 1. Client rows: /proc/net/tcp first; tcp6 only for what tcp did not settle.
-    const keys = conns.map(clientRowKeys);
-    const rows: RowLookup[] = conns.map(() => null);
-    const v4 = keys.filter((k) => k.tcp !== undefined).length;
-    if (v4 > 0) {
-      const find = rowFinder(readTable('tcp'), v4);
-      keys.forEach((k, i) => {
-        if (k.tcp !== undefined) rows[i] = find(k.tcp);
-      });
-    }
-    const unsettled = (i: number) => rows[i] === null || rows[i] === 'closed';
-    const v6 = keys.filter((k, i) => k.tcp6 !== undefined && unsettled(i)).length;
-    if (v6 > 0) {
-      const find = rowFinder(readTable('tcp6'), v6);
-      keys.forEach((k, i) => {
-        if (k.tcp6 === undefined || !unsettled(i)) return;
-        const r6 = find(k.tcp6);
-        if (r6 !== null) rows[i] = r6;
-      });
-    }
-
-    // 2. One fd scan for every inode; then the parent of each single holder is re-read in full, to
-    //    catch a fork-inherited copy on an fd number the cache already knew. The daemon itself is not
-    //    re-read as a parent: its sockets are close-on-exec, and its fd count must not cost anything.
-    const wanted = new Set<string>();
-    for (const r of rows) if (r !== null && r !== 'closed') wanted.add(r.inode);
-    const holders = wanted.size > 0 ? scanner.find(wanted) : new Map<string, Holder[]>();
-    const parentOf = new Map<number, number | undefined>();
-    const parents = new Map<number, Set<string>>();
-    for (const [inode, hs] of holders) {
-      const only = hs.length === 1 ? hs[0] : undefined;
-      if (only === undefined) continue;
-      if (!parentOf.has(only.pid)) {
-        const stat = readStat(only.pid);
-        parentOf.set(only.pid, stat !== null && stat.startTime === only.startTime ? stat.ppid : undefined);
-      }
-      const ppid = parentOf.get(only.pid);
-      if (ppid === undefined || ppid <= 1 || ppid === selfPid) continue;
-      let set = parents.get(ppid);
-      if (set === undefined) parents.set(ppid, (set = new Set()));
-      set.add(inode);
-    }
-    for (const [ppid, inodes] of parents) scanner.recheck(ppid, inodes, holders);
-
-    // 3. Per connection: who holds it, then whose session it is (once per distinct holder).
-    const byHolder = new Map<string, AttestResult>();
-    return rows.map((row): AttestResult => {
-      if (row === null || row === 'closed') return { ok: false, reason: 'connection_closed' };
-      const hs = holders.get(row.inode) ?? [];
-      if (hs.length === 0) return { ok: false, reason: 'socket_not_found' };
-      if (hs.length > 1) return { ok: false, reason: 'ambiguous' };
-      const h = hs[0] as Holder;
-      const key = `${h.pid}:${h.startTime}`;
-      const seen = byHolder.get(key);
-      if (seen !== undefined) return structuredClone(seen); // callers may own and mutate results
-      const r = fromHolder(h);
-      byHolder.set(key, r);
-      return r;
+  /** The batch's results, or null when the worker is gone (the caller runs it inline). */
+  run(conns: ConnectionTuple[]): Promise<Reply | null> {
+    if (this.dead) return Promise.resolve(null);
+    const id = this.nextId++;
+    this.worker.ref();
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.worker.postMessage({ id, conns });
     });
   }
 
-  function fromHolder(holder: Holder): AttestResult {
-    const peer = readFacts(holder.pid);
-    if (peer === null || peer.startTime !== holder.startTime) return { ok: false, reason: 'process_gone' };
-    if (peer.uid !== selfUid && !allowed.has(peer.uid)) {
-      return { ok: false, reason: 'foreign_user', foreignUid: peer.uid };
+  close(): Promise<void> {
+    this.dead = true;
+    return this.worker.terminate().then(() => undefined);
+  }
+}
+
+export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
+  let inline: BatchAttestor | null = null;
+  const local = (): BatchAttestor => (inline ??= createBatchAttestor(opts));
+  let runner: WorkerRunner | null = null;
+  if (!opts.inline) {
+    try {
+      runner = new WorkerRunner(opts);
+    } catch {
+      runner = null; // no worker threads here: inline it is
     }
-    const walk = findSession(peer, ctx);
-    if (!walk.ok) return walk;
-    const session = walk.session;
-    return {
-      ok: true,
-      attestation: {
-        session,
-        peer,
-        sessionId: deriveSessionId(opts.hostId, bootId, session.pid, session.startTime),
-        corroborated: corroborate(session, walk.passed),
-      },
-    };
+  }
+  let batches = 0;
+  let largestBatch = 0;
+  let queue: Pending[] = [];
+  let running = false;
+
+  function schedule(): void {
+    if (running || queue.length === 0) return;
+    running = true;
+    // One turn of the loop first, so the connections of one burst share the first batch.
+    setImmediate(() => void runNext());
+  }
+
+  async function runNext(): Promise<void> {
+    const batch = queue;
+    queue = [];
+    batches++;
+    largestBatch = Math.max(largestBatch, batch.length);
+    const conns = batch.map((p) => p.conn);
+    const reply = runner && !runner.dead ? await runner.run(conns) : null;
+    const results = reply?.results ?? local().run(conns);
+    batch.forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: 'socket_not_found' }));
+    running = false;
+    schedule();
   }
 
   return {
@@ -163,13 +138,18 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
     attest(conn: ConnectionTuple): Promise<AttestResult> {
       if (!isLoopback(conn.remoteAddress)) return Promise.resolve({ ok: false, reason: 'not_loopback' });
       return new Promise((resolve) => {
-        if (queue.length === 0) setImmediate(runBatch);
         queue.push({ conn, resolve });
+        schedule();
       });
     },
     isAlive(pid: number, startTime: number): boolean {
       return readStartTime(pid) === startTime;
     },
-    stats: () => ({ netScans, fdScans: scanner.scans, batches }),
+    stats: () => {
+      const w = runner && !runner.dead ? runner.last : { netScans: 0, fdScans: 0 };
+      const i = inline?.stats() ?? { netScans: 0, fdScans: 0 };
+      return { netScans: w.netScans + i.netScans, fdScans: w.fdScans + i.fdScans, batches, largestBatch, mode: runner && !runner.dead ? 'worker' : 'inline' };
+    },
+    close: () => runner?.close() ?? Promise.resolve(),
   };
 }

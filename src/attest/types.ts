@@ -61,4 +61,6 @@ export interface Attestor {
   attest(conn: ConnectionTuple): Promise<AttestResult>;
   /** True while the process (pid, startTime) still runs. */
   isAlive(pid: number, startTime: number): boolean;
+  /** Ends background work (a worker thread); attest() is not called afterwards. */
+  close?(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import type { Logger } from '../engine/log.js';
 import type { WaitCaps } from '../engine/waits.js';
 import type { LoopGuardOptions } from '../engine/loop-guard.js';
 import { HttpDoor } from '../doors/http/http-door.js';
+import type { GateOptions } from '../doors/http/connection-gate.js';
 import { WebDoor } from '../doors/web/web-door.js';
 import { WebLanListener, parseLanAddress } from '../doors/web/lan-listener.js';
 import { argon2Hasher } from '../doors/web/argon2-hasher.js';
@@ -47,6 +48,9 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   timerPollMs?: number;
   /** Called when the operator asks the daemon to stop (the caller decides how to exit). */
   onStopRequest?: (when: 'now' | 'idle') => void;
+  /** Bounds on connections not yet past authentication, and the headers deadline (tests shorten them). */
+  gate?: GateOptions;
+  headersTimeoutMs?: number;
 }
 
 export interface RunningDaemon {
@@ -101,7 +105,18 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const admin = new AdminOps(engine, webAuth);
     const web = new WebDoor({ engine, admin, auth: webAuth, log, chains });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
-    const door = new HttpDoor({ engine, admin, web, wake: chains, attestor, log, version: VERSION, ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}) });
+    const door = new HttpDoor({
+      engine,
+      admin,
+      web,
+      wake: chains,
+      attestor,
+      log,
+      version: VERSION,
+      ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}),
+      ...(o.gate ? { gate: o.gate } : {}),
+      ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
+    });
     const port = await door.listen(cfg.host, cfg.port);
     const lan = cfg.webLan ? new WebLanListener(web, log) : null;
     let webLanUrl: string | null = null;
@@ -140,6 +155,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
           await adapters.close();
           await engine.close(); // parked waits answer first, so in-flight requests can finish
           await door.close();
+          await attestor.close?.();
           await lan?.close();
           await s.close();
           try {

@@ -1,5 +1,7 @@
 // Who is calling: the credential names the account, the kernel names the process. Attestation
-// runs once per connection and is cached on the socket; a failure is refused by name.
+// runs once per connection, only after the connection's first request presented a credential that
+// verifies (an idle or anonymous connection costs no /proc lookup), and is cached on the socket; a
+// failure is refused by name.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { MailError } from '../../wire/errors.js';
@@ -12,11 +14,14 @@ export class CallerResolver {
   constructor(
     private engine: MailEngine,
     private attestor: Attestor,
+    /** Told when a connection's credential verified (it leaves the unproven bound). */
+    private onProven: (socket: Socket) => void = () => undefined,
   ) {}
 
-  /** Start attesting as soon as a connection arrives, so it is ready when the request is. */
-  prime(socket: Socket): void {
-    if (this.attestor.supported) void this.attestSocket(socket);
+  private async verify(req: IncomingMessage) {
+    const account = await this.engine.credentials.verify(bearer(req));
+    this.onProven(req.socket);
+    return account;
   }
 
   private attestSocket(socket: Socket): Promise<AttestResult> {
@@ -42,14 +47,14 @@ export class CallerResolver {
 
   /** A mail caller: verified account plus attested session. */
   async mail(req: IncomingMessage): Promise<Caller> {
-    const account = await this.engine.credentials.verify(bearer(req));
+    const account = await this.verify(req);
     const att = await this.attested(req);
     return this.engine.callerFor(account, att.attestation);
   }
 
   /** An operator caller: a verified account; where attestation exists, the peer must be ours. */
   async admin(req: IncomingMessage): Promise<Caller> {
-    const account = await this.engine.credentials.verify(bearer(req));
+    const account = await this.verify(req);
     if (this.attestor.supported) await this.attested(req);
     return { account, session: null };
   }

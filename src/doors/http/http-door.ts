@@ -16,6 +16,7 @@ const HOOKS_BY_PATH = new Map(HOOK_OPS.map((o) => [o.path, o]));
 import { McpHandler } from '../mcp/mcp-handler.js';
 import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
+import { ConnectionGate, DEFAULT_GATE, type GateOptions } from './connection-gate.js';
 import { listenOn } from './listen.js';
 import { OriginGuard } from './origin-guard.js';
 import { sendError, sendJson } from './respond.js';
@@ -34,21 +35,32 @@ export interface HttpDoorOptions {
   web?: WebDoor;
   /** Asked to stop by the operator: at once, or once no request is in flight and no wait is parked. */
   onStopRequest?: (when: 'now' | 'idle') => void;
+  /** Bounds on connections whose credential has not verified yet (connection-gate.ts). */
+  gate?: GateOptions;
+  /** How long a connection may take to send a request's headers (default 5 s). */
+  headersTimeoutMs?: number;
 }
 
 export class HttpDoor {
   readonly server: Server;
   readonly guard = new OriginGuard();
+  readonly gate: ConnectionGate;
   private callers: CallerResolver;
   private mcp: McpHandler;
   private inFlight = 0;
 
   constructor(private o: HttpDoorOptions) {
-    this.callers = new CallerResolver(o.engine, o.attestor);
+    this.gate = new ConnectionGate(o.gate ?? DEFAULT_GATE);
+    this.callers = new CallerResolver(o.engine, o.attestor, (s) => this.gate.prove(s));
     this.mcp = new McpHandler(o.engine, o.version, o.log);
-    // Waits last up to 60 s; requests must be allowed to outlive them.
-    this.server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000, keepAliveTimeout: 65_000 }, (req, res) => void this.handle(req, res));
-    this.server.on('connection', (s) => this.callers.prime(s));
+    // Waits last up to 60 s; requests must be allowed to outlive them. Headers must come quickly
+    // (node checks the deadlines every connectionsCheckingInterval, so that is short too).
+    const headersTimeout = o.headersTimeoutMs ?? 5_000;
+    this.server = createServer(
+      { requestTimeout: 120_000, headersTimeout, keepAliveTimeout: 65_000, connectionsCheckingInterval: Math.min(1_000, headersTimeout) },
+      (req, res) => void this.handle(req, res),
+    );
+    this.server.on('connection', (s) => this.gate.accept(s));
     this.server.on('clientError', (_err, socket) => {
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     });

@@ -1,0 +1,147 @@
+// One batch of attestations, synchronously: loopback TCP tuples -> client socket inodes
+// (/proc/net/tcp{,6}) -> holder pids (/proc/*/fd) -> session processes (ancestor rule) -> session ids
+// and corroborated facts. Every connection of a batch shares one read of each /proc/net file and one
+// fd scan. This is blocking /proc work (memory, no disk, but it grows with the host's sockets and
+// fds), so the daemon runs it on a worker thread (linux.ts); tests may run it inline.
+import { readFileSync } from 'node:fs';
+import { corroborate } from './corroborate.js';
+import { FdScanner, type Holder } from './fd-scan.js';
+import { readBootId, readFacts, readStat } from './proc-facts.js';
+import { clientRowKeys, rowFinder, type RowLookup } from './proc-net.js';
+import { deriveSessionId } from './session-id.js';
+import { cliDirsOf, findSession, type WalkContext } from './transparent.js';
+import type { AttestResult, ConnectionTuple } from './types.js';
+
+export interface BatchOptions {
+  /** Stable id of this host, mixed into every session id. */
+  hostId: string;
+  /** Root of this package: its CLI (`dist/cli/`, `src/cli/`) is transparent. */
+  packageRoot: string;
+  /** Other uids whose processes may be attested besides the daemon's own. */
+  allowedUids?: number[];
+}
+
+export interface BatchStats {
+  /** Reads of /proc/net/tcp or /proc/net/tcp6 (each file counts once). */
+  netScans: number;
+  /** Scans of /proc/*\/fd. */
+  fdScans: number;
+}
+
+export interface BatchAttestor {
+  run(conns: ConnectionTuple[]): AttestResult[];
+  stats(): BatchStats;
+}
+
+export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
+  const selfPid = process.pid;
+  const selfUid = process.getuid?.() ?? -1;
+  const allowed = new Set(opts.allowedUids ?? []);
+  const ctx: WalkContext = { cliDirs: cliDirsOf(opts.packageRoot) };
+  const bootId = readBootId();
+  const scanner = new FdScanner(selfPid);
+  let netScans = 0;
+
+  function readTable(file: 'tcp' | 'tcp6'): string {
+    netScans++;
+    try {
+      return readFileSync(`/proc/net/${file}`, 'latin1');
+    } catch {
+      return ''; // no IPv6 in this kernel, for instance
+    }
+  }
+
+  function attestBatch(conns: ConnectionTuple[]): AttestResult[] {
+    // 1. Client rows: /proc/net/tcp first; tcp6 only for what tcp did not settle.
+    const keys = conns.map(clientRowKeys);
+    const rows: RowLookup[] = conns.map(() => null);
+    const v4 = keys.filter((k) => k.tcp !== undefined).length;
+    if (v4 > 0) {
+      const find = rowFinder(readTable('tcp'), v4);
+      keys.forEach((k, i) => {
+        if (k.tcp !== undefined) rows[i] = find(k.tcp);
+      });
+    }
+    const unsettled = (i: number) => rows[i] === null || rows[i] === 'closed';
+    const v6 = keys.filter((k, i) => k.tcp6 !== undefined && unsettled(i)).length;
+    if (v6 > 0) {
+      const find = rowFinder(readTable('tcp6'), v6);
+      keys.forEach((k, i) => {
+        if (k.tcp6 === undefined || !unsettled(i)) return;
+        const r6 = find(k.tcp6);
+        if (r6 !== null) rows[i] = r6;
+      });
+    }
+
+    // 2. One fd scan for every inode; then the parent of each single holder is re-read in full, to
+    //    catch a fork-inherited copy on an fd number the cache already knew. The daemon itself is not
+    //    re-read as a parent: its sockets are close-on-exec, and its fd count must not cost anything.
+    const wanted = new Set<string>();
+    for (const r of rows) if (r !== null && r !== 'closed') wanted.add(r.inode);
+    const holders = wanted.size > 0 ? scanner.find(wanted) : new Map<string, Holder[]>();
+    const parentOf = new Map<number, number | undefined>();
+    const parents = new Map<number, Set<string>>();
+    for (const [inode, hs] of holders) {
+      const only = hs.length === 1 ? hs[0] : undefined;
+      if (only === undefined) continue;
+      if (!parentOf.has(only.pid)) {
+        const stat = readStat(only.pid);
+        parentOf.set(only.pid, stat !== null && stat.startTime === only.startTime ? stat.ppid : undefined);
+      }
+      const ppid = parentOf.get(only.pid);
+      if (ppid === undefined || ppid <= 1 || ppid === selfPid) continue;
+      let set = parents.get(ppid);
+      if (set === undefined) parents.set(ppid, (set = new Set()));
+      set.add(inode);
+    }
+    for (const [ppid, inodes] of parents) scanner.recheck(ppid, inodes, holders);
+
+    // 3. Per connection: who holds it, then whose session it is (once per distinct holder).
+    const byHolder = new Map<string, AttestResult>();
+    return rows.map((row): AttestResult => {
+      if (row === null || row === 'closed') return { ok: false, reason: 'connection_closed' };
+      const hs = holders.get(row.inode) ?? [];
+      if (hs.length === 0) return { ok: false, reason: 'socket_not_found' };
+      if (hs.length > 1) return { ok: false, reason: 'ambiguous' };
+      const h = hs[0] as Holder;
+      const key = `${h.pid}:${h.startTime}`;
+      const seen = byHolder.get(key);
+      if (seen !== undefined) return structuredClone(seen); // callers may own and mutate results
+      const r = fromHolder(h);
+      byHolder.set(key, r);
+      return r;
+    });
+  }
+
+  function fromHolder(holder: Holder): AttestResult {
+    const peer = readFacts(holder.pid);
+    if (peer === null || peer.startTime !== holder.startTime) return { ok: false, reason: 'process_gone' };
+    if (peer.uid !== selfUid && !allowed.has(peer.uid)) {
+      return { ok: false, reason: 'foreign_user', foreignUid: peer.uid };
+    }
+    const walk = findSession(peer, ctx);
+    if (!walk.ok) return walk;
+    const session = walk.session;
+    return {
+      ok: true,
+      attestation: {
+        session,
+        peer,
+        sessionId: deriveSessionId(opts.hostId, bootId, session.pid, session.startTime),
+        corroborated: corroborate(session, walk.passed),
+      },
+    };
+  }
+
+  return {
+    run(conns) {
+      try {
+        return attestBatch(conns);
+      } catch {
+        // /proc unreadable as a whole; never guess.
+        return conns.map(() => ({ ok: false, reason: 'socket_not_found' }));
+      }
+    },
+    stats: () => ({ netScans, fdScans: scanner.scans }),
+  };
+}
