@@ -381,7 +381,9 @@ The daemon listens on loopback only and defends itself against DNS rebinding bef
   caller is resolved per HTTP request from the bearer and the attested process.
 - Protocol versions: ${[...PROTOCOL_VERSIONS].reverse().join(', ')}. \`initialize\` echoes a supported
   version and answers the latest (${LATEST}) to any other. \`initialize\` inside a batch is refused
-  with \`-32600\`.
+  with \`-32600\`. A batch holds at most ${LIMITS.mcpBatchMessages} messages (more: \`-32600\` with
+  \`data: {code: "too_large", field: "(batch)", limit, actual}\`, none run); its calls run
+  concurrently and are answered in the batch's order.
 - Methods: \`initialize\`, \`ping\`, \`tools/list\`, \`tools/call\`. An unknown method is \`-32601\`;
   an unknown tool is \`-32602\`.
 - A request made only of notifications (single or batch) is answered \`202\` with an empty body.

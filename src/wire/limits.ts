@@ -18,6 +18,8 @@ export const LIMITS = {
   requestBodyBytes: 1_048_576,
   waitSecsHttp: 60,
   waitSecsMcp: 50,
+  /** JSON-RPC messages in one MCP batch (they run concurrently, so a batch costs its slowest call). */
+  mcpBatchMessages: 32,
   /** An MCP inbox page stays within this many bytes of JSON; longer bodies are cut with a marker. */
   mcpInboxBudgetBytes: 20_000,
 } as const;

@@ -19,7 +19,7 @@ import { CallerResolver } from './caller-resolver.js';
 import { ConnectionGate, DEFAULT_GATE, type GateOptions } from './connection-gate.js';
 import { listenOn } from './listen.js';
 import { OriginGuard } from './origin-guard.js';
-import { sendError, sendJson } from './respond.js';
+import { clientErrorBytes, isClientGone, sendError, sendJson } from './respond.js';
 import { DaemonStopRequest } from '../../wire/admin.js';
 import { WebDoor } from '../web/web-door.js';
 
@@ -61,8 +61,10 @@ export class HttpDoor {
       (req, res) => void this.handle(req, res),
     );
     this.server.on('connection', (s) => this.gate.accept(s));
-    this.server.on('clientError', (_err, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+      const answer = clientErrorBytes(err);
+      if (answer !== null && socket.writable) socket.end(answer);
+      else socket.destroy();
     });
   }
 
@@ -75,7 +77,9 @@ export class HttpDoor {
     try {
       await this.route(req, res);
     } catch (err) {
-      sendError(res, err, this.o.log);
+      // A client that went away mid-body is not a failure of ours: a debug line, no stack.
+      if (isClientGone(err, req)) this.o.log.debug({ path: req.url, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
+      else sendError(res, err, this.o.log);
     } finally {
       this.inFlight--;
     }

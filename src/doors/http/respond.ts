@@ -27,3 +27,31 @@ export function sendError(res: ServerResponse, err: unknown, log: Logger): void 
   if (e.code === 'too_large' && e.details.field === '(body)') extra.connection = 'close';
   sendJson(res, e.httpStatus, e.toBody(), extra);
 }
+
+/** Raw bytes answering a request node's parser refused (no request object exists to answer), in
+ *  the same error envelope as every other refusal. Null when there is nobody left to tell. */
+export function clientErrorBytes(err: NodeJS.ErrnoException): string | null {
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return null;
+  let e: MailError;
+  let status: number;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    e = new MailError('too_large', 'the request headers are over the limit', { field: '(headers)', limit: 16_384 });
+    status = 431;
+  } else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    e = new MailError('malformed', 'the request did not arrive in time', { field: '(request)', reason: 'timeout' });
+    status = 408;
+  } else {
+    e = new MailError('malformed', 'the request is not valid HTTP/1.1', { field: '(request)', reason: err.code ?? 'unparsable' });
+    status = e.httpStatus;
+  }
+  const body = JSON.stringify(e.toBody());
+  const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** The client closed its connection before its request was read: nobody to answer, nothing wrong. */
+export function isClientGone(err: unknown, req: { destroyed: boolean; complete: boolean }): boolean {
+  if (!req.destroyed || req.complete) return false;
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err instanceof Error && err.message === 'aborted');
+}

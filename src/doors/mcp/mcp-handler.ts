@@ -3,6 +3,7 @@
 import { MailError } from '../../wire/errors.js';
 import { parseInput } from '../../wire/validate.js';
 import { safeJson } from '../../wire/text.js';
+import { LIMITS } from '../../wire/limits.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { Logger } from '../../engine/log.js';
 import { OPS_BY_TOOL } from '../mail-ops.js';
@@ -18,7 +19,7 @@ interface RpcResponse {
   error?: { code: number; message: string; data?: unknown };
 }
 
-const rpcError = (id: Id, code: number, message: string): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message } });
+const rpcError = (id: Id, code: number, message: string, data?: Record<string, unknown>): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } });
 
 export interface McpAnswer {
   status: number;
@@ -35,11 +36,12 @@ export class McpHandler {
   async handle(caller: Caller, payload: unknown): Promise<McpAnswer> {
     if (Array.isArray(payload)) {
       if (payload.length === 0) return { status: 200, body: rpcError(null, -32600, 'empty batch') };
-      const out: RpcResponse[] = [];
-      for (const m of payload) {
-        const r = await this.safeOne(caller, m, true);
-        if (r) out.push(r);
+      if (payload.length > LIMITS.mcpBatchMessages) {
+        const data = { code: 'too_large', field: '(batch)', limit: LIMITS.mcpBatchMessages, actual: payload.length };
+        return { status: 200, body: rpcError(null, -32600, `a batch holds at most ${LIMITS.mcpBatchMessages} messages`, data) };
       }
+      // Independent calls: run together, answered in the batch's order (JSON-RPC allows any order).
+      const out = (await Promise.all(payload.map((m) => this.safeOne(caller, m, true)))).filter((r): r is RpcResponse => r !== null);
       return out.length ? { status: 200, body: out } : { status: 202 };
     }
     const r = await this.safeOne(caller, payload, false);
