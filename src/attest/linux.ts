@@ -7,7 +7,8 @@
 // previous one ran, so a burst of N connections costs a few /proc reads, not N: per connection the
 // cost falls as the load rises instead of growing with the open connections. A sock_diag or
 // SO_PEERCRED addon would make a lookup O(1), but needs a compiler or a prebuilt binary per
-// platform; the worker needs neither. If the worker cannot start or dies, batches run inline.
+// platform; the worker needs neither. A worker that dies or hangs is replaced; only where worker
+// threads cannot start at all do batches run inline.
 import { Worker } from 'node:worker_threads';
 import { createBatchAttestor, type BatchAttestor, type BatchOptions, type BatchStats } from './batch.js';
 import { readStartTime } from './proc-facts.js';
@@ -17,6 +18,9 @@ import type { AttestResult, Attestor, ConnectionTuple } from './types.js';
 export interface LinuxAttestorOptions extends BatchOptions {
   /** Run the lookups on the calling thread (tests of the lookup itself); default: a worker thread. */
   inline?: boolean;
+  /** A batch the worker has not answered by then is refused (`attestor_unavailable`) and the worker
+   *  replaced (default 10 s). */
+  batchTimeoutMs?: number;
 }
 
 export interface AttestorStats extends BatchStats {
@@ -24,7 +28,9 @@ export interface AttestorStats extends BatchStats {
   batches: number;
   /** The most connections one batch attested. */
   largestBatch: number;
-  /** Where the lookups run now. */
+  /** Worker threads started (a dead or stuck one is replaced, at most once a second). */
+  workersStarted: number;
+  /** Where the lookups run. */
   mode: 'worker' | 'inline';
 }
 
@@ -80,13 +86,22 @@ class WorkerRunner {
     this.worker.unref(); // after the listeners: adding a 'message' listener refs the port again
   }
 
-  /** The batch's results, or null when the worker is gone (the caller runs it inline). */
-  run(conns: ConnectionTuple[]): Promise<Reply | null> {
+  /** The batch's results, or null when the worker died or did not answer within `timeoutMs` (a
+   *  /proc read can block, e.g. on a process stuck in its own memory lock): then it is ended. */
+  run(conns: ConnectionTuple[], timeoutMs: number): Promise<Reply | null> {
     if (this.dead) return Promise.resolve(null);
     const id = this.nextId++;
     this.worker.ref();
     return new Promise((resolve) => {
-      this.waiting.set(id, resolve);
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        void this.close();
+        resolve(null);
+      }, timeoutMs);
+      this.waiting.set(id, (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      });
       this.worker.postMessage({ id, conns });
     });
   }
@@ -97,21 +112,51 @@ class WorkerRunner {
   }
 }
 
+const RESTART_GAP_MS = 1_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
   let inline: BatchAttestor | null = null;
   const local = (): BatchAttestor => (inline ??= createBatchAttestor(opts));
+  const timeoutMs = opts.batchTimeoutMs ?? 10_000;
   let runner: WorkerRunner | null = null;
-  if (!opts.inline) {
-    try {
-      runner = new WorkerRunner(opts);
-    } catch {
-      runner = null; // no worker threads here: inline it is
-    }
-  }
+  let workersUnsupported = !!opts.inline;
+  let workersStarted = 0;
+  let lastStart = 0;
+  let closed = false;
+  const retired: BatchStats = { netScans: 0, fdScans: 0 };
   let batches = 0;
   let largestBatch = 0;
   let queue: Pending[] = [];
   let running = false;
+
+  /** The live worker, a new one after a death (at most one start a second), or null: inline. */
+  async function liveRunner(): Promise<WorkerRunner | null> {
+    if (workersUnsupported || closed) return null;
+    if (runner && !runner.dead) return runner;
+    if (runner) {
+      retired.netScans += runner.last.netScans;
+      retired.fdScans += runner.last.fdScans;
+      runner = null;
+    }
+    const wait = lastStart + RESTART_GAP_MS - Date.now();
+    if (workersStarted > 0 && wait > 0) await sleep(wait);
+    try {
+      lastStart = Date.now();
+      runner = new WorkerRunner(opts);
+      workersStarted++;
+    } catch {
+      workersUnsupported = true; // no worker threads here: inline it is
+    }
+    return runner;
+  }
+
+  async function runBatch(conns: ConnectionTuple[]): Promise<AttestResult[]> {
+    const w = await liveRunner();
+    if (w === null) return local().run(conns);
+    const reply = await w.run(conns, timeoutMs);
+    return reply?.results ?? conns.map(() => ({ ok: false, reason: 'attestor_unavailable' }));
+  }
 
   function schedule(): void {
     if (running || queue.length === 0) return;
@@ -125,13 +170,19 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
     queue = [];
     batches++;
     largestBatch = Math.max(largestBatch, batch.length);
-    const conns = batch.map((p) => p.conn);
-    const reply = runner && !runner.dead ? await runner.run(conns) : null;
-    const results = reply?.results ?? local().run(conns);
-    batch.forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: 'socket_not_found' }));
-    running = false;
-    schedule();
+    let results: AttestResult[] = [];
+    try {
+      results = await runBatch(batch.map((p) => p.conn));
+    } catch {
+      /* answered below: never a guess */
+    } finally {
+      batch.forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: 'socket_not_found' }));
+      running = false;
+      schedule();
+    }
   }
+
+  if (!workersUnsupported) void liveRunner(); // start the worker now, not on the first request
 
   return {
     supported: true,
@@ -146,10 +197,20 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
       return readStartTime(pid) === startTime;
     },
     stats: () => {
-      const w = runner && !runner.dead ? runner.last : { netScans: 0, fdScans: 0 };
+      const w = runner?.last ?? { netScans: 0, fdScans: 0 };
       const i = inline?.stats() ?? { netScans: 0, fdScans: 0 };
-      return { netScans: w.netScans + i.netScans, fdScans: w.fdScans + i.fdScans, batches, largestBatch, mode: runner && !runner.dead ? 'worker' : 'inline' };
+      return {
+        netScans: retired.netScans + w.netScans + i.netScans,
+        fdScans: retired.fdScans + w.fdScans + i.fdScans,
+        batches,
+        largestBatch,
+        workersStarted,
+        mode: workersUnsupported ? 'inline' : 'worker',
+      };
     },
-    close: () => runner?.close() ?? Promise.resolve(),
+    close: () => {
+      closed = true;
+      return runner?.close() ?? Promise.resolve();
+    },
   };
 }

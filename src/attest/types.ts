@@ -41,7 +41,9 @@ export type UnattestedReason =
   | 'foreign_chain'
   /** The peer runs as another OS user than the daemon, and the operator did not allow that uid. */
   | 'foreign_user'
-  | 'process_gone';
+  | 'process_gone'
+  /** The lookup did not finish in time (the attestation worker was replaced): retry. */
+  | 'attestor_unavailable';
 
 /** Attestation outcome: a value, never an exception, so doors map it to a named error. */
 export type AttestResult =

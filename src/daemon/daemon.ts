@@ -77,10 +77,11 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
   if (tightened.length) log.warn({ dataDir: cfg.dataDir, tightened }, 'the data directory was readable by other users: tightened to 0700, its files to 0600');
   const releaseLock = acquireLock(cfg.dataDir);
   let store: Store | undefined;
+  let started: Attestor | undefined; // its worker thread must end when the start fails
   try {
     const hostId = loadHostId(cfg.dataDir);
     store = await openStore(cfg.store, { hostId });
-    const attestor = o.attestor ?? createAttestor({ hostId, packageRoot: PACKAGE_ROOT, allowedUids: o.allowedUids ?? [] });
+    const attestor = (started = o.attestor ?? createAttestor({ hostId, packageRoot: PACKAGE_ROOT, allowedUids: o.allowedUids ?? [] }));
     const engine = new MailEngine({
       store,
       clock: o.clock ?? systemClock,
@@ -105,6 +106,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const admin = new AdminOps(engine, webAuth);
     const web = new WebDoor({ engine, admin, auth: webAuth, log, chains });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
+    const maxConnections = connectionBudget();
     const door = new HttpDoor({
       engine,
       admin,
@@ -116,9 +118,10 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}),
       ...(o.gate ? { gate: o.gate } : {}),
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
+      maxConnections,
     });
     const port = await door.listen(cfg.host, cfg.port);
-    const lan = cfg.webLan ? new WebLanListener(web, log) : null;
+    const lan = cfg.webLan ? new WebLanListener(web, log, door.gate, { maxConnections, ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}) }) : null;
     let webLanUrl: string | null = null;
     if (lan && cfg.webLan) {
       const at = parseLanAddress(cfg.webLan);
@@ -168,6 +171,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
         })()),
     };
   } catch (err) {
+    await started?.close?.().catch(() => undefined);
     await store?.close().catch(() => undefined);
     releaseLock();
     throw err;
@@ -200,4 +204,17 @@ async function ensureOperator(engine: MailEngine, admin: AdminOps, dataDir: stri
   }
   writeSecretFile(path, `${secret}\n`);
   return secret;
+}
+
+/** Connections each listener may hold: the process's open-file limit less room for the store, logs,
+ *  wake programs and the other listener (node raises the soft limit to the hard one at start). */
+function connectionBudget(): number {
+  let limit = 4096;
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (m?.[1]) limit = Number(m[1]);
+  } catch {
+    /* not Linux: keep the default */
+  }
+  return Math.max(256, limit - 512);
 }

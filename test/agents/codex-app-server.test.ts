@@ -202,7 +202,8 @@ describe('codex app-server wake adapter, listen=spawn, an untrusted approval pol
 
       adapter = createCodexAdapter(
         // No -c approval_policy: 0.171.0 refuses "untrusted" in config; the thread keeps its own.
-        { kind: 'codex-app-server', listen: 'spawn', argv: [CODEX, 'app-server'] },
+        // The model provider's key reaches a spawned app-server only when the step names it.
+        { kind: 'codex-app-server', listen: 'spawn', argv: [CODEX, 'app-server'], env: ['FAKE_OPENAI_KEY'] },
         { env: w.env, cwd: w.project, log: (event, fields) => events.push({ event, fields }) },
       );
       const t0 = Date.now();

@@ -14,15 +14,11 @@ export class CallerResolver {
   constructor(
     private engine: MailEngine,
     private attestor: Attestor,
-    /** Told when a connection's credential verified (it leaves the unproven bound). */
+    /** Told when a connection's credential verified and its process was attested (it leaves the
+     *  unproven bound). */
     private onProven: (socket: Socket) => void = () => undefined,
   ) {}
 
-  private async verify(req: IncomingMessage) {
-    const account = await this.engine.credentials.verify(bearer(req));
-    this.onProven(req.socket);
-    return account;
-  }
 
   private attestSocket(socket: Socket): Promise<AttestResult> {
     let p = this.perSocket.get(socket);
@@ -47,15 +43,17 @@ export class CallerResolver {
 
   /** A mail caller: verified account plus attested session. */
   async mail(req: IncomingMessage): Promise<Caller> {
-    const account = await this.verify(req);
+    const account = await this.engine.credentials.verify(bearer(req));
     const att = await this.attested(req);
+    this.onProven(req.socket);
     return this.engine.callerFor(account, att.attestation);
   }
 
   /** An operator caller: a verified account; where attestation exists, the peer must be ours. */
   async admin(req: IncomingMessage): Promise<Caller> {
-    const account = await this.verify(req);
+    const account = await this.engine.credentials.verify(bearer(req));
     if (this.attestor.supported) await this.attested(req);
+    this.onProven(req.socket);
     return { account, session: null };
   }
 }

@@ -5,8 +5,11 @@
 // is closed, not the new one: a flood of idle sockets then only ever pushes out its own sockets,
 // while a newcomer that sends its request at once always gets in. The peer's uid is not known
 // without a /proc lookup, which is exactly what an unproven connection must not cost, so the key is
-// the peer address (loopback peers may spread over 127/8, hence the total cap too).
+// the peer address (loopback peers may spread over 127/8, hence the total cap too). A connection
+// whose request is being answered is never closed here.
+import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { clientErrorBytes } from './respond.js';
 
 export interface GateOptions {
   perPeer: number;
@@ -25,6 +28,8 @@ export class ConnectionGate {
   /** Each unproven socket and its peer; insertion order is age order (the first is the oldest). */
   private readonly all = new Map<Socket, string>();
   private readonly byPeer = new Map<string, Set<Socket>>();
+  /** Unproven connections with a request in flight (headers read, answer not yet sent). */
+  private readonly busy = new Set<Socket>();
   private evicted = 0;
 
   constructor(private readonly o: GateOptions = DEFAULT_GATE) {}
@@ -37,8 +42,25 @@ export class ConnectionGate {
     mine.add(socket);
     this.all.set(socket, peer);
     socket.once('close', () => this.forget(socket));
-    while (mine.size > this.o.perPeer) this.evict(first(mine));
-    while (this.all.size > this.o.total) this.evict(first(this.all.keys()));
+    while (mine.size > this.o.perPeer && this.evict(this.oldestIdle(mine)));
+    while (this.all.size > this.o.total && this.evict(this.oldestIdle(this.all.keys())));
+  }
+
+  /** Serves `server`'s connections through this gate: counted on accept, never closed while a
+   *  request of theirs is answered, and a request the parser refuses gets the error envelope. */
+  attach(server: Server): void {
+    server.on('connection', (s: Socket) => this.accept(s));
+    server.on('request', (req: { socket: Socket }, res: { once(e: 'close', f: () => void): void }) => {
+      const s = req.socket;
+      if (!this.all.has(s)) return;
+      this.busy.add(s);
+      res.once('close', () => this.busy.delete(s));
+    });
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      const answer = clientErrorBytes(err);
+      if (answer !== null && socket.writable) socket.end(answer);
+      else socket.destroy();
+    });
   }
 
   /** The connection presented a valid credential: no longer bounded here. */
@@ -50,25 +72,28 @@ export class ConnectionGate {
     return { unproven: this.all.size, evicted: this.evicted };
   }
 
-  private evict(socket: Socket | undefined): void {
-    if (socket === undefined) return;
+  private oldestIdle(sockets: Iterable<Socket>): Socket | undefined {
+    for (const s of sockets) if (!this.busy.has(s)) return s;
+    return undefined;
+  }
+
+  /** False when every candidate is busy: then the bound is exceeded until one finishes. */
+  private evict(socket: Socket | undefined): boolean {
+    if (socket === undefined) return false;
     this.forget(socket);
     this.evicted++;
     socket.destroy();
+    return true;
   }
 
   private forget(socket: Socket): void {
     const peer = this.all.get(socket);
     if (peer === undefined) return;
     this.all.delete(socket);
+    this.busy.delete(socket);
     const mine = this.byPeer.get(peer);
     if (mine === undefined) return;
     mine.delete(socket);
     if (mine.size === 0) this.byPeer.delete(peer);
   }
-}
-
-function first<T>(items: Iterable<T>): T | undefined {
-  for (const x of items) return x;
-  return undefined;
 }

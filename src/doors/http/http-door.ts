@@ -19,7 +19,7 @@ import { CallerResolver } from './caller-resolver.js';
 import { ConnectionGate, DEFAULT_GATE, type GateOptions } from './connection-gate.js';
 import { listenOn } from './listen.js';
 import { OriginGuard } from './origin-guard.js';
-import { clientErrorBytes, isClientGone, sendError, sendJson } from './respond.js';
+import { isClientGone, sendError, sendJson } from './respond.js';
 import { DaemonStopRequest } from '../../wire/admin.js';
 import { WebDoor } from '../web/web-door.js';
 
@@ -39,6 +39,9 @@ export interface HttpDoorOptions {
   gate?: GateOptions;
   /** How long a connection may take to send a request's headers (default 5 s). */
   headersTimeoutMs?: number;
+  /** Connections beyond this are closed at once (below the process's open-file limit, so the
+   *  store and the other listener still get descriptors). */
+  maxConnections?: number;
 }
 
 export class HttpDoor {
@@ -60,12 +63,8 @@ export class HttpDoor {
       { requestTimeout: 120_000, headersTimeout, keepAliveTimeout: 65_000, connectionsCheckingInterval: Math.min(1_000, headersTimeout) },
       (req, res) => void this.handle(req, res),
     );
-    this.server.on('connection', (s) => this.gate.accept(s));
-    this.server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-      const answer = clientErrorBytes(err);
-      if (answer !== null && socket.writable) socket.end(answer);
-      else socket.destroy();
-    });
+    this.gate.attach(this.server);
+    if (o.maxConnections) this.server.maxConnections = o.maxConnections;
   }
 
   get busy(): number {

@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import { MailError } from '../../wire/errors.js';
 import type { Logger } from '../../engine/log.js';
+import type { ConnectionGate } from '../http/connection-gate.js';
 import { listenOn } from '../http/listen.js';
 import { OriginGuard } from '../http/origin-guard.js';
 import { sendError } from '../http/respond.js';
@@ -16,8 +17,12 @@ export class WebLanListener {
   constructor(
     private web: WebDoor,
     private log: Logger,
+    /** The loopback door's gate: one bound on unproven connections for both listeners. */
+    gate: ConnectionGate,
+    o: { headersTimeoutMs?: number; maxConnections?: number } = {},
   ) {
-    this.server = createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+    const headersTimeout = o.headersTimeoutMs ?? 5_000;
+    this.server = createServer({ requestTimeout: 120_000, headersTimeout, connectionsCheckingInterval: Math.min(1_000, headersTimeout) }, (req, res) => {
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       try {
         this.guard.check(req.headers.host, req.headers.origin);
@@ -27,6 +32,8 @@ export class WebLanListener {
       }
       void this.web.handle(req, res, path);
     });
+    gate.attach(this.server);
+    if (o.maxConnections) this.server.maxConnections = o.maxConnections;
   }
 
   async listen(host: string, port: number): Promise<number> {

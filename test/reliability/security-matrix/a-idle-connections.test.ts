@@ -114,4 +114,63 @@ describe('security matrix A: idle connections', () => {
     held.push(silent);
     await until('both closed by the 1 s headers deadline', () => closed(slow as Socket) && closed(silent), 8_000);
   });
+
+  it('a worker that does not answer in time is replaced, and its batch refused by name, not left hanging', async (t) => {
+    // 1 ms is shorter than a worker's start, so every batch times out: each answer is
+    // attestor_unavailable, and each timed-out worker is replaced by a new one.
+    const stuck = createLinuxAttestor({ hostId: 'matrix-a-stuck', packageRoot: PACKAGE_ROOT, batchTimeoutMs: 1 });
+    t.after(() => stuck.close?.());
+    const conn = { localAddress: '127.0.0.1', localPort: d.port, remoteAddress: '127.0.0.1', remotePort: 1 };
+    assert.deepEqual(await stuck.attest(conn), { ok: false, reason: 'attestor_unavailable' });
+    assert.deepEqual(await stuck.attest(conn), { ok: false, reason: 'attestor_unavailable' });
+    assert.ok(stuck.stats().workersStarted >= 2, `a new worker after the stuck one (started ${stuck.stats().workersStarted})`);
+    assert.equal(stuck.stats().mode, 'worker', 'never falls back to the event loop');
+  });
+
+  it('a request being answered is never closed by the bound (a browser login whose body is arriving survives a flood)', async () => {
+    for (const s of held.splice(0)) s.destroy();
+    // A browser login whose body is still arriving: a request in flight on an unproven connection.
+    const slow = (await idle(d.port, 1))[0] as Socket;
+    held.push(slow);
+    const origin = `http://127.0.0.1:${d.port}`;
+    slow.write(`POST /web/api/login HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\norigin: ${origin}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`);
+    await new Promise((r) => setTimeout(r, 100)); // the headers are read: the request is in flight
+    const flood = await idle(d.port, PER_PEER + 5);
+    held.push(...flood);
+    await until('the flood pushed out its own oldest', () => flood.slice(0, 5).every(closed), 5_000);
+    assert.ok(!closed(slow), 'the connection whose request is in flight stays');
+  });
+
+  it('the LAN listener of the browser door has the same bounds, deadline and error envelope', async (t) => {
+    const lan = await startTestDaemon({ storeKind: 'memory', webLan: '127.0.0.2:0', gate: { perPeer: 10, total: 40 }, headersTimeoutMs: 1_000 });
+    t.after(() => lan.stop());
+    const port = Number(new URL(lan.webLanUrl as string).port);
+    const open = (n: number) =>
+      Promise.all(
+        Array.from(
+          { length: n },
+          () =>
+            new Promise<Socket>((resolve, reject) => {
+              const s = connect({ port, host: '127.0.0.2' }, () => resolve(s));
+              s.on('error', reject);
+              s.on('close', () => ended.add(s));
+              s.resume();
+            }),
+        ),
+      );
+    const first = await open(10);
+    const more = await open(3);
+    await until('the oldest three were closed', () => first.slice(0, 3).every(closed), 5_000);
+    assert.ok(more.every((s) => !closed(s)));
+    await until('the rest closed by the headers deadline', () => [...first, ...more].every(closed), 8_000);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = connect({ port, host: '127.0.0.2' }, () => s.write('NOT HTTP\r\n\r\n'));
+      let data = '';
+      s.on('data', (c: Buffer) => (data += c.toString('utf8')));
+      s.on('error', reject);
+      s.on('close', () => resolve(data));
+    });
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.equal(JSON.parse(answer.split('\r\n\r\n')[1] ?? '').error.code, 'malformed');
+  });
 });
