@@ -13,9 +13,10 @@ const SYSTEM_PREFIXES = ['LC_', 'XDG_'] as const;
 const SECRET_LOOKING = /TOKEN|SECRET|PASSW|_KEY|APIKEY|CREDENTIAL|AUTH|COOKIE/i;
 /** Where the agent programs keep their own configuration (directories, not secrets). */
 const AGENT_HOMES = ['CODEX_HOME', 'CLAUDE_CONFIG_DIR'] as const;
-/** The daemon's settings that a client also reads to find it (a directory, a port, a file path,
- *  a log level). Never M4A_TOKEN or M4A_ACCOUNT: they say who the starter is. */
-export const SHARED_SETTINGS = ['M4A_DATA_DIR', 'M4A_PORT', 'M4A_LOG_LEVEL', 'M4A_CREDENTIALS'] as const;
+/** The daemon's settings that a client also reads to find it (a directory, a port, a log level).
+ *  Never M4A_TOKEN, M4A_ACCOUNT or M4A_CREDENTIALS: they say who the starter is (the last names
+ *  the starter's secrets file, whose only account a woken `m4a` would take; the daemon never reads it). */
+export const SHARED_SETTINGS = ['M4A_DATA_DIR', 'M4A_PORT', 'M4A_LOG_LEVEL'] as const;
 /** The daemon's store: M4A_STORE (a PostgreSQL URL may carry a password) and, for a PostgreSQL
  *  store, the libpq variables (PGPASSWORD …). The daemon needs them; a wake's program never gets them. */
 const STORE_SETTING = 'M4A_STORE';
@@ -23,7 +24,7 @@ const isPostgres = (spec: string | undefined): boolean => spec !== undefined && 
 
 /** Names a chain may not pass through: they would say who whoever started the daemon is, or
  *  they are set by the daemon itself. */
-const NEVER_NAMED = new Set(['M4A_TOKEN', 'M4A_ACCOUNT', 'M4A_STORE', 'CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID']);
+const NEVER_NAMED = new Set(['M4A_TOKEN', 'M4A_ACCOUNT', 'M4A_CREDENTIALS', 'M4A_STORE', 'CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID']);
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 function pick(from: Env, keep: (name: string) => boolean): Record<string, string> {

@@ -1,6 +1,7 @@
 // Finding B of the hardening issue: one account's secret leaked into another account's wake. A
-// daemon auto-started by alice's `m4a` command inherited her M4A_TOKEN and API keys, and bob's
-// command wake inherited the daemon's environment, so bob's resumed agent was told it is alice.
+// daemon auto-started by alice's `m4a` command inherited her M4A_TOKEN, M4A_CREDENTIALS (a file
+// whose only account is hers) and API keys, and bob's command wake inherited the daemon's
+// environment, so bob's resumed agent was told it is alice.
 // Now the auto-started daemon starts from an allow-list, and a wake's program gets only that base,
 // M4A_WAKE_* and the variables its chain names (also when a person ran `m4a serve` in a shell).
 import { after, before, describe, it } from 'node:test';
@@ -33,6 +34,7 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
   let env: Record<string, string>;
   let program: string;
   let alice: string;
+  let aliceFile: string;
   let served: ServedDaemon | null = null;
   const cli = (args: string[], extra: Record<string, string> = {}) =>
     spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...env, ...extra }, timeout: 30_000 });
@@ -61,7 +63,8 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
       assert.ok(!v.includes(alice), `${where}: ${k} carries alice's secret`);
       assert.ok(!v.includes(API_KEY), `${where}: ${k} carries the API key`);
     }
-    for (const k of ['M4A_TOKEN', 'M4A_ACCOUNT', 'OPENAI_API_KEY']) assert.equal(got[k], undefined, `${where}: ${k} is not inherited`);
+    for (const k of ['M4A_TOKEN', 'M4A_ACCOUNT', 'M4A_CREDENTIALS', 'OPENAI_API_KEY']) assert.equal(got[k], undefined, `${where}: ${k} is not inherited`);
+    assert.ok(!Object.values(got).some((v) => v.includes(aliceFile)), `${where}: no variable points at alice's credentials file`);
   };
 
   before(async () => {
@@ -79,7 +82,12 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
     alice = JSON.parse(a.stdout).secret;
     assert.equal(cli(['admin', 'account', 'add', 'bob', '--json']).status, 0);
     assert.equal(cli(['daemon', 'stop']).status, 0);
-    const who = cli(['whoami', '--json'], { M4A_TOKEN: alice, M4A_ACCOUNT: 'alice', OPENAI_API_KEY: API_KEY });
+    // Her own credentials file: `m4a` with no flag and no token would take its only account.
+    aliceFile = join(home, 'alice-secrets.json');
+    writeFileSync(aliceFile, JSON.stringify({ version: 1, accounts: { alice: { secret: alice } } }), { mode: 0o600 });
+    const only = cli(['whoami', '--json'], { M4A_CREDENTIALS: aliceFile });
+    assert.equal(JSON.parse(only.stdout).account, 'alice', 'the file alone makes a command alice');
+    const who = cli(['whoami', '--json'], { M4A_TOKEN: alice, M4A_ACCOUNT: 'alice', M4A_CREDENTIALS: aliceFile, OPENAI_API_KEY: API_KEY });
     assert.equal(who.status, 0, who.stderr);
     assert.equal(JSON.parse(who.stdout).account, 'alice', 'the command that auto-started the daemon is alice');
   });
@@ -92,7 +100,7 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
     rmSync(home, { recursive: true, force: true });
   });
 
-  it('the auto-started daemon has no M4A_TOKEN or API key in its environment, only the allow-list', () => {
+  it('the auto-started daemon has no M4A_TOKEN, M4A_CREDENTIALS or API key in its environment, only the allow-list', () => {
     const got = environ(daemonPid());
     assertNoSecret(got, 'the auto-started daemon');
     assert.equal(got.M4A_DATA_DIR, dataDir, 'the daemon\'s own settings are kept');
@@ -101,7 +109,7 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
     assert.equal(got.PATH, env.PATH);
   });
 
-  it('bob\'s command wake has neither alice\'s secret nor the API key, and `m4a whoami` there is not alice', async () => {
+  it('bob\'s command wake has neither alice\'s secret, her credentials file nor the API key, and `m4a whoami` there is not alice', async () => {
     const url = `http://127.0.0.1:${env.M4A_PORT}`;
     const op = operator(url);
     const out = join(home, 'out', 'autostarted.json');
@@ -119,22 +127,24 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
     }
   });
 
-  it('`m4a serve` run in a shell holding the secret: a wake gets only the allow-list and the names its chain gives; naming M4A_TOKEN is refused', async () => {
+  it('`m4a serve` run in a shell holding the secret: a wake gets only the allow-list and the names its chain gives; naming M4A_TOKEN or M4A_CREDENTIALS is refused', async () => {
     assert.equal(cli(['daemon', 'stop']).status, 0);
     const port = await freePort();
-    served = await serveProcess(['--data-dir', dataDir, '--port', String(port)], { ...env, M4A_PORT: String(port), M4A_TOKEN: alice, M4A_ACCOUNT: 'alice', OPENAI_API_KEY: API_KEY, KEEP_ME: 'named by the chain', NOT_NAMED: 'x' });
+    served = await serveProcess(['--data-dir', dataDir, '--port', String(port)], { ...env, M4A_PORT: String(port), M4A_TOKEN: alice, M4A_ACCOUNT: 'alice', M4A_CREDENTIALS: aliceFile, OPENAI_API_KEY: API_KEY, KEEP_ME: 'named by the chain', NOT_NAMED: 'x' });
     const op = operator(served.url);
     const out = join(home, 'out', 'served.json');
     try {
       const before = await op.admin.wakeList();
-      const refused = await op.admin
-        .wakeSet({ account: 'bob', steps: [{ kind: 'command', argv: [process.execPath, program, out, CLI], env: ['KEEP_ME', 'M4A_TOKEN'] }] })
-        .then(() => null, (e: unknown) => e);
-      assert.ok(refused instanceof MailError, String(refused));
-      assert.equal(refused.code, 'malformed');
-      assert.equal(refused.details.field, 'env[1]');
-      assert.match(String(refused.details.reason), /belongs to whoever started the daemon/);
-      assert.deepEqual(await op.admin.wakeList(), before, 'the refused chain changed nothing');
+      for (const name of ['M4A_TOKEN', 'M4A_CREDENTIALS']) {
+        const refused = await op.admin
+          .wakeSet({ account: 'bob', steps: [{ kind: 'command', argv: [process.execPath, program, out, CLI], env: ['KEEP_ME', name] }] })
+          .then(() => null, (e: unknown) => e);
+        assert.ok(refused instanceof MailError, `${name}: ${String(refused)}`);
+        assert.equal(refused.code, 'malformed');
+        assert.equal(refused.details.field, 'env[1]');
+        assert.match(String(refused.details.reason), new RegExp(`^${name} belongs to whoever started the daemon`));
+        assert.deepEqual(await op.admin.wakeList(), before, `the chain naming ${name} changed nothing`);
+      }
 
       await op.admin.wakeSet({ account: 'bob', steps: [{ kind: 'command', argv: [process.execPath, program, out, CLI], env: ['KEEP_ME'], timeout_secs: 60 }], debounce_ms: 0 });
       const got = await wakeBob(served.url, out);
@@ -146,6 +156,7 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
       assert.ok(!got.whoami.stdout.includes('"alice"'));
       // The daemon itself still holds what its shell gave it; only its children are cleaned.
       assert.equal(environ(served.child.pid!).M4A_TOKEN, alice);
+      assert.equal(environ(served.child.pid!).M4A_CREDENTIALS, aliceFile);
     } finally {
       op.close();
     }
