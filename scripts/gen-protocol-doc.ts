@@ -351,12 +351,15 @@ future, is a member.
 - Bodies over ${LIMITS.requestBodyBytes} bytes are refused before parsing; bodies must be UTF-8 JSON.
 - Unknown fields are refused everywhere (\`malformed {field, reason}\`).
 - Text that models read cannot fake structure. Single-line text (subjects, labels and display names,
-  declared card fields, correlations, ref locators, timer notes, URLs, arguments, passwords) refuses control
-  characters, U+0085 NEL, the line and paragraph separators U+2028/U+2029, the bidi controls
-  (U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069) and invisible characters (U+180E, U+200B,
-  U+2060–U+2064, U+206A–U+206F, U+FEFF, U+FFF9–U+FFFB, the tag characters U+E0000–U+E007F):
-  \`malformed {field, reason, code_point: "U+2028"}\`. ZWNJ and ZWJ (U+200C/U+200D) pass: emoji
-  sequences and several scripts need them, and they neither break a line nor reorder text. Names
+  declared card fields, correlations, ref locators, timer notes, URLs, arguments, passwords) refuses,
+  by Unicode property, control characters (Cc, with U+0085 NEL), format characters (Cf: the bidi
+  controls U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069, U+200B, U+00AD, U+FEFF, U+0600–U+0605,
+  the tag characters U+E0000–U+E007F …), the line and paragraph separators U+2028/U+2029 (Zl, Zp) and
+  every default-ignorable character (the variation selectors U+FE00–U+FE0E and U+E0100–U+E01EF, which
+  can hide data, U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0 …):
+  \`malformed {field, reason, code_point: "U+2028"}\`. ZWNJ and ZWJ (U+200C/U+200D) and U+FE0F, the
+  emoji presentation selector, pass: emoji such as 👩‍💻 and ❤️ and several scripts need them, and
+  they neither break a line, reorder text nor hide more than one fixed value. Names
   (account ids, room names, aliases) are selectors, ASCII only. A body keeps format characters
   (right-to-left writing needs the marks) and refuses controls other than \`\\n\` and \`\\t\`; it is stored
   verbatim. Wherever text is composed for a model (the hooks' wake text, Codex turns, webhook

@@ -15,22 +15,30 @@ export function selectorProblem(s: string): string | null {
   return null;
 }
 
-// Characters that let text fake structure where a model or a person reads it: C0 and C1 controls
-// (U+0085 NEL ends a line), the Unicode line and paragraph separators, the bidirectional controls
-// that reorder what is shown, and invisible characters: zero-width space, word joiner and the
-// invisible operators, BOM, interlinear annotations, and the tag characters (which smuggle hidden
-// ASCII to models). ZWNJ and ZWJ (U+200C, U+200D) are kept: emoji sequences and several scripts
-// need them, and they neither break a line nor reorder text.
-const FORMAT = '\\u061c\\u180e\\u200b\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\ufeff\\ufff9-\\ufffb\\u{e0000}-\\u{e007f}';
-const C1 = '\\u007f-\\u009f';
-const UNSAFE_LINE = new RegExp(`[\\u0000-\\u001f${C1}${FORMAT}]`, 'u');
-const UNSAFE_LINE_G = new RegExp(UNSAFE_LINE.source, 'gu');
-const CONTROL_IN_BODY = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f${C1}]`, 'u');
-const UNSAFE_SHOWN_G = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f${C1}${FORMAT}]`, 'gu');
-// JSON.stringify escapes C0 itself; what it leaves raw inside strings is C1 and the format set.
-const UNSAFE_IN_JSON_G = new RegExp(`[${C1}${FORMAT}]`, 'gu');
+// Characters that let text fake structure or hide data where a model or a person reads it, from
+// Unicode properties rather than a hand-kept list: controls (Cc: C0, DEL, C1; U+0085 NEL ends a
+// line), format characters (Cf: bidi controls, zero-width space, BOM, the prepended concatenation
+// marks, tags that smuggle hidden ASCII to models …), the line and paragraph separators, and the
+// default-ignorable characters, which render as nothing: variation selectors (a run of them hides
+// bytes; the Mongolian ones too), the Hangul fillers, U+034F and the reserved ignorable ranges.
+// Kept: ZWNJ and ZWJ (U+200C, U+200D; emoji sequences like 👩‍💻 and several scripts need them)
+// and U+FE0F, the emoji presentation selector that follows many everyday emoji (❤️, ☀️): one fixed
+// value hides next to nothing, whereas the 255 selectors U+FE00–U+FE0E and U+E0100–U+E01EF encode
+// a byte each. None of the three kept breaks a line or reorders text.
+const KEPT = '\\u200c\\u200d\\ufe0f';
+const REFUSED = '\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Default_Ignorable_Code_Point}';
+/** The refused set minus KEPT and `alsoKept` (a character class body), as one regex source. */
+const refused = (alsoKept = ''): string => `(?![${KEPT}${alsoKept}])[${REFUSED}]`;
+const UNSAFE_LINE = new RegExp(refused(), 'u');
+const UNSAFE_LINE_G = new RegExp(refused(), 'gu');
+const CONTROL_IN_BODY = /(?![\n\t])\p{Cc}/u;
+const UNSAFE_SHOWN_G = new RegExp(refused('\\n\\t'), 'gu');
+// JSON.stringify escapes C0 itself (and indents with raw \n); what it leaves raw is the rest.
+const UNSAFE_IN_JSON_G = new RegExp(refused('\\u0000-\\u001f'), 'gu');
 
 const BIDI = new Set([0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]);
+const HANGUL_FILLERS = new Set([0x115f, 0x1160, 0x3164, 0xffa0]);
+const VARIATION_SELECTOR = /\p{Variation_Selector}/u;
 
 export const codePointName = (cp: number): string => `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
 
@@ -39,7 +47,9 @@ function kindOf(cp: number): string {
   if (cp === 0x2028) return 'the line separator';
   if (cp === 0x2029) return 'the paragraph separator';
   if (BIDI.has(cp)) return 'a bidirectional control';
-  if (cp >= 0xe0000) return 'a tag character';
+  if (cp >= 0xe0000 && cp <= 0xe007f) return 'a tag character';
+  if (VARIATION_SELECTOR.test(String.fromCodePoint(cp))) return 'a variation selector';
+  if (HANGUL_FILLERS.has(cp)) return 'a Hangul filler';
   return 'an invisible format character';
 }
 
