@@ -386,7 +386,8 @@ The daemon listens on loopback only and defends itself against DNS rebinding bef
   version and answers the latest (${LATEST}) to any other. \`initialize\` inside a batch is refused
   with \`-32600\`. A batch holds at most ${LIMITS.mcpBatchMessages} messages (more: \`-32600\` with
   \`data: {code: "too_large", field: "(batch)", limit, actual}\`, none run); its calls run
-  concurrently and are answered in the batch's order.
+  concurrently, with no order between them (send calls that depend on each other, such as
+  \`status\` then a send to the new alias, in separate requests), answered in the batch's order.
 - Methods: \`initialize\`, \`ping\`, \`tools/list\`, \`tools/call\`. An unknown method is \`-32601\`;
   an unknown tool is \`-32602\`.
 - A request made only of notifications (single or batch) is answered \`202\` with an empty body.
