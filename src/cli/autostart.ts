@@ -1,8 +1,8 @@
 // The singleton daemon: any command that finds none starts one, detached, and waits until it
 // answers. Two commands racing start exactly one (the data directory's lock decides; the loser
 // exits and both clients find the winner).
-import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MailClient, DaemonUnreachable } from '../client/http-client.js';
@@ -55,10 +55,14 @@ function portableExecArgv(): string[] {
   return out;
 }
 
+/** `m4a serve`'s exit code when another daemon holds the lock (SERVE_EXIT.locked; the CLI does not
+ *  import the daemon): a lost start race, so the winner is awaited. */
+const EXIT_LOCKED = 4;
+
 /** Starts `m4a serve --auto` detached from this process (it outlives the agent that started it).
  *  The daemon gets an allow-listed environment (daemonEnv), never this command's M4A_TOKEN,
  *  M4A_ACCOUNT or API keys: it serves every account, and its wakes run programs for them. */
-export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env): void {
+export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env): ChildProcess {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const log = openSync(join(dataDir, 'daemon.log'), 'a', 0o600);
   const port = env.M4A_PORT;
@@ -70,6 +74,29 @@ export function spawnDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.en
   });
   child.unref();
   closeSync(log);
+  return child;
+}
+
+/** The daemon this command started exited before it answered (a damaged store, an unsafe data
+ *  directory): its exit code and the reason it wrote last, at once instead of after the timeout. */
+export class DaemonExited extends Error {}
+
+/** The last line `m4a serve` wrote about itself (`m4a: …`), else the last line of daemon.log. */
+function lastLogLine(path: string): string | null {
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.min(size, 64 * 1024));
+      readSync(fd, buf, 0, buf.length, size - buf.length);
+      const lines = buf.toString('utf8').split('\n').map((l) => l.trimEnd()).filter((l) => l !== '');
+      return [...lines].reverse().find((l) => l.startsWith('m4a: ')) ?? lines.at(-1) ?? null;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
 }
 
 /** The URL of a running daemon, starting one when none answers. */
@@ -77,12 +104,21 @@ export async function ensureDaemon(dataDir: string, env: NodeJS.ProcessEnv = pro
   const url = daemonUrl(dataDir, env);
   if (await probe(url, 1000)) return url;
   if (env.M4A_URL) throw new DaemonUnreachable(url, new Error('M4A_URL is set, so no daemon is started'));
-  spawnDaemon(dataDir, env);
+  const child = spawnDaemon(dataDir, env);
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  child.once('exit', (code, signal) => (exit = { code, signal })); // listening keeps it unref'd
+  const logPath = join(dataDir, 'daemon.log');
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 30));
     const now = daemonUrl(dataDir, env);
     if (await probe(now, 500)) return now;
+    const ended = exit as { code: number | null; signal: NodeJS.Signals | null } | null;
+    if (ended && ended.code !== EXIT_LOCKED) {
+      const last = lastLogLine(logPath);
+      const how = ended.code !== null ? `with code ${ended.code}` : `on ${ended.signal}`;
+      throw new DaemonExited(`the daemon started for ${dataDir} exited ${how} before answering (see ${logPath})${last ? `; its last line:\n${last}` : ''}`);
+    }
   }
-  throw new DaemonUnreachable(url, new Error(`started a daemon but it did not answer within ${timeoutMs} ms (see ${join(dataDir, 'daemon.log')})`));
+  throw new DaemonUnreachable(url, new Error(`started a daemon but it did not answer within ${timeoutMs} ms (see ${logPath})`));
 }

@@ -1,6 +1,6 @@
 // The data directory: mode 0700 with every file in it 0600, a host id made once, a lock so one
 // daemon owns it, the operator credential and daemon.json, which tells clients where the daemon listens.
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -16,7 +16,8 @@ export class DataDirUnsafe extends Error {}
 export type Tightened = { path: string; mode: string }[];
 
 /** Makes the data directory 0700 and everything in it 0600 (directories 0700): a directory of this
- *  user that is too wide is tightened (the caller logs it); one of another user is refused. */
+ *  user that is too wide is tightened (the caller logs it); one of another user, or holding an entry
+ *  of another user or a symlink, is refused. */
 export function ensureDataDir(dir: string): Tightened {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const uid = process.getuid?.();
@@ -27,6 +28,35 @@ export function ensureDataDir(dir: string): Tightened {
       `the data directory ${dir} belongs to uid ${st.uid}, not to this user (uid ${uid}): other users could read or replace the mail. ` +
         `Use a directory of your own (--data-dir or M4A_DATA_DIR), or give it to this user: chown -R ${uid} ${dir} && chmod 700 ${dir}`,
     );
+  // Every entry is checked before anything is tightened, so a refused start changes nothing. While
+  // the directory was open to others, another user could have planted a file of their own or a
+  // link (mail.db -> their file): the daemon would read and write through it, so both are refused.
+  const entries: { path: string; st: Stats }[] = [];
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      let s: Stats;
+      try {
+        s = lstatSync(p); // a symlink is not followed
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // a racing start's temporary file
+        throw e;
+      }
+      if (s.isSymbolicLink())
+        throw new DataDirUnsafe(
+          `${p} is a symbolic link (to ${linkTarget(p)}): the daemon keeps no links in its data directory, and one may have been planted by another user while the directory was open. ` +
+            `Check it, then remove it (rm ${p}) or put the real file in its place; to keep the mailbox elsewhere, use --data-dir or --store sqlite:<path>`,
+        );
+      if (uid !== undefined && s.uid !== uid)
+        throw new DataDirUnsafe(
+          `${p} belongs to uid ${s.uid}, not to this user (uid ${uid}): another user may have planted it while the directory was open. ` +
+            `Check it, then remove it (rm -r ${p}) or give it to this user: chown -R ${uid} ${p}`,
+        );
+      entries.push({ path: p, st: s });
+      if (s.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
   const out: Tightened = [];
   const tighten = (path: string, mode: number, want: number): void => {
     if ((mode & 0o077) === 0) return;
@@ -38,18 +68,19 @@ export function ensureDataDir(dir: string): Tightened {
     out.push({ path, mode: (mode & 0o777).toString(8) });
   };
   tighten(dir, st.mode, 0o700);
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      const s = lstatSync(p); // a symlink is not followed: what it points to is not ours to change
-      if (s.isDirectory()) {
-        tighten(p, s.mode, 0o700);
-        walk(p);
-      } else if (s.isFile()) tighten(p, s.mode, 0o600);
-    }
-  };
-  walk(dir);
+  for (const { path, st: s } of entries) {
+    if (s.isDirectory()) tighten(path, s.mode, 0o700);
+    else if (s.isFile()) tighten(path, s.mode, 0o600);
+  }
   return out;
+}
+
+function linkTarget(p: string): string {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return '?';
+  }
 }
 
 export function loadHostId(dir: string): string {

@@ -4,7 +4,7 @@
 // Every file is created 0600: the umask is tightened while SQLite creates them, and SQLite gives
 // the -wal and -shm it creates later the mode of the database file.
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readlinkSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { MailError } from '../../wire/errors.js';
@@ -49,14 +49,52 @@ function configure(db: Database.Database): void {
   db.pragma('cache_size = -65536');
 }
 
+function removeFile(p: string): void {
+  try {
+    unlinkSync(p);
+  } catch {
+    /* absent */
+  }
+}
+
 function removeDb(path: string): void {
-  for (const p of [path, ...SIBLINGS.map((s) => path + s)]) {
+  for (const p of [path, ...SIBLINGS.map((s) => path + s)]) removeFile(p);
+}
+
+/** The file at `path` (through a symlink), or null when nothing is there at all: only that makes
+ *  a new mailbox. A link to a missing target (a volume not mounted yet) or a path that cannot be
+ *  examined is refused: a new mailbox there would silently hide the real one. */
+function examine(path: string): Stats | null {
+  let link: Stats;
+  try {
+    link = lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e; // EACCES, ENOTDIR, ELOOP: named as they are (`cannot start: …`), nothing made
+  }
+  let st = link;
+  if (link.isSymbolicLink()) {
     try {
-      unlinkSync(p);
-    } catch {
-      /* absent */
+      st = statSync(path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      let target = '?';
+      try {
+        target = readlinkSync(path);
+      } catch {
+        /* replaced meanwhile */
+      }
+      const reason = `is a symbolic link to ${target}, which does not exist (a file system not mounted yet?)`;
+      throw new MailError(
+        'store_corrupt',
+        `the mailbox database ${path} ${reason}. It was not changed and no new mailbox was made in its place. ` +
+          `Mount or restore ${target} and start again, or point --store at the real file; to start an empty mailbox instead (every account and message is lost), remove the link.`,
+        { path, reason },
+      );
     }
   }
+  if (!st.isFile()) throw storeCorrupt(path, `is not a regular file (${st.isDirectory() ? 'a directory' : 'a device, socket or pipe'})`);
+  return st;
 }
 
 function alive(pid: number): boolean {
@@ -114,10 +152,10 @@ export function openDatabase(path: string, timeout: number): Database.Database {
       migrate(db);
       return db;
     }
-    if (!existsSync(path)) {
+    if (!examine(path)) {
       // A log without its database holds committed mail: replaying it onto a new file would mix them.
       if (existsSync(`${path}-wal`) && statSync(`${path}-wal`).size > 0) throw storeCorrupt(path, `is missing while its write-ahead log ${path}-wal is present`);
-      removeDb(path);
+      for (const s of SIBLINGS) removeFile(path + s); // never `path`: it is absent
       createMailbox(path, timeout);
     }
     const problem = inspectDbFile(path);

@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MailClient } from '../../../src/client/http-client.js';
@@ -41,6 +41,31 @@ async function serveLoose(dir: string): Promise<ServedDaemon> {
   } finally {
     process.umask(old);
   }
+}
+
+/** dirState without following links: a link is its target's name, not its bytes. */
+function entryState(dir: string): Record<string, string> {
+  const out: Record<string, string> = { '.': `${modeOf(dir)}:${statSync(dir).uid}` };
+  for (const n of readdirSync(dir).sort()) {
+    const p = join(dir, n);
+    const s = lstatSync(p);
+    out[n] = s.isSymbolicLink() ? `link:${readlinkSync(p)}` : `${s.mode & 0o777}:${s.uid}:${readFileSync(p).toString('base64')}`;
+  }
+  return out;
+}
+
+/** `m4a serve` on dir until it exits, or until it listens (then stopped: a failure). */
+function serveUntilExit(dir: string): Promise<{ code: number | null; stderr: string; started: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BUILT_CLI, 'serve', '--data-dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let started = false;
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdout!.on('data', (c: Buffer) => {
+      if (/listening on/.test(c.toString())) (started = true), child.kill('SIGTERM');
+    });
+    child.on('exit', (code) => resolve({ code, stderr, started }));
+  });
 }
 
 async function stop(d: ServedDaemon): Promise<void> {
@@ -151,6 +176,47 @@ describe('security matrix D: file modes', { skip: canRun ? false : 'needs Linux,
     assert.match(r.stderr, /chown -R 0 /, 'the fix is named');
     assert.doesNotMatch(r.stderr, /^\s+at /m, 'no stack trace');
     assert.deepEqual(dirState(dir), before, 'nothing was changed');
+  });
+
+  it('a file of another user planted in a directory that was open is refused at start (exit 6, the entry and the fix named), nothing tightened', async () => {
+    const dir = join(root, 'planted');
+    await stop(await serveLoose(dir));
+    chmodSync(dir, 0o777); // open: anyone could have put or replaced a file here
+    rmSync(join(dir, 'operator.token'));
+    writeFileSync(join(dir, 'operator.token'), 'chosen-by-nobody\n', { mode: 0o644 });
+    chownSync(join(dir, 'operator.token'), NOBODY, NOBODY);
+    const before = dirState(dir);
+    const r = await serveUntilExit(dir);
+    assert.equal(r.started, false, `served with a file of another user in it: ${r.stderr}`);
+    assert.equal(r.code, EXIT_UNSAFE_DATA_DIR, r.stderr);
+    assert.match(r.stderr, new RegExp(`^m4a: unsafe data directory: ${join(dir, 'operator.token')} belongs to uid ${NOBODY}, not to this user`, 'm'));
+    assert.match(r.stderr, /remove it \(rm -r .*operator\.token\) or give it to this user: chown -R 0 /);
+    assert.doesNotMatch(r.stderr, /^\s+at /m, 'no stack trace');
+    assert.deepEqual(dirState(dir), before, 'nothing was changed: not even the directory was tightened');
+  });
+
+  it('a symlink in the data directory (mail.db -> another file, or a dangling one) is refused at start (exit 6) and left in place', async () => {
+    const dir = join(root, 'linked');
+    await stop(await serveLoose(dir));
+    const elsewhere = join(root, 'elsewhere');
+    mkdirSync(elsewhere);
+    cpSync(join(dir, 'mail.db'), join(elsewhere, 'x.db'));
+    rmSync(join(dir, 'mail.db'));
+    for (const target of [join(elsewhere, 'x.db'), join(root, 'not-mounted', 'x.db')]) {
+      rmSync(join(dir, 'mail.db'), { force: true });
+      symlinkSync(target, join(dir, 'mail.db'));
+      const before = entryState(dir);
+      const x = readFileSync(join(elsewhere, 'x.db'));
+      const r = await serveUntilExit(dir);
+      assert.equal(r.started, false, `served through a link: ${r.stderr}`);
+      assert.equal(r.code, EXIT_UNSAFE_DATA_DIR, r.stderr);
+      assert.match(r.stderr, new RegExp(`^m4a: unsafe data directory: ${join(dir, 'mail.db')} is a symbolic link \\(to ${target}\\)`, 'm'));
+      assert.match(r.stderr, /remove it \(rm .*mail\.db\) or put the real file in its place/);
+      assert.doesNotMatch(r.stderr, /^\s+at /m, 'no stack trace');
+      assert.deepEqual(entryState(dir), before, 'the link and every file are as they were');
+      assert.ok(readFileSync(join(elsewhere, 'x.db')).equals(x), 'the link target was not written');
+      assert.equal(existsSync(join(root, 'not-mounted')), false, 'nothing was made through the dangling link');
+    }
   });
 
   it('doctor reports a loosened directory or file as a failure, naming the fix', () => {

@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -13,7 +13,7 @@ import { MailClient } from '../../../src/client/http-client.js';
 import { MailError } from '../../../src/wire/errors.js';
 import { startTestDaemon } from '../../support/test-daemon.js';
 import { BUILT_CLI, serveProcess } from '../../support/serve-process.js';
-import { rng } from '../helpers.js';
+import { freePort, rng } from '../helpers.js';
 
 const EXIT_STORE_CORRUPT = 7;
 
@@ -153,6 +153,65 @@ describe('security matrix E: a damaged database', () => {
     const db = new Database(join(dir, 'mail.db'), { readonly: true });
     assert.ok((db.pragma('user_version', { simple: true }) as number) > 0);
     db.close();
+  });
+
+  it('a store path that is a symlink to a missing file (a volume not mounted) is refused; the link stays, no mailbox is made', async () => {
+    const dir = copyOf(base);
+    const vol = join(root, `vol-${n}`);
+    mkdirSync(vol);
+    const link = join(vol, 'mail.db');
+    const target = join(root, `unmounted-${n}`, 'mail.db');
+    symlinkSync(target, link);
+    const before = dirState(dir);
+    const r = await runServe(dir, { M4A_STORE: `sqlite:${link}` });
+    assert.equal(r.started, false, `an empty mailbox was served in place of the link: ${r.stderr}`);
+    assert.equal(r.code, EXIT_STORE_CORRUPT, r.stderr);
+    assert.match(r.stderr, new RegExp(`^m4a: store_corrupt: the mailbox database ${link} is a symbolic link to ${target}, which does not exist`, 'm'));
+    assert.match(r.stderr, /Mount or restore/);
+    assert.doesNotMatch(r.stderr, /^\s+at /m, 'no stack trace');
+    assert.ok(lstatSync(link).isSymbolicLink(), 'the link was not removed');
+    assert.equal(readlinkSync(link), target);
+    assert.deepEqual(readdirSync(vol), ['mail.db'], 'nothing was made beside the link');
+    assert.equal(existsSync(target), false, 'nothing was made through the link');
+    assert.deepEqual(dirState(dir), before, 'the data directory is as it was');
+  });
+
+  it('a directory named mail.db: serve refuses it as store_corrupt, doctor --check-store reports it without a stack', async () => {
+    const dir = copyOf(base);
+    rmSync(join(dir, 'mail.db'));
+    mkdirSync(join(dir, 'mail.db'));
+    const r = await runServe(dir);
+    assert.equal(r.started, false, r.stderr);
+    assert.equal(r.code, EXIT_STORE_CORRUPT, r.stderr);
+    assert.match(r.stderr, /^m4a: store_corrupt: the mailbox database \S*mail\.db is not a regular file \(a directory\)/m);
+    assert.deepEqual(readdirSync(join(dir, 'mail.db')), [], 'left as it was');
+    const d = doctor(dir, mkdtempSync(join(root, 'home-')));
+    const check = d.json.checks.find((c) => c.name === 'store integrity');
+    assert.equal(check?.status, 'fail', JSON.stringify(d.json.checks));
+    assert.match(check!.detail, /mail\.db cannot be read \(EISDIR/);
+    assert.equal(d.status, 1);
+  });
+
+  it('a CLI command that auto-starts a daemon on a damaged store fails at once with the daemon\'s store_corrupt line', { timeout: 10_000 }, async () => {
+    const dir = copyOf(base);
+    writeFileSync(join(dir, 'mail.db'), '');
+    rmSync(join(dir, 'daemon.json'), { force: true });
+    const home = mkdtempSync(join(root, 'home-'));
+    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_DATA_DIR: dir, M4A_PORT: String(await freePort()), M4A_LOG_LEVEL: 'info' };
+    delete env.M4A_URL; // else no daemon is started
+    // Bounded below the 15 s an unfixed command waits: it must not wait out the timeout.
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [BUILT_CLI, 'admin', 'account', 'list'], { stdio: ['ignore', 'pipe', 'pipe'], env });
+      let stderr = '';
+      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 8_000);
+      child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stderr })));
+    });
+    assert.notEqual(r.code, null, `still waiting after 8 s: ${r.stderr}`);
+    assert.notEqual(r.code, 0, r.stderr);
+    assert.match(r.stderr, /exited with code 7 before answering/);
+    assert.match(r.stderr, new RegExp(`^m4a: store_corrupt: the mailbox database ${join(dir, 'mail.db')} is empty \\(zero bytes\\)`, 'm'));
+    assert.equal(readFileSync(join(dir, 'mail.db')).length, 0, 'the empty file was not replaced');
   });
 
   it('damage in the middle: the daemon starts and answers 503 store_unavailable there; doctor --check-store finds it without writing', async () => {
