@@ -351,7 +351,7 @@ future, is a member.
 - Bodies over ${LIMITS.requestBodyBytes} bytes are refused before parsing; bodies must be UTF-8 JSON.
 - Unknown fields are refused everywhere (\`malformed {field, reason}\`).
 - Text that models read cannot fake structure. Single-line text (subjects, labels and display names,
-  declared card fields, correlations, ref locators, timer notes, URLs, arguments, passwords) refuses,
+  declared card fields, correlations, ref locators, timer notes, URLs, arguments) refuses,
   by Unicode property, control characters (Cc, with U+0085 NEL), format characters (Cf: the bidi
   controls U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069, U+200B, U+00AD, U+FEFF, U+0600–U+0605,
   the tag characters U+E0000–U+E007F …), the line and paragraph separators U+2028/U+2029 (Zl, Zp) and
@@ -360,7 +360,8 @@ future, is a member.
   \`malformed {field, reason, code_point: "U+2028"}\`. ZWNJ and ZWJ (U+200C/U+200D) and U+FE0F, the
   emoji presentation selector, pass: emoji such as 👩‍💻 and ❤️ and several scripts need them, and
   they neither break a line, reorder text nor hide more than one fixed value. Names
-  (account ids, room names, aliases) are selectors, ASCII only. A body keeps format characters
+  (account ids, room names, aliases) are selectors, ASCII only. A password is never shown, only
+  compared: any well-formed string within its byte limit (a lone surrogate is refused). A body keeps format characters
   (right-to-left writing needs the marks) and refuses controls other than \`\\n\` and \`\\t\`; it is stored
   verbatim. Wherever text is composed for a model (the hooks' wake text, Codex turns, webhook
   payloads, MCP tool results, the CLI's output) those characters appear as \`\\u2028\`-style escapes,

@@ -3,12 +3,23 @@
 import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { Selector, text } from './fields.js';
+import { isWellFormed, utf8Bytes } from './text.js';
 import { AccountOut } from './admin.js';
 
 export const PASSWORD_MIN_CHARS = 8;
 export const PASSWORD_MAX_BYTES = 1024;
 
-export const Password = text(PASSWORD_MAX_BYTES)
+/** Any well-formed string up to `limit` bytes. Not `text()`: a password is never shown, so the
+ *  line rules (no bidi marks, invisible or control characters) would only keep out a person whose
+ *  password has one. */
+const secret = (limit: number) =>
+  z.string().superRefine((s, ctx) => {
+    if (!isWellFormed(s)) ctx.addIssue({ code: 'custom', message: 'not valid Unicode text (lone surrogate)' });
+    const n = utf8Bytes(s);
+    if (n > limit) ctx.addIssue({ code: 'custom', message: `over the limit of ${limit} bytes`, params: { m4a: 'too_large', limit, actual: n } });
+  });
+
+export const Password = secret(PASSWORD_MAX_BYTES)
   .refine((s) => [...s].length >= PASSWORD_MIN_CHARS, { message: `at least ${PASSWORD_MIN_CHARS} characters` })
   .describe(`${PASSWORD_MIN_CHARS} characters to ${PASSWORD_MAX_BYTES} bytes; hashed with argon2id, never stored`);
 
@@ -25,7 +36,7 @@ export const UserCreateResponse = z.object({ account: AccountOut });
 export const UserRevokeResponse = z.object({ revoked: z.number().int().describe('browser logins ended') });
 
 /** POST /web/api/login: the only browser request without a login. */
-export const LoginRequest = z.strictObject({ account: Selector, password: text(PASSWORD_MAX_BYTES) });
+export const LoginRequest = z.strictObject({ account: Selector, password: secret(PASSWORD_MAX_BYTES) });
 export const LoginResponse = z.object({
   account: z.string(),
   label: z.string(),

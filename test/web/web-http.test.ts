@@ -236,6 +236,28 @@ describe('browser door over HTTP', () => {
     await assert.rejects(codex.call('/admin/user/create', { id: 'mallory', password: 'long enough' }), { code: 'permission_denied' });
     await assert.rejects(d.operator.call('/admin/user/passwd', { id: 'codex', password: 'long enough' }), { code: 'malformed' }, 'agents get no password');
   });
+
+  it('a password may hold bidi marks, invisible and control characters: it is never shown, only compared', async () => {
+    const marked = 'pass\u200fword\u2066 \u200b\u00ad\u202e\ufeff\t!';
+    await d.operator.call('/admin/user/create', { id: 'zoe', password: marked });
+    assert.equal((await webPost(d.url, 'login', { body: { account: 'zoe', password: marked } })).status, 200, 'the person gets in');
+    const stripped = await webPost(d.url, 'login', { body: { account: 'zoe', password: 'password !' } });
+    assert.equal(stripped.json.error.code, 'bad_credentials', 'the marks are part of the password');
+    const other = 'neue\u2067 Zeile\u200d\u2028x';
+    await d.operator.call('/admin/user/passwd', { id: 'zoe', password: other });
+    await sleep(stripped.json.error.retry_after_ms + 30);
+    assert.equal((await webPost(d.url, 'login', { body: { account: 'zoe', password: other } })).status, 200);
+    // The limits stay: too long, or not well-formed Unicode, is refused before the throttle sees it.
+    const records = JSON.stringify(await d.store.listRecords('web_throttle_addr', 'zoe/', 10));
+    const long = await webPost(d.url, 'login', { body: { account: 'zoe', password: 'x'.repeat(1025) } });
+    assert.equal(long.json.error.code, 'too_large');
+    assert.equal(long.json.error.field, 'password');
+    assert.equal((await webPost(d.url, 'login', { body: { account: 'zoe', password: 'lone \ud800 surrogate' } })).json.error.code, 'malformed');
+    await assert.rejects(d.operator.call('/admin/user/passwd', { id: 'zoe', password: 'lone \udc00 surrogate' }), { code: 'malformed' });
+    await assert.rejects(d.operator.call('/admin/user/passwd', { id: 'zoe', password: 'y'.repeat(1025) }), { code: 'too_large' });
+    assert.equal(JSON.stringify(await d.store.listRecords('web_throttle_addr', 'zoe/', 10)), records);
+    assert.equal((await webPost(d.url, 'login', { body: { account: 'zoe', password: other } })).status, 200, 'the refused ones changed nothing');
+  });
 });
 
 describe('browser login lifetimes', () => {
