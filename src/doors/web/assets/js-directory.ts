@@ -90,11 +90,22 @@ function permText(p) { return Object.keys(p).filter(function (k) { return p[k]; 
 
 function input(name, attrs) { return h('input', Object.assign({ name: name, autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' }, attrs || {})); }
 
-function refreshAdmin() {
+/** What a removal answered: the mail it deleted ({ok, deleted_messages}). */
+function removedText(what, r) {
+  var n = r && typeof r.deleted_messages === 'number' ? r.deleted_messages : null;
+  return what + ' removed' + (n === null ? '.' : '; ' + n + ' message' + (n === 1 ? '' : 's') + ' deleted with it.');
+}
+
+function removed(what) {
+  return function (r) { var t = removedText(what, r); announce(t); refreshAdmin(t); };
+}
+
+function refreshAdmin(note) {
   var box = $('admin-state');
   if (!box) return;
   api('admin/overview', {}).then(function (o) {
     clear(box);
+    if (note) box.appendChild(h('p', { class: 'notice', id: 'admin-note', text: note }));
     box.appendChild(h('h2', { text: 'Accounts' }));
     var t = h('table', {}, [h('thead', {}, [h('tr', {}, ['Account', 'Kind', 'Label', 'Permissions', 'Listener', ''].map(function (x) { return h('th', { scope: 'col', text: x }); }))])]);
     var tb = h('tbody', {});
@@ -102,8 +113,8 @@ function refreshAdmin() {
       var perms = permText(a.permissions);
       // Operators are made and removed on the machine only: the daemon refuses it from here.
       var rm = a.id === state.me.account ? null : a.permissions.operator ? h('span', { class: 'hint', text: 'managed on the machine' }) : h('button', { type: 'button', class: 'danger', 'aria-label': 'Remove account ' + a.id, text: 'Remove', onclick: function () {
-        if (!confirm('Remove account ' + a.id + '? Its mail stays stored.')) return;
-        api('admin/account/remove', { id: a.id }).then(refreshAdmin, function (e) { alert(errorText(e)); });
+        if (!confirm('Remove account ' + a.id + '? Every message delivered to it is deleted with it; this cannot be undone (an account added again as ' + a.id + ' starts empty).')) return;
+        api('admin/account/remove', { id: a.id }).then(removed('Account ' + a.id), function (e) { alert(errorText(e)); });
       } });
       tb.appendChild(h('tr', {}, [h('td', { class: 'mono', text: a.id }), h('td', { text: a.kind }), h('td', { text: a.label }), h('td', { text: perms }), h('td', { class: 'mono', text: o.listeners[a.id] || '' }), h('td', {}, [rm])]));
     });
@@ -115,12 +126,12 @@ function refreshAdmin() {
       box.appendChild(h('section', { class: 'card room' }, [
         h('h3', {}, ['#' + r.name, r.everyone ? h('span', { class: 'badge', text: 'everyone' }) : null,
           h('button', { type: 'button', class: 'danger', 'aria-label': 'Remove room ' + r.name, text: 'Remove room', onclick: function () {
-            if (!confirm('Remove room #' + r.name + ' and its memberships?')) return;
-            api('admin/room/remove', { name: r.name }).then(refreshAdmin, function (e) { alert(errorText(e)); });
+            if (!confirm('Remove room #' + r.name + '? Its memberships and every message posted to it are deleted with it; this cannot be undone (a room created again as #' + r.name + ' starts empty).')) return;
+            api('admin/room/remove', { name: r.name }).then(removed('Room #' + r.name), function (e) { alert(errorText(e)); });
           } })]),
         r.everyone ? h('p', { class: 'hint', text: 'Every account is a member.' }) : h('ul', { class: 'members' }, r.members.map(function (m) {
           return h('li', {}, [m, ' ', h('button', { type: 'button', class: 'secondary small', 'aria-label': 'Remove ' + m + ' from #' + r.name, text: 'remove', onclick: function () {
-            api('admin/room/member/remove', { room: r.name, account: m }).then(refreshAdmin, function (e) { alert(errorText(e)); });
+            api('admin/room/member/remove', { room: r.name, account: m }).then(function () { refreshAdmin(); }, function (e) { alert(errorText(e)); });
           } })]);
         })),
       ]));
