@@ -4,9 +4,10 @@
 //   per account, every address together: an allowance of `accountBurst` wrong passwords that grows
 //     back by one every `accountRefillMs` (never slower than maxMs). One address, held to one guess
 //     per maxMs, can never use it up; only many addresses can, and then every address waits for the
-//     allowance until the person, logged in elsewhere, clears it (`clear`).
+//     allowance until the person, logged in elsewhere, refills it (`clear`; the guessing addresses
+//     keep their own delays).
 // So the bound on guesses per account stays what it was with one per-account delay (one per maxMs
-// in the long run), plus a one-time burst. Kept as store records so several daemons sharing one
+// in the long run), plus a burst at the start and one per clear by the person. Kept as store records so several daemons sharing one
 // store count together; names that are no account stay in memory (bounded), so guessing random
 // names cannot fill the store.
 import { MailError } from '../wire/errors.js';
@@ -46,6 +47,15 @@ export interface ThrottleView {
   addresses: number;
   /** > 0 while the account's allowance is used up: every address waits this long. */
   account_retry_after_ms: number;
+}
+
+export interface ClearResult {
+  /** The account's allowance was used up (in part) and is full again. */
+  allowance_restored: boolean;
+  /** The address the person cleared from had failures; they are gone. */
+  address_cleared: boolean;
+  /** Guessing addresses whose own delay still runs (clearing leaves them). */
+  addresses_waiting: number;
 }
 
 const KIND = { address: 'web_throttle_addr', account: 'web_throttle_account' } as const;
@@ -136,11 +146,12 @@ export class LoginThrottle {
   async run<T>(name: string, address: string, known: boolean, attempt: () => Promise<T | null>): Promise<T> {
     const key = `${name}/${address}`;
     if (this.inFlight.has(key)) throw this.refusal('address', this.o.baseMs);
-    const raw = await this.get(KIND.address, key, known);
-    const st = raw ? (JSON.parse(raw) as AddressState) : null;
-    if (st && st.not_before > this.clock.now()) throw this.refusal('address', st.not_before - this.clock.now());
+    // Taken before the first await: a second attempt arriving meanwhile must see it.
     this.inFlight.add(key);
     try {
+      const raw = await this.get(KIND.address, key, known);
+      const st = raw ? (JSON.parse(raw) as AddressState) : null;
+      if (st && st.not_before > this.clock.now()) throw this.refusal('address', st.not_before - this.clock.now());
       await this.reserve(name, known);
       const ok = await attempt();
       if (ok !== null) {
@@ -182,14 +193,20 @@ export class LoginThrottle {
     };
   }
 
-  /** Ends every delay of the account (its allowance full again); returns how many addresses were
-   *  waiting. Only ever for the person's own account (the caller sees to that). */
-  async clear(name: string): Promise<number> {
+  /** The person, logged in, clears what keeps them out: the account's allowance is full again and
+   *  the delay of the address they clear from (`address`) ends. The guessing addresses keep their
+   *  own delays and counts, so each click gives a guesser at most one fresh allowance, at the pace
+   *  its addresses' delays allow. Only ever for the person's own account (the caller sees to that). */
+  async clear(name: string, address: string): Promise<ClearResult> {
     return this.locked(name, async () => {
-      const rows = await this.addressRecords(name);
-      for (const r of rows) await this.store.deleteRecord(KIND.address, r.id);
-      await this.store.deleteRecord(KIND.account, name);
-      return rows.length;
+      const now = this.clock.now();
+      const allowance_restored = this.tokens(await this.get(KIND.account, name, true), now) < this.o.accountBurst;
+      const own = `${name}/${address}`;
+      const address_cleared = (await this.store.getRecord(KIND.address, own)) !== null;
+      if (allowance_restored) await this.store.deleteRecord(KIND.account, name);
+      if (address_cleared) await this.store.deleteRecord(KIND.address, own);
+      const addresses_waiting = (await this.addressRecords(name)).filter((r) => r.st.not_before > now).length;
+      return { allowance_restored, address_cleared, addresses_waiting };
     });
   }
 

@@ -10,7 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import type { AccountRecord, Store } from '../store/types.js';
 import type { Clock } from './clock.js';
-import { DEFAULT_THROTTLE, LoginThrottle, type ThrottleOptions, type ThrottleView } from './login-throttle.js';
+import { DEFAULT_THROTTLE, LoginThrottle, type ClearResult, type ThrottleOptions, type ThrottleView } from './login-throttle.js';
 
 /** argon2id lives outside the engine (a native module); the daemon injects it. */
 export interface PasswordHasher {
@@ -122,10 +122,11 @@ export class WebAuth {
     return this.throttle.view(login.account.id);
   }
 
-  /** A logged-in person ends the login delays of their own account (someone guessing from many
-   *  addresses used up its allowance); nobody can clear another account's. */
-  clearThrottle(login: WebLogin): Promise<number> {
-    return this.throttle.clear(login.account.id);
+  /** A logged-in person refills their own account's allowance (someone guessing from many
+   *  addresses used it up) and ends the delay of the address they clear from; the guessing
+   *  addresses keep theirs. Nobody can clear another account's. */
+  clearThrottle(login: WebLogin, address: string): Promise<ClearResult> {
+    return this.throttle.clear(login.account.id, address);
   }
 
   private dummy(): Promise<string> {

@@ -14,7 +14,7 @@ import type { AdminOps } from '../../engine/admin-ops.js';
 import type { WebAuth } from '../../engine/web-auth.js';
 import type { Logger } from '../../engine/log.js';
 import { readJsonBody } from '../http/body.js';
-import { sendJson, toMailError } from '../http/respond.js';
+import { isClientGone, sendJson, toMailError } from '../http/respond.js';
 import { ASSETS, SHELL, type Asset } from './assets/index.js';
 import { runWebApi } from './web-api.js';
 import { clientAddress } from './client-address.js';
@@ -76,6 +76,8 @@ export class WebDoor {
       if (path.startsWith('/web/assets/')) throw new MailError('unknown_route', `no asset ${path}`);
       return this.sendAsset(req, res, SHELL, 'no-store');
     } catch (err) {
+      // A client that went away mid-body is not a failure of ours: a debug line, no stack.
+      if (isClientGone(err, req)) return this.o.log.debug({ path, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
       const e = toMailError(err, this.o.log);
       const extra: Record<string, string> = { ...SECURITY_HEADERS };
       if (e.code === 'rate_limited') extra['retry-after'] = String(e.details.retry_after ?? 1);
@@ -130,7 +132,7 @@ export class WebDoor {
     if (name === 'login-throttle' || name === 'login-throttle/clear') {
       // The person's own account only: the body names nothing (strict {}), the login does.
       parseInput(EmptyRequest, await readJsonBody(req, API_BODY_CAP));
-      const answer = name === 'login-throttle' ? await auth.throttleView(login) : { cleared: await auth.clearThrottle(login) };
+      const answer = name === 'login-throttle' ? await auth.throttleView(login) : await auth.clearThrottle(login, clientAddress(req.socket.remoteAddress));
       return sendJson(res, 200, answer, noStore);
     }
     const body = await readJsonBody(req, name.startsWith('admin/') ? undefined : API_BODY_CAP);

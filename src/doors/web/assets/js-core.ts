@@ -146,7 +146,12 @@ function refreshThrottle() {
     var msg = t.wrong_passwords + ' wrong password' + (t.wrong_passwords === 1 ? '' : 's') + ' for your account recently, from ' + t.addresses + ' address' + (t.addresses === 1 ? '' : 'es') + '.';
     if (t.account_retry_after_ms) msg += ' Logins from every address wait ' + Math.ceil(t.account_retry_after_ms / 1000) + ' s.';
     box.appendChild(h('p', { class: 'notice' }, [msg, ' ', h('button', { type: 'button', class: 'secondary small', id: 'clear-throttle', text: 'Clear login delays', onclick: function () {
-      api('login-throttle/clear', {}).then(function (r) { clear(box); announce('Login delays cleared (' + r.cleared + ' addresses).'); }, function (e) { alert(errorText(e)); });
+      api('login-throttle/clear', {}).then(function (r) {
+        clear(box);
+        var w = r.addresses_waiting;
+        box.appendChild(h('p', { class: 'notice', text: 'Login delays cleared: your account takes logins again' + (w ? '; the ' + w + ' guessing address' + (w === 1 ? '' : 'es') + ' still wait' + (w === 1 ? 's' : '') + ' out ' + (w === 1 ? 'its' : 'their') + ' own delay.' : '.') }));
+        announce(box.textContent);
+      }, function (e) { alert(errorText(e)); });
     } })]));
   }, function () { /* the page works without it */ });
 }
