@@ -52,7 +52,8 @@ export class AdminOps {
       secretDigest: digestSecret(secret),
       createdAt: this.e.clock.now(),
     };
-    if ((await this.e.store.addAccount(rec)) === 'exists') throw new MailError('already_exists', `account ${req.id} exists`, { field: 'id' });
+    // Whatever an earlier build left under the name (it kept records on removal) goes at creation.
+    if ((await this.e.store.addAccount(rec, accountSweep(rec.id))) === 'exists') throw new MailError('already_exists', `account ${req.id} exists`, { field: 'id' });
     return { account: presentAccount(rec), secret };
   }
 
@@ -82,7 +83,7 @@ export class AdminOps {
     this.e.sessions.forget(id);
     this.e.notices.forget(lineageKeyPrefix(id));
     this.e.receipts.forget(id);
-    this.e.waits.refresh(id);
+    this.e.waits.removed(id);
     return { ok: true, deleted_messages: removed.messages };
   }
 

@@ -2,7 +2,7 @@
 // everything kept about it; these are the engine's records of it that the store deletes in the
 // same transaction, and the rule by which mail an earlier account of the same name sent is not
 // this account's own.
-import { lineageKeyPrefix, type AccountRecord, type RecordSweep, type StoredMessage } from '../store/types.js';
+import { lineageKeyPrefix, type AccountRecord, type RecordSweep, type Store, type StoredMessage } from '../store/types.js';
 import { REC } from './wake-records.js';
 
 /** Records keyed `<message id>|<recipient>…`: what happened to one message for one recipient. */
@@ -40,4 +40,44 @@ export const incarnationOf = (a: AccountRecord): string => `${a.createdAt}.${a.b
 /** Whether this account (not a removed one of the same name) sent the message. */
 export function sentBy(account: AccountRecord, m: StoredMessage): boolean {
   return m.fromAccount === account.id && m.seq > account.bornSeq;
+}
+
+/** Whether the account of a parked reader is still the one it authenticated as. Removal ends its
+ *  waits on this daemon at once; another daemon sharing the store learns of it only here. Each
+ *  read starts after it was asked for (never a cached answer), so a reader that saw mail checks an
+ *  account record at least as new as that mail; readers woken together share one read. */
+export class IncarnationCheck {
+  private pending = new Map<string, { resolve(a: AccountRecord | null): void; reject(e: unknown): void }[]>();
+
+  /** Above this many accounts in one turn, one listAccounts instead of a read per account. */
+  constructor(
+    private store: Pick<Store, 'getAccount' | 'listAccounts'>,
+    private bulkOver = 16,
+  ) {}
+
+  async same(a: AccountRecord): Promise<boolean> {
+    const now = await new Promise<AccountRecord | null>((resolve, reject) => {
+      if (this.pending.size === 0) setImmediate(() => void this.flush());
+      const list = this.pending.get(a.id) ?? [];
+      list.push({ resolve, reject });
+      this.pending.set(a.id, list);
+    });
+    return now !== null && incarnationOf(now) === incarnationOf(a);
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending;
+    this.pending = new Map();
+    const settle = (id: string, read: () => Promise<AccountRecord | null>): Promise<void> =>
+      read().then(
+        (acc) => batch.get(id)?.forEach((w) => w.resolve(acc)),
+        (err: unknown) => batch.get(id)?.forEach((w) => w.reject(err)),
+      );
+    if (batch.size <= this.bulkOver) {
+      await Promise.all([...batch.keys()].map((id) => settle(id, () => this.store.getAccount(id))));
+      return;
+    }
+    const all = this.store.listAccounts().then((list) => new Map(list.map((x) => [x.id, x])));
+    await Promise.all([...batch.keys()].map((id) => settle(id, async () => (await all).get(id) ?? null)));
+  }
 }

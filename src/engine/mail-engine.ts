@@ -34,7 +34,7 @@ import { REC } from './wake-records.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { aliasName } from './names.js';
-import { sentBy } from './incarnation.js';
+import { accountSweep, IncarnationCheck, sentBy } from './incarnation.js';
 import { Receipts } from './receipts.js';
 import { MAILBOX_ACCOUNT, TimerBook, type TimerRecord } from './timers.js';
 import type * as WK from '../wire/wake.js';
@@ -67,6 +67,9 @@ export const callerAddress = (c: Caller): string => (c.session ? `${c.account.id
 
 const DAY_MS = 24 * 3600 * 1000;
 
+const accountGone = (c: Caller): MailError =>
+  new MailError('unauthenticated', `account ${c.account.id} was removed while this read waited: the secret names no account`);
+
 export class MailEngine {
   readonly store: Store;
   readonly clock: Clock;
@@ -81,6 +84,7 @@ export class MailEngine {
   readonly loops: LoopGuard;
   readonly receipts: Receipts;
   readonly timers: TimerBook;
+  private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
   /** Highest seq this engine has seen committed; -1 until start(). */
@@ -94,6 +98,7 @@ export class MailEngine {
     this.clock = o.clock;
     this.ids = o.ids;
     this.credentials = new CredentialCheck(this.store, o.clock);
+    this.incarnations = new IncarnationCheck(this.store);
     this.sessions = new SessionBook(this.store, o.clock, { hostId: o.hostId, isAlive: o.isAlive, retentionMs: o.sessionRetentionMs ?? DAY_MS });
     this.waits = new WaitRoom(o.clock, o.waitCaps ?? DEFAULT_WAIT_CAPS);
     this.doorbell = o.doorbell;
@@ -138,7 +143,7 @@ export class MailEngine {
       bindProvider: null,
       secretDigest: createHash('sha256').update(this.ids.secret()).digest('hex'),
       createdAt: this.clock.now(),
-    });
+    }, accountSweep(MAILBOX_ACCOUNT));
   }
 
   private async deliverTimer(t: TimerRecord, to: Address, idempotencyKey: string): Promise<void> {
@@ -307,6 +312,7 @@ export class MailEngine {
     const includeBodies = req.include_bodies ?? true;
 
     let scope = await this.scope(c);
+    let waited = false;
     for (;;) {
       const remaining = deadline - this.clock.now();
       // Register before the query so a commit in between still wakes us, and remember the head this
@@ -322,23 +328,38 @@ export class MailEngine {
       }
       if (rows.length > 0 || !parked) {
         parked?.cancel();
+        if (waited) await this.stillSameAccount(c);
         return this.answer(scope, rows, after, includeBodies, door.budgetBytes);
       }
       const end = await parked.ended;
+      waited = true;
+      if (end === 'removed') throw accountGone(c);
+      let checked = false;
       if (end === 'woken' && bound !== null && !req.thread_id) {
         const fresh = await this.wakes.page({ scope, keys: readKeys(scope), bound, limit });
         if (fresh && fresh.length > 0) {
+          // Checked after the mail was read: mail of a new account of the name would be newer than it.
+          await this.stillSameAccount(c);
+          checked = true;
           // New mail can be acknowledged already (a sibling session read it first): the store says.
           const acked = await this.store.ackedAt(scope, fresh.map((m) => ({ seq: m.seq, toKey: m.toKey })));
           const rows = fresh.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
           if (rows.length > 0) return this.answer(scope, rows, after, includeBodies, door.budgetBytes);
         }
       }
+      // Whatever follows reads the account's mail, counts it or parks on it again: only for the
+      // account that parked (removed through another daemon sharing the store, it is not).
+      if (!checked) await this.stillSameAccount(c);
       if (end !== 'woken' && end !== 'refresh') {
         return { messages: [], next_cursor: encodeCursor(after ?? (await this.store.headSeq())), unread: await this.store.unread(scope) };
       }
       scope = await this.scope(c);
     }
+  }
+
+  /** Refuses a parked reader whose account was removed (and perhaps created again) meanwhile. */
+  private async stillSameAccount(c: Caller): Promise<void> {
+    if (!(await this.incarnations.same(c.account))) throw accountGone(c);
   }
 
   private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, includeBodies: boolean, budgetBytes?: number): Promise<W.InboxResponse> {

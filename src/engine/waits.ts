@@ -5,8 +5,9 @@ import { MailError } from '../wire/errors.js';
 import type { MailKey } from '../store/types.js';
 import type { Clock } from './clock.js';
 
-/** woken: mail committed on a watched key; refresh: the reader's rooms changed, re-query in full. */
-export type WaitEnd = 'woken' | 'refresh' | 'expired' | 'displaced' | 'closed';
+/** woken: mail committed on a watched key; refresh: the reader's rooms changed, re-query in full;
+ *  removed: the reader's account is gone (a new one of the name is someone else). */
+export type WaitEnd = 'woken' | 'refresh' | 'removed' | 'expired' | 'displaced' | 'closed';
 
 export interface WaitCaps {
   perSession: number;
@@ -94,7 +95,16 @@ export class WaitRoom {
 
   /** Membership changed: the account's parked readers re-query with their new rooms. */
   refresh(account?: string): void {
-    for (const list of [...this.byOwner.values()]) for (const w of [...list]) if (account === undefined || w.account === account) w.settle('refresh');
+    this.end('refresh', account);
+  }
+
+  /** The account was removed: its parked readers are refused, never parked again. */
+  removed(account: string): void {
+    this.end('removed', account);
+  }
+
+  private end(how: WaitEnd, account?: string): void {
+    for (const list of [...this.byOwner.values()]) for (const w of [...list]) if (account === undefined || w.account === account) w.settle(how);
   }
 
   /** Shutdown: every parked wait answers (an empty page) at once. */

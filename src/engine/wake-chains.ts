@@ -3,7 +3,7 @@
 // routes from any peer that is not on this machine; the engine refuses any non-operator.
 import { MailError } from '../wire/errors.js';
 import type { WakeChainOut, WakeSetRequest, WakeStep } from '../wire/wake.js';
-import type { SessionRecord, Store } from '../store/types.js';
+import type { AccountRecord, SessionRecord, Store } from '../store/types.js';
 import type { Clock } from './clock.js';
 import type { Caller } from './mail-engine.js';
 import { iso } from './present.js';
@@ -22,8 +22,8 @@ export type StepCheck = (steps: WakeStep[]) => Promise<Record<string, string>>;
 export class WakeChains {
   /** Every chain, by id; read from the store at most every CHAIN_CACHE_MS, so a commit for an
    *  account without a chain (most mail, most of the time) costs the dispatcher no store read. */
-  private cache: { at: number; chains: Map<string, ChainRecord> } | null = null;
-  private loading: Promise<Map<string, ChainRecord>> | null = null;
+  private cache: { at: number; chains: Map<string, StoredChain> } | null = null;
+  private loading: Promise<Map<string, StoredChain>> | null = null;
 
   constructor(
     private store: Store,
@@ -58,7 +58,9 @@ export class WakeChains {
   async list(c: Caller): Promise<{ chains: WakeChainOut[] }> {
     this.operatorOnly(c);
     const rows = await this.store.listRecords(REC.chain, '', 10_000);
-    return { chains: rows.map((r) => present(JSON.parse(r.value) as ChainRecord, r.updatedAt)) };
+    const accounts = new Map((await this.store.listAccounts()).map((a) => [a.id, a]));
+    const chains = rows.map((r) => ({ rec: JSON.parse(r.value) as ChainRecord, at: r.updatedAt }));
+    return { chains: chains.filter((c) => ownChain(c, accounts.get(c.rec.account) ?? null)).map((c) => present(c.rec, c.at)) };
   }
 
   async clear(c: Caller, req: { account: string; session?: string | undefined }): Promise<{ ok: true }> {
@@ -74,31 +76,30 @@ export class WakeChains {
   async chainFor(account: string, lineage: string | null): Promise<ChainRecord | null> {
     const all = await this.all();
     const chain = (lineage ? all.get(chainId(account, lineage)) : undefined) ?? all.get(account) ?? null;
-    if (chain?.incarnation === undefined) return chain;
-    // Removal deletes the chain, but a cache (this one for CHAIN_CACHE_MS, another daemon's) may
-    // still hold it: it runs only for the account it was set for.
-    const acc = await this.store.getAccount(account);
-    return acc && incarnationOf(acc) === chain.incarnation ? chain : null;
+    if (!chain) return null;
+    // Removal (and creation) deletes the chain, but a cache (this one for CHAIN_CACHE_MS, another
+    // daemon's) may still hold it: it runs only for the account it was set for.
+    return ownChain(chain, await this.store.getAccount(account)) ? chain.rec : null;
   }
 
   /** Whether any chain (the account's or one of its lineages') exists: a cheap first filter. */
   async anyFor(account: string): Promise<boolean> {
-    for (const c of (await this.all()).values()) if (c.account === account) return true;
+    for (const c of (await this.all()).values()) if (c.rec.account === account) return true;
     return false;
   }
 
   /** Whether any chain wakes for room mail. */
   async anyForRooms(): Promise<boolean> {
-    for (const c of (await this.all()).values()) if (c.rooms) return true;
+    for (const c of (await this.all()).values()) if (c.rec.rooms) return true;
     return false;
   }
 
-  private async all(): Promise<Map<string, ChainRecord>> {
+  private async all(): Promise<Map<string, StoredChain>> {
     if (this.cache && this.clock.now() - this.cache.at < CHAIN_CACHE_MS) return this.cache.chains;
     this.loading ??= (async () => {
       try {
         const rows = await this.store.listRecords(REC.chain, '', 100_000);
-        const chains = new Map(rows.map((r) => [r.id, JSON.parse(r.value) as ChainRecord]));
+        const chains = new Map(rows.map((r) => [r.id, { rec: JSON.parse(r.value) as ChainRecord, at: r.updatedAt }]));
         this.cache = { at: this.clock.now(), chains };
         return chains;
       } finally {
@@ -107,6 +108,19 @@ export class WakeChains {
     })();
     return this.loading;
   }
+}
+
+/** A chain as stored: the record and when it was set. */
+interface StoredChain {
+  rec: ChainRecord;
+  at: number;
+}
+
+/** Whether the chain was set for this account, not for a removed one of the same name. A chain
+ *  without an incarnation (set by an earlier build) counts only if set after the account was made. */
+function ownChain(c: StoredChain, acc: AccountRecord | null): boolean {
+  if (!acc) return false;
+  return c.rec.incarnation === undefined ? c.at >= acc.createdAt : c.rec.incarnation === incarnationOf(acc);
 }
 
 function present(r: ChainRecord, at: number): WakeChainOut {

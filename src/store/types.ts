@@ -216,10 +216,12 @@ export interface Store {
   /** Sets the value only if absent; returns the value that stands. */
   initMeta(key: string, value: string): Promise<string>;
 
-  /** Creates the account. A new account starts with an empty mailbox: mail still stored under its
-   *  keys (a send that raced the removal of an account of the same name, or mail an earlier build
-   *  kept on removal) is deleted in the same transaction, with its acks and counters. */
-  addAccount(rec: NewAccount): Promise<'ok' | 'exists'>;
+  /** Creates the account. A new account starts with an empty mailbox and nothing of a predecessor:
+   *  what is still stored under its name (a send that raced the removal of an account of the same
+   *  name, or what an earlier build kept on removal) is deleted in the same transaction, as
+   *  removeAccount deletes it: the mail under its keys with its acks and counters, the idempotency
+   *  keys of mail sent under the name, and the records the sweep names. */
+  addAccount(rec: NewAccount, sweep?: RecordSweep): Promise<'ok' | 'exists'>;
   getAccount(id: string): Promise<AccountRecord | null>;
   findAccountByDigest(digest: string): Promise<AccountRecord | null>;
   listAccounts(): Promise<AccountRecord[]>;

@@ -270,6 +270,28 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.unread(me), 1);
       });
 
+      it('sweeps at creation what an earlier build left under the name: records, receipts, retry handles', async () => {
+        await store.addAccount(account('bob'));
+        await store.addRoom('lobby', 1);
+        const room = await send(store, R('lobby'));
+        const sent = await send(store, A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint: 'f' });
+        await store.insertRecords([
+          rec('chain', 'alice'), rec('chain', 'alice/L1'), rec('chain', 'alicex'), rec('timer', 'alice|t1'), rec('timer', 'alicex|t2'),
+          rec('surfaced', `${room.id}|alice`), rec('surfaced', `${room.id}|alicex`), rec('attempt', `${room.id}|alice/L1|000000001-000001`), rec('other', 'alice'),
+        ]);
+        assert.equal(await store.addAccount(account('alice'), sweep), 'ok');
+        assert.deepEqual(await ids('chain'), ['alicex']);
+        assert.deepEqual(await ids('timer'), ['alicex|t2']);
+        assert.deepEqual(await ids('surfaced'), [`${room.id}|alicex`]);
+        assert.deepEqual(await ids('attempt'), []);
+        assert.deepEqual(await ids('other'), ['alice'], 'a kind the sweep does not name stays');
+        assert.equal((await store.getMessage(sent.id))?.idempotencyKey, null, 'mail sent under the name keeps no retry handle');
+        assert.equal((await store.appendMessage(message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint: 'f' }), 0)).kind, 'created');
+        await store.insertRecords([rec('chain', 'alice')]);
+        assert.equal(await store.addAccount(account('alice'), sweep), 'exists');
+        assert.deepEqual(await ids('chain'), ['alice', 'alicex'], 'a refused creation deletes nothing');
+      });
+
       it('removes a room with its mail and every account\'s acks of it; a new room of the name starts empty', async () => {
         await store.addAccount(account('alice'));
         await store.addAccount(account('bob'));

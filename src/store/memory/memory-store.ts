@@ -127,9 +127,10 @@ class MemoryStore implements Store {
     return this.meta.get(key) as string;
   }
 
-  async addAccount(rec: NewAccount): Promise<'ok' | 'exists'> {
+  async addAccount(rec: NewAccount, sweep?: RecordSweep): Promise<'ok' | 'exists'> {
     if (this.accounts.has(rec.id)) return 'exists';
-    this.purgeMail((key) => isKeyOfAccount(key, rec.id));
+    this.forget(rec.id, sweep);
+    this.purgeMail((key) => isKeyOfAccount(key, rec.id), sweep);
     this.accounts.set(rec.id, copyAccount({ ...rec, bornSeq: this.seq }));
     for (const [name, room] of this.rooms) if (room.everyone) this.join(name, room, rec.id);
     return 'ok';
@@ -163,21 +164,24 @@ class MemoryStore implements Store {
     for (const [k, s] of this.sessions) if (s.account === id) this.sessions.delete(k);
     for (const n of this.names.get(id)?.values() ?? []) if (n.kind === 'slug') this.slugs.delete(lineageKey(id, n.lineage));
     this.names.delete(id);
-    // Its retry handles go with it: a new account of the name must not be answered with this one's mail.
+    this.forget(id, sweep);
+    return { messages: this.purgeMail((key) => isKeyOfAccount(key, id), sweep) };
+  }
+
+  /** The retry handles of mail sent under the name (a new account of it must not be answered with
+   *  an old one's message), its receipts of mail that stays, and the records the sweep names. */
+  private forget(id: string, sweep?: RecordSweep): void {
     for (const [k, list] of this.byIdempotency) {
       if (!k.startsWith(`${id}\n`)) continue;
       for (const m of list) m.idempotencyKey = null;
       this.byIdempotency.delete(k);
     }
-    const gone = this.purgeMail((key) => isKeyOfAccount(key, id), sweep);
-    if (sweep) {
-      for (const kind of sweep.byRecipient) {
-        const m = this.records.get(kind);
-        for (const rid of m?.keys() ?? []) if (recordNamesRecipient(rid, id)) m?.delete(rid);
-      }
-      this.sweepOwned(sweep);
+    if (!sweep) return;
+    for (const kind of sweep.byRecipient) {
+      const m = this.records.get(kind);
+      for (const rid of m?.keys() ?? []) if (recordNamesRecipient(rid, id)) m?.delete(rid);
     }
-    return { messages: gone };
+    this.sweepOwned(sweep);
   }
 
   private sweepOwned(sweep: RecordSweep): void {

@@ -376,13 +376,14 @@ export class PostgresStore implements Store {
     return (h as { seq: number }).seq;
   }
 
-  async addAccount(rec: NewAccount): Promise<'ok' | 'exists'> {
+  async addAccount(rec: NewAccount, sweep?: RecordSweep): Promise<'ok' | 'exists'> {
     return this.sql.begin(async (tx) => {
       const head = await this.lockHead(tx);
       const p = accountParams(rec, head);
       const ins = await tx`INSERT INTO accounts ${tx(p)} ON CONFLICT (id) DO NOTHING RETURNING id`;
       if (ins.length === 0) return 'exists' as const;
-      await purgeAccountMail(tx, rec.id);
+      await forgetAccount(tx, rec.id, sweep);
+      await purgeAccountMail(tx, rec.id, sweep);
       for (const r of await tx<{ name: string }[]>`SELECT name FROM rooms WHERE everyone = 1 ORDER BY name`) {
         await this.join(tx, r.name, rec.id);
       }

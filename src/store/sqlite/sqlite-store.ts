@@ -148,10 +148,11 @@ export class SqliteStore implements Store {
     return this.st.headSeq.get()?.seq ?? 0;
   }
 
-  async addAccount(rec: NewAccount): Promise<'ok' | 'exists'> {
+  async addAccount(rec: NewAccount, sweep?: RecordSweep): Promise<'ok' | 'exists'> {
     return this.tx(() => {
       if (this.st.insertAccount.run(accountParams(rec, this.head())).changes === 0) return 'exists';
-      purgeAccountMail(this.purge, rec.id);
+      forgetAccount(this.purge, rec.id, sweep);
+      purgeAccountMail(this.purge, rec.id, sweep);
       for (const r of this.st.everyoneRooms.all()) this.join(r.name, rec.id);
       return 'ok';
     });

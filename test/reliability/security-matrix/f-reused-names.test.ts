@@ -4,6 +4,8 @@
 // deletes the mail (the CLI says how many), and a new account of the name inherits nothing: no
 // mail, no session mail, no sender's rights over what the old one sent, no idempotency keys, no
 // wake chain (which runs programs), no timers, no listener.
+// A parked wait of the removed account is refused (also when another daemon removed it), and
+// records an earlier build left under the name are deleted when the name is created again.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -103,6 +105,105 @@ describe('security matrix F: a name used again is a new participant', () => {
     await sleep(600);
     assert.equal(existsSync(marker), false, 'the old wake chain did not run');
     assert.deepEqual((await fresh.inbox()).messages.map((m) => m.id), [mail.message_id]);
+  });
+
+  /** Starts a long-poll inbox read of `c` and resolves once the daemon holds it parked. */
+  type Outcome = { ok?: unknown; err?: unknown };
+  const parkedWait = async (c: MailClient): Promise<{ ended: Promise<Outcome> }> => {
+    const before = d.engine.waits.size;
+    const p = c.inbox({ wait_secs: 20 }).then(
+      (ok) => ({ ok }),
+      (err: unknown) => ({ err }),
+    );
+    for (let i = 0; i < 200 && d.engine.waits.size <= before; i++) await sleep(10);
+    assert.ok(d.engine.waits.size > before, 'the wait is parked');
+    return { ended: p };
+  };
+  const settled = <T>(p: Promise<T>, ms: number): Promise<T | 'pending'> => Promise.race([p, sleep(ms).then(() => 'pending' as const)]);
+  const isRefusal = (r: Outcome | 'pending', code: string): boolean => r !== 'pending' && r.err instanceof MailError && r.err.code === code;
+  const untouched = async (fresh: MailClient, id: string): Promise<void> => {
+    const inbox = await fresh.inbox();
+    assert.deepEqual(inbox.messages.map((m) => m.id), [id], 'the mail waits for the new account, unread');
+    const [rc] = (await bob.receipts(id)).receipts;
+    assert.equal(rc?.surfaced_at !== null && rc?.surfaced_at !== undefined, true, 'surfaced by the read just made');
+  };
+
+  it('a parked wait of a removed account is refused at the removal, never answered with mail of the new account of the name', async () => {
+    const { client: old } = await d.account('temp4');
+    await old.whoami();
+    const { ended: waiting } = await parkedWait(old);
+    assert.equal((await cli(['admin', 'account', 'remove', 'temp4'])).status, 0);
+    const added = await cli(['admin', 'account', 'add', 'temp4', '--json']);
+    assert.equal(added.status, 0, added.stderr);
+    const fresh = client((JSON.parse(added.stdout) as { secret: string }).secret);
+    const mail = await bob.send({ to: 'temp4', subject: 'for the new temp4 only', body: 'its own secret' });
+    const r = await settled(waiting, 3000);
+    assert.ok(isRefusal(r, 'unauthenticated'), `the old wait is refused, got ${JSON.stringify(r).slice(0, 300)}`);
+    const [rc] = (await bob.receipts(mail.message_id)).receipts;
+    assert.equal(rc?.surfaced_at, null, 'nobody has read the new mail');
+    await untouched(fresh, mail.message_id);
+  });
+
+  it('a parked wait whose account another daemon replaced (no signal here) is refused when mail for the new one arrives', async () => {
+    const { client: old } = await d.account('temp5');
+    await old.whoami();
+    const { ended: waiting } = await parkedWait(old);
+    // What a second daemon sharing the store does: this daemon's waits hear nothing of it.
+    assert.ok(await d.engine.store.removeAccount('temp5'));
+    const fresh = client((await d.operator.admin.accountAdd({ id: 'temp5' })).secret);
+    assert.equal(await settled(waiting, 300), 'pending', 'nothing told this daemon yet');
+    const mail = await bob.send({ to: 'temp5', subject: 'for the new temp5 only', body: 'its own secret' });
+    const r = await settled(waiting, 3000);
+    assert.ok(isRefusal(r, 'unauthenticated'), `the old wait is refused, got ${JSON.stringify(r).slice(0, 300)}`);
+    const [rc] = (await bob.receipts(mail.message_id)).receipts;
+    assert.equal(rc?.surfaced_at, null, 'nobody has read the new mail');
+    await untouched(fresh, mail.message_id);
+  });
+
+  it('wake chains, timers and notices an earlier build left under a name do not run for, or show to, a new account of it', async () => {
+    const marker = join(tmp, 'old-build-chain');
+    const store = d.engine.store;
+    const at = Date.now() - 60_000;
+    // The records of a removed temp6 as the build before this one left them: no incarnation.
+    const chain = { account: 'temp6', lineage: null, steps: [{ kind: 'command', argv: [process.execPath, '-e', 'require("node:fs").writeFileSync(process.argv[1], "ran")', marker] }], rooms: false, debounceMs: 0 };
+    await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: at });
+    const timer = { id: 't-0123456789ab', account: 'temp6', lineage: null, session: null, due: Date.now() + 3_600_000, note: 'old', createdAt: at };
+    await store.putRecord({ kind: 'timer', id: `temp6|${timer.id}`, value: JSON.stringify(timer), updatedAt: at });
+    await store.putRecord({ kind: 'notice', id: 's:temp6/L-old', value: JSON.stringify({ noticed: 99, listening: true }), updatedAt: at });
+    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), false, 'a chain of no account is not listed');
+
+    const added = await cli(['admin', 'account', 'add', 'temp6', '--json']);
+    assert.equal(added.status, 0, added.stderr);
+    const fresh = client((JSON.parse(added.stdout) as { secret: string }).secret);
+    assert.equal(await store.getRecord('wake_chain', 'temp6'), null, 'the creation deleted the chain');
+    assert.equal(await store.getRecord('timer', `temp6|${timer.id}`), null, 'and the timer');
+    assert.equal(await store.getRecord('notice', 's:temp6/L-old'), null, 'and the notice');
+    assert.deepEqual((await fresh.timers()).timers, []);
+    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), false, 'no chain listed');
+
+    // A chain without an incarnation older than the account (as another daemon's cache may hold it).
+    await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: at });
+    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), false, 'an older chain is not listed');
+    const mail = await bob.send({ to: 'temp6', subject: 'for the new temp6', body: 'x' });
+    await sleep(2600); // past the chain cache
+    const again = await bob.send({ to: 'temp6', subject: 'and again', body: 'y' });
+    await sleep(600);
+    assert.equal(existsSync(marker), false, 'the old chain did not run');
+    for (const m of [mail, again]) {
+      const [rc] = (await d.operator.receipts(m.message_id)).receipts;
+      assert.deepEqual(rc?.signalled, [], 'no wake attempt at all');
+    }
+    assert.equal((await fresh.inbox()).messages[0]?.id, mail.message_id);
+
+    // The rule is about age, not form: a chain of that form set after the account was made is its own.
+    await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: Date.now() });
+    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), true, 'a later chain is listed');
+    await sleep(2600);
+    const woke = await bob.send({ to: 'temp6', subject: 'now it wakes', body: 'z' });
+    let tried: unknown[] = [];
+    for (let i = 0; i < 100 && tried.length === 0; i++, await sleep(50)) tried = (await d.operator.receipts(woke.message_id)).receipts[0]?.signalled ?? [];
+    // (The command itself declines: this test process is a live session of temp6.)
+    assert.equal((tried[0] as { adapter?: string } | undefined)?.adapter, 'command', 'a chain set after the account was made is tried');
   });
 
   it('a person removed and added again as a human account: neither the old password nor an old browser login gets in', async () => {
