@@ -3,25 +3,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import type { Logger } from '../../src/engine/log.js';
+import { recordingLogger, type LogLine } from '../support/recording-logger.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { until } from '../support/until.js';
 import { assertUnchanged, storeSnapshot } from '../reliability/helpers.js';
 import { PASSWORD, createPerson, login } from './web-helpers.js';
 
-interface Line {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  obj: object;
-  msg: string | undefined;
-}
-
-function recordingLogger(lines: Line[]): Logger {
-  const at = (level: Line['level']) => (obj: object, msg?: string) => void lines.push({ level, obj, msg });
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
-
 describe('browser door: a client gone mid-body', () => {
-  const lines: Line[] = [];
+  const lines: LogLine[] = [];
   let d: TestDaemon;
   before(async () => {
     d = await startTestDaemon({ log: recordingLogger(lines) });

@@ -4,22 +4,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import type { Logger } from '../../../src/engine/log.js';
+import { recordingLogger, type LogLine } from '../../support/recording-logger.js';
 import { LIMITS } from '../../../src/wire/limits.js';
 import { startTestDaemon, type TestDaemon } from '../../support/test-daemon.js';
 import { until } from '../../support/until.js';
 import { assertUnchanged, http, storeSnapshot } from '../helpers.js';
-
-interface Line {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  obj: object;
-  msg: string | undefined;
-}
-
-function recordingLogger(lines: Line[]): Logger {
-  const at = (level: Line['level']) => (obj: object, msg?: string) => void lines.push({ level, obj, msg });
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
 
 /** Raw bytes on a fresh connection; the whole answer once the daemon closes it. */
 function rawExchange(port: number, bytes: string): Promise<string> {
@@ -39,7 +28,7 @@ function rawExchange(port: number, bytes: string): Promise<string> {
 const bodyOf = (answer: string): any => JSON.parse(answer.split('\r\n\r\n').slice(1).join('\r\n\r\n'));
 
 describe('security matrix I: the doors', () => {
-  const lines: Line[] = [];
+  const lines: LogLine[] = [];
   let d: TestDaemon;
   let secret: string;
 
