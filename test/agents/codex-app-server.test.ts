@@ -54,7 +54,8 @@ function configure(w: World, model: ScriptedOpenAI): void {
 /** Another `codex app-server` of the same CODEX_HOME over stdio, driven directly (to set a thread
  *  up the way another Codex process would have), with this package's own JSON-RPC client. */
 async function sideServer(w: World, argvExtra: string[]): Promise<{ rpc: RpcConnection; waitFor(method: string): Promise<unknown>; close(): Promise<void> }> {
-  const transport = await openTransport('spawn', { argv: [CODEX, 'app-server', ...argvExtra], env: w.env, cwd: w.project, timeoutMs: STEP_MS });
+  // A spawned app-server gets the allow-listed environment: the model key only when named.
+  const transport = await openTransport('spawn', { argv: [CODEX, 'app-server', ...argvExtra], env: w.env, envNames: ['FAKE_OPENAI_KEY'], cwd: w.project, timeoutMs: STEP_MS });
   const rpc = new RpcConnection(transport, STEP_MS);
   const seen: string[] = [];
   rpc.onNotification((m) => seen.push(m));
