@@ -9,7 +9,7 @@ import type { Logger } from '../engine/log.js';
 import type { WaitCaps } from '../engine/waits.js';
 import type { LoopGuardOptions } from '../engine/loop-guard.js';
 import { HttpDoor } from '../doors/http/http-door.js';
-import type { GateOptions } from '../doors/http/connection-gate.js';
+import type { GateOptions, GateStats } from '../doors/http/connection-gate.js';
 import { WebDoor } from '../doors/web/web-door.js';
 import { WebLanListener, parseLanAddress } from '../doors/web/lan-listener.js';
 import { argon2Hasher } from '../doors/web/argon2-hasher.js';
@@ -67,6 +67,8 @@ export interface RunningDaemon {
   webLanUrl: string | null;
   wake: WakeDispatcher;
   chains: WakeChains;
+  /** What the door's bound on unproven connections sees (for tests and metrics). */
+  connections(): GateStats;
   close(): Promise<void>;
 }
 
@@ -151,6 +153,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       webLanUrl,
       wake,
       chains,
+      connections: () => door.gate.stats(),
       close: () =>
         (closing ??= (async () => {
           clearInterval(sweep);

@@ -20,6 +20,8 @@ export const DEFAULT_GATE: GateOptions = { perPeer: 4096, total: 8192 };
 
 export interface GateStats {
   unproven: number;
+  /** Unproven connections with a request being answered. */
+  busy: number;
   /** Unproven connections closed to make room for newer ones. */
   evicted: number;
 }
@@ -69,7 +71,7 @@ export class ConnectionGate {
   }
 
   stats(): GateStats {
-    return { unproven: this.all.size, evicted: this.evicted };
+    return { unproven: this.all.size, busy: this.busy.size, evicted: this.evicted };
   }
 
   private oldestIdle(sockets: Iterable<Socket>): Socket | undefined {

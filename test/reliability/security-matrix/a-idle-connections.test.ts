@@ -134,7 +134,7 @@ describe('security matrix A: idle connections', () => {
     held.push(slow);
     const origin = `http://127.0.0.1:${d.port}`;
     slow.write(`POST /web/api/login HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\norigin: ${origin}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`);
-    await new Promise((r) => setTimeout(r, 100)); // the headers are read: the request is in flight
+    await until('the headers are read: the request is in flight', () => d.connections().busy === 1, 5_000);
     const flood = await idle(d.port, PER_PEER + 5);
     held.push(...flood);
     await until('the flood pushed out its own oldest', () => flood.slice(0, 5).every(closed), 5_000);

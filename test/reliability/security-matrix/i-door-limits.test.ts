@@ -44,9 +44,18 @@ describe('security matrix I: the doors', () => {
     const errorsBefore = lines.filter((l) => l.level === 'error').length;
     for (let i = 0; i < 5; i++) {
       await new Promise<void>((resolve) => {
+        // A first, whole request attests the connection; the second is cut mid-body, so the door is
+        // reading its body (not still waiting on attestation) when the client goes away.
         const s = connect(d.port, '127.0.0.1', () => {
+          s.write(`POST /mail/whoami HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\nauthorization: Bearer ${secret}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
+        });
+        let seen = '';
+        s.on('data', (c: Buffer) => {
+          seen += c.toString('utf8');
+          if (!seen.includes('"account"') || seen.includes('#cut')) return;
+          seen += '#cut';
           s.write(`POST /mail/send HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\nauthorization: Bearer ${secret}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"to":"alice",`);
-          setTimeout(() => s.destroy(), 50);
+          setTimeout(() => s.destroy(), 100);
         });
         s.on('close', () => resolve());
         s.on('error', () => undefined);
