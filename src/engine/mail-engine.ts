@@ -357,8 +357,11 @@ export class MailEngine {
     }
   }
 
-  /** Refuses a parked reader whose account was removed (and perhaps created again) meanwhile. */
+  /** Refuses a parked reader whose account another daemon sharing the store removed (and perhaps
+   *  created again) meanwhile. A removal through this daemon ends its waits itself ('removed'), and
+   *  only a PostgreSQL store is shared, so a woken wait on any other store costs no account read. */
   private async stillSameAccount(c: Caller): Promise<void> {
+    if (this.store.kind !== 'postgres') return;
     if (!(await this.incarnations.same(c.account))) throw accountGone(c);
   }
 
