@@ -10,7 +10,8 @@ import type postgres from 'postgres';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from './sqlite/migrations.js';
 import type { AccountRow, MessageRow, NameRow, SessionRow } from './sqlite/rows.js';
 import { LOCKS, LOCK_NAMESPACE } from './postgres/migrations.js';
-import { openPostgresStore, pgArray } from './postgres/postgres-store.js';
+import { openPostgresStore } from './postgres/postgres-store.js';
+import { pgArray } from './postgres/pg-sql.js';
 
 export interface MigrateStoreCounts {
   /** Rows in the source. */

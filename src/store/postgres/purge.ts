@@ -2,21 +2,16 @@
 // transaction (the SQLite store's purge.ts, in PostgreSQL): the messages, every ack of them, ack
 // floors, counters, and the sweep's records. The caller holds the head lock, so no append batch
 // commits mail under these keys meanwhile.
-import type postgresNs from 'postgres';
 import { keyOfAccount, keyOfRoom, lineageKeyPrefix, type RecordSweep } from '../types.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
-
-type Tx = postgresNs.TransactionSql;
-
-/** pgArray of postgres-store.ts, repeated here to keep this file free of the store's imports. */
-const textArray = (values: readonly string[]): string => `{${values.map((v) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}}`;
+import { pgArray, type Tx } from './pg-sql.js';
 
 async function deleteByMessage(tx: Tx, ids: string[], sweep: RecordSweep | undefined): Promise<void> {
   const kinds = sweep?.byMessage ?? [];
   if (kinds.length === 0 || ids.length === 0) return;
   // '}' follows '|': each message's records are one range of the (kind, id) key.
-  await tx`DELETE FROM records AS r USING unnest(${textArray(ids)}::text[]) AS g(id)
-    WHERE r.kind = ANY(${textArray(kinds)}::text[])
+  await tx`DELETE FROM records AS r USING unnest(${pgArray(ids)}::text[]) AS g(id)
+    WHERE r.kind = ANY(${pgArray(kinds)}::text[])
       AND r.id >= (g.id || '|') COLLATE "C" AND r.id < (g.id || '}') COLLATE "C"`;
 }
 
@@ -52,7 +47,7 @@ export async function forgetAccount(tx: Tx, account: string, sweep?: RecordSweep
   await tx`UPDATE messages SET idempotency_key = NULL WHERE from_account = ${account} AND idempotency_key IS NOT NULL`;
   const kinds = sweep?.byRecipient ?? [];
   if (kinds.length > 0) {
-    await tx`DELETE FROM records WHERE kind = ANY(${textArray(kinds)}::text[]) AND strpos(id, '|') > 0
+    await tx`DELETE FROM records WHERE kind = ANY(${pgArray(kinds)}::text[]) AND strpos(id, '|') > 0
       AND (split_part(id, '|', 2) = ${account} OR left(split_part(id, '|', 2), ${account.length + 1}) = ${`${account}/`})`;
   }
   await sweepOwned(tx, sweep);

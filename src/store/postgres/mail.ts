@@ -1,0 +1,152 @@
+// The mail of the PostgreSQL store once it is committed: reading it (pages, threads, woken keys),
+// acknowledging it, and the counters and ack floors that keep unread and pending pages cheap at
+// any mailbox size. Appends are append-batch.ts.
+import {
+  ackKeyFor,
+  readKeys,
+  type AckItem,
+  type AckResult,
+  type MailKey,
+  type PagedMessage,
+  type PageQuery,
+  type ReaderScope,
+  type StoredMessage,
+} from '../types.js';
+import { toMessage, toPaged, type MessageRow, type PagedRow } from '../sqlite/rows.js';
+import { memberLock } from './locks.js';
+import { pgArray, type Sql, type Tx } from './pg-sql.js';
+
+export class PgMail {
+  constructor(private readonly sql: Sql) {}
+
+  async getMessage(id: string): Promise<StoredMessage | null> {
+    const [r] = await this.sql<MessageRow[]>`SELECT * FROM messages WHERE id = ${id}`;
+    return r ? toMessage(r) : null;
+  }
+
+  async getThread(threadId: string): Promise<StoredMessage[]> {
+    return (await this.sql<MessageRow[]>`SELECT * FROM messages WHERE thread_id = ${threadId} ORDER BY seq`).map(toMessage);
+  }
+
+  /** The committed head: every seq up to it is committed and visible (append-batch.ts). */
+  async headSeq(): Promise<number> {
+    const [r] = await this.sql<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1`;
+    return r?.seq ?? 0;
+  }
+
+  async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {
+    if (limit <= 0) return [];
+    const rows = await this.sql<MessageRow[]>`SELECT * FROM messages WHERE to_key = ${key} AND seq > ${after} ORDER BY seq LIMIT ${limit}`;
+    return rows.map(toMessage);
+  }
+
+  /** Like the SQLite page query: one index range scan per key, each stopping at `limit`, merged. */
+  async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
+    if (q.limit <= 0) return [];
+    const keys = [...new Set(readKeys(scope))];
+    const params: (string | number)[] = [];
+    const p = (v: string | number): string => {
+      params.push(v);
+      return `$${params.length}`;
+    };
+    const parts = keys.map((key) => {
+      const ackKey = p(ackKeyFor(scope, key));
+      const toKey = p(key);
+      let lower = `${p(q.after ?? 0)}::bigint`;
+      if (q.pendingOnly) {
+        lower = `GREATEST(${lower}, COALESCE((SELECT f.floor FROM ack_floors AS f WHERE f.ack_key = ${ackKey} AND f.to_key = ${toKey}), 0))`;
+      }
+      return (
+        `SELECT * FROM (SELECT m.seq, a.acked_at FROM messages AS m LEFT JOIN acks AS a ON a.ack_key = ${ackKey} AND a.seq = m.seq` +
+        ` WHERE m.to_key = ${toKey} AND m.seq > ${lower}` +
+        (q.threadId !== null ? ` AND m.thread_id = ${p(q.threadId)}` : '') +
+        (q.pendingOnly ? ' AND a.seq IS NULL' : '') +
+        ` ORDER BY m.seq LIMIT ${p(q.limit)}::bigint) AS k${params.length}`
+      );
+    });
+    const text =
+      `SELECT m.*, p.acked_at FROM (${parts.join(' UNION ALL ')} ORDER BY seq LIMIT ${p(q.limit)}::bigint) AS p` +
+      ' JOIN messages AS m ON m.seq = p.seq ORDER BY p.seq';
+    return (await this.sql.unsafe<PagedRow[]>(text, params, { prepare: true })).map(toPaged);
+  }
+
+  async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {
+    if (items.length === 0) return [];
+    return this.sql.begin(async (tx) => {
+      const results = new Array<AckResult>(items.length);
+      // In (ack key, seq) order, so two acks of overlapping items never wait on each other in a cycle.
+      const order = items
+        .map((item, i) => ({ item, i, ackKey: ackKeyFor(scope, item.toKey) }))
+        .sort((a, b) => (a.ackKey < b.ackKey ? -1 : a.ackKey > b.ackKey ? 1 : a.item.seq - b.item.seq));
+      const counted = new Map<string, number>();
+      const memberBumps = new Map<string, number>();
+      const touched = new Map<string, [ackKey: string, toKey: string]>();
+      for (const { item, i, ackKey } of order) {
+        const ins = await tx<{ acked_at: number }[]>`INSERT INTO acks (ack_key, seq, to_key, acked_at)
+          VALUES (${ackKey}, ${item.seq}, ${item.toKey}, ${at}) ON CONFLICT (ack_key, seq) DO NOTHING RETURNING acked_at`;
+        if (ins.length === 0) {
+          const [prior] = await tx<{ acked_at: number }[]>`SELECT acked_at FROM acks WHERE ack_key = ${ackKey} AND seq = ${item.seq}`;
+          results[i] = { seq: item.seq, ackedAt: prior?.acked_at ?? at, fresh: false };
+          continue;
+        }
+        if (ackKey === item.toKey) counted.set(item.toKey, (counted.get(item.toKey) ?? 0) + 1);
+        else if (item.toKey.startsWith('r:')) memberBumps.set(item.toKey.slice(2), (memberBumps.get(item.toKey.slice(2)) ?? 0) + 1);
+        touched.set(`${ackKey}\n${item.toKey}`, [ackKey, item.toKey]);
+        results[i] = { seq: item.seq, ackedAt: at, fresh: true };
+      }
+      for (const key of [...counted.keys()].sort()) {
+        await tx`UPDATE mailbox_counts SET unacked = unacked - ${counted.get(key) as number} WHERE to_key = ${key}`;
+      }
+      // A non-member's ack of room mail matches no membership row and changes no counter.
+      for (const room of [...memberBumps.keys()].sort()) {
+        await memberLock(tx, room, scope.account, true);
+        await tx`UPDATE members SET acked = acked + ${memberBumps.get(room) as number} WHERE room = ${room} AND account = ${scope.account}`;
+      }
+      for (const [ackKey, toKey] of [...touched.values()].sort()) await this.advanceFloor(tx, ackKey, toKey);
+      return results;
+    });
+  }
+
+  /** Moves the ack floor past every consecutive acked message; amortised over the acks made. */
+  private async advanceFloor(tx: Tx, ackKey: string, toKey: string): Promise<void> {
+    const [f] = await tx<{ floor: number }[]>`SELECT floor FROM ack_floors WHERE ack_key = ${ackKey} AND to_key = ${toKey} FOR UPDATE`;
+    const start = f?.floor ?? 0;
+    let floor = start;
+    for (;;) {
+      const rows = await tx<{ seq: number; acked: boolean }[]>`SELECT m.seq, (a.seq IS NOT NULL) AS acked
+        FROM messages AS m LEFT JOIN acks AS a ON a.ack_key = ${ackKey} AND a.seq = m.seq
+        WHERE m.to_key = ${toKey} AND m.seq > ${floor} ORDER BY m.seq LIMIT 64`;
+      const gap = rows.findIndex((r) => !r.acked);
+      const upTo = gap < 0 ? rows.length : gap;
+      if (upTo > 0) floor = (rows[upTo - 1] as { seq: number }).seq;
+      if (gap >= 0 || rows.length === 0) break;
+    }
+    if (floor !== start) {
+      await tx`INSERT INTO ack_floors (ack_key, to_key, floor) VALUES (${ackKey}, ${toKey}, ${floor})
+        ON CONFLICT (ack_key, to_key) DO UPDATE SET floor = GREATEST(ack_floors.floor, excluded.floor)`;
+    }
+  }
+
+  async unread(scope: ReaderScope): Promise<number> {
+    const keys = [...new Set(readKeys(scope))];
+    const rooms = keys.filter((k) => k.startsWith('r:'));
+    const direct = keys.filter((k) => !k.startsWith('r:'));
+    const [r] = await this.sql<{ n: number }[]>`SELECT
+        COALESCE((SELECT sum(unacked) FROM mailbox_counts WHERE to_key = ANY(${pgArray(direct)}::text[])), 0)::bigint
+      + COALESCE((SELECT sum(COALESCE(c.total, 0) - COALESCE(mb.acked, 0))
+          FROM unnest(${pgArray(rooms)}::text[]) AS k(key)
+          LEFT JOIN mailbox_counts AS c ON c.to_key = k.key
+          LEFT JOIN members AS mb ON mb.room = substr(k.key, 3) AND mb.account = ${scope.account}), 0)::bigint AS n`;
+    return r?.n ?? 0;
+  }
+
+  async ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    if (items.length === 0) return out;
+    const rows = await this.sql<{ seq: number; acked_at: number }[]>`SELECT a.seq, a.acked_at
+      FROM unnest(${pgArray(items.map((it) => ackKeyFor(scope, it.toKey)))}::text[], ${pgArray(items.map((it) => it.seq))}::bigint[]) AS x(k, s)
+      JOIN acks AS a ON a.ack_key = x.k AND a.seq = x.s`;
+    for (const r of rows) out.set(r.seq, r.acked_at);
+    return out;
+  }
+}
