@@ -46,7 +46,8 @@ describe('browser door over HTTP', () => {
       assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
       assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
       const html = await r.text();
-      assert.match(html, /<script src="\/web\/assets\/app\.js" defer><\/script>/);
+      assert.match(html, /<script type="module" src="\/web\/assets\/app\.js"><\/script>/);
+      assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)/, 'no inline script');
       assert.doesNotMatch(html, /https?:\/\/(?!www\.w3\.org)/, 'nothing is loaded from elsewhere');
     }
     const js = await fetch(`${d.url}/web/assets/app.js`);

@@ -15,7 +15,7 @@ import type { WebAuth } from '../../engine/web-auth.js';
 import type { Logger } from '../../engine/log.js';
 import { readJsonBody } from '../http/body.js';
 import { isClientGone, sendJson, toMailError } from '../http/respond.js';
-import { ASSETS, SHELL, type Asset } from './assets/index.js';
+import { loadWebAssetsAtStart, webAssets, type Asset } from './assets/index.js';
 import { runWebApi } from './web-api.js';
 import { clientAddress } from './client-address.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
@@ -60,7 +60,9 @@ function readCookie(req: IncomingMessage, name: string): string | undefined {
 }
 
 export class WebDoor {
-  constructor(private o: WebDoorOptions) {}
+  constructor(private o: WebDoorOptions) {
+    loadWebAssetsAtStart();
+  }
 
   /** The paths this door answers (the HTTP door routes them here before anything else). */
   static owns(path: string): boolean {
@@ -71,10 +73,11 @@ export class WebDoor {
     try {
       if (path.startsWith('/web/api/')) return await this.api(req, res, path.slice('/web/api/'.length));
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new MailError('method_not_allowed', `use GET ${path}`);
-      const asset = ASSETS.get(path);
+      const assets = webAssets();
+      const asset = assets.files.get(path);
       if (asset) return this.sendAsset(req, res, asset, 'no-cache');
       if (path.startsWith('/web/assets/')) throw new MailError('unknown_route', `no asset ${path}`);
-      return this.sendAsset(req, res, SHELL, 'no-store');
+      return this.sendAsset(req, res, assets.shell, 'no-store');
     } catch (err) {
       // A client that went away mid-body is not a failure of ours: a debug line, no stack.
       if (isClientGone(err, req)) return this.o.log.debug({ path, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');

@@ -154,7 +154,7 @@ describe('C: the browser door cannot mint an operator credential', () => {
     const perms = Object.fromEntries(o.json.accounts.map((a: { id: string; permissions: unknown }) => [a.id, a.permissions]));
     assert.deepEqual(perms['agent-c'], { send: true, read: true, urgent: false, operator: false });
     assert.deepEqual(perms['agent-d'], { send: true, read: true, urgent: true, operator: false });
-    const js = await (await fetch(`${d.url}/web/assets/app.js`)).text();
+    const js = await (await fetch(`${d.url}/web/assets/page-admin.js`)).text(); // the operator page's module
     assert.match(js, /'Permissions'/, 'the operator page lists each account\'s permissions');
     assert.match(js, /permissions: ' \+ permText\(r\.account\.permissions\)/, 'and shows them for an account it just created');
     assert.doesNotMatch(js, /person-operator|operator: pop\.checked/, 'the page offers no operator checkbox');

@@ -1,0 +1,125 @@
+// What the page reads of the daemon's answers (/web/api/*): the fields it uses, no more. Kept here
+// rather than imported from src/wire so the browser build pulls in nothing but this folder;
+// test/web/web-assets.test.ts checks that the engine's answers (src/wire) still fit these shapes.
+
+export type AccountKind = 'agent' | 'human' | 'service';
+
+export interface Ref {
+  kind: string;
+  locator: string;
+}
+
+export interface Message {
+  id: string;
+  thread_id: string;
+  from: string;
+  from_kind: AccountKind;
+  to: string;
+  subject: string;
+  body?: string;
+  refs?: Ref[];
+  priority: 'normal' | 'urgent';
+  created_at: string;
+  acked_at: string | null;
+}
+
+/** The one place the page reads a message's id: every other line goes through it. */
+export const messageId = (m: Pick<Message, 'id'>): string => m.id;
+
+export interface InboxAnswer {
+  messages: Message[];
+  next_cursor: string | null;
+  unread: number;
+}
+
+export interface GetAnswer {
+  message: Message;
+  thread?: Message[];
+}
+
+export interface SendAnswer {
+  message_id: string;
+  to: string;
+}
+
+export interface AckAnswer {
+  acked: { message_id: string; acked_at: string }[];
+  unread: number;
+}
+
+export interface Me {
+  account: string;
+  label: string;
+  operator: boolean;
+  unread: number;
+}
+
+export interface LoginAnswer {
+  account: string;
+  label: string;
+  operator: boolean;
+  csrf: string;
+}
+
+export interface ThrottleView {
+  wrong_passwords: number;
+  addresses: number;
+  account_retry_after_ms: number;
+}
+
+export interface ThrottleCleared {
+  addresses_waiting: number;
+}
+
+/** What a removal answered: the mail it deleted. */
+export interface Removed {
+  deleted_messages?: number;
+}
+
+export interface Card {
+  attested: { pid: number; start_time: number; exe: string; uid: number; host: string } | null;
+  corroborated: { provider?: string; provider_session_id?: string; model?: string; cwd?: string };
+  declared: { working_on?: string; role?: string; parent?: string };
+}
+
+export interface Session {
+  address: string;
+  slug: string | null;
+  aliases: string[];
+  live: boolean;
+  last_seen: string;
+  card: Card;
+}
+
+export interface Directory {
+  accounts: { id: string; label: string; kind: AccountKind; sessions: Session[] }[];
+  rooms: { name: string; member: boolean }[];
+}
+
+export type Permissions = Record<'send' | 'read' | 'urgent' | 'operator', boolean>;
+
+export interface Account {
+  id: string;
+  kind: AccountKind;
+  label: string;
+  permissions: Permissions;
+}
+
+export type WakeStep = { kind: 'hooks' } | { kind: 'codex-app-server'; listen: string } | { kind: 'command'; argv: string[] } | { kind: 'webhook'; url: string };
+
+export interface Overview {
+  accounts: Account[];
+  rooms: { name: string; everyone: boolean; members: string[] }[];
+  listeners: Record<string, string>;
+  wake: { account: string; lineage: string | null; steps: WakeStep[]; rooms: boolean; debounce_ms: number }[];
+}
+
+/** An error body as the daemon names it (`{error: {code, message, …details}}`), or one the page
+ *  made up when the daemon did not answer. */
+export interface ApiError {
+  code: string;
+  message?: string;
+  field?: string;
+  retry_after_ms?: number;
+  scope?: string;
+}

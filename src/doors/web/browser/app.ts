@@ -1,0 +1,58 @@
+// mail4agent browser mailbox: the entry module the page loads (served by the daemon; no framework,
+// no CDN). It routes the address to a page and starts from the login the browser may still hold.
+import type { Me } from './answers.js';
+import { api, onAuthLost } from './api.js';
+import { clear, h, shellPart } from './dom.js';
+import { startAfterLogin } from './live.js';
+import { go, loggedOut, pageTitle, renderNav, setRouter } from './nav.js';
+import { pageAdmin } from './page-admin.js';
+import { pageCompose } from './page-compose.js';
+import { pageDirectory } from './page-directory.js';
+import { pageInbox } from './page-inbox.js';
+import { pageLogin } from './page-login.js';
+import { pageThread } from './page-thread.js';
+import { state } from './state.js';
+
+function route(flash?: string): void {
+  const p = location.pathname;
+  const main = clear(shellPart('main'));
+  if (!state.me && p !== '/web/login') {
+    if (/^\/web\/(thread|compose|directory|admin)/.test(p)) state.returnTo = p + location.search;
+    return go('/web/login', true, flash);
+  }
+  if (state.me && (p === '/' || p === '/web' || p === '/web/' || p === '/web/login')) return go('/web/inbox', true);
+  state.view = p;
+  renderNav();
+  if (p === '/web/login') return pageLogin(main, flash);
+  if (p === '/web/inbox') return pageInbox(main);
+  const m = /^\/web\/thread\/([A-Za-z0-9._@+-]+)$/.exec(p);
+  if (m?.[1]) return pageThread(main, m[1]);
+  if (p === '/web/compose') return pageCompose(main, new URLSearchParams(location.search).get('to') || '');
+  if (p === '/web/directory') return pageDirectory(main);
+  if (p === '/web/admin' && state.me?.operator) return pageAdmin(main);
+  pageTitle(main, 'Not found');
+  main.appendChild(h('p', {}, ['Nothing here. ', h('a', { href: '/web/inbox', 'data-nav': true, text: 'Back to the inbox' })]));
+}
+
+setRouter(route);
+onAuthLost(loggedOut);
+
+document.addEventListener('click', (e) => {
+  const a = e.target instanceof Element ? e.target.closest('a[data-nav]') : null;
+  if (!a || e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  go(a.getAttribute('href') || '/web/inbox');
+});
+window.addEventListener('popstate', () => route());
+
+api<Me>('me', {}).then(
+  (me) => {
+    state.me = me;
+    state.unread = me.unread;
+    return startAfterLogin().then(() => route());
+  },
+  () => {
+    state.me = null;
+    route();
+  },
+);

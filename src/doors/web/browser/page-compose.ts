@@ -1,0 +1,64 @@
+// Writing a new message; the directory suggests addresses.
+import type { Directory } from './answers.js';
+import { announce, field, h } from './dom.js';
+import { loadDirectory } from './mail-data.js';
+import { mailForm } from './mail-form.js';
+import { go, pageTitle } from './nav.js';
+import { me } from './state.js';
+
+/** [address, what it is] for every room, account and live session the person could write to. */
+function addressOptions(dir: Directory): [string, string][] {
+  const opts: [string, string][] = [];
+  const account = me().account;
+  for (const r of dir.rooms) opts.push(['#' + r.name, 'room' + (r.member ? ' (you are a member)' : '')]);
+  for (const a of dir.accounts) {
+    if (a.id === account) continue;
+    opts.push([a.id, a.label + ' (' + (a.kind === 'human' ? 'person' : a.kind) + ')']);
+    for (const s of a.sessions) {
+      if (!s.live) continue;
+      const what = s.card.declared.working_on ? ': ' + s.card.declared.working_on : '';
+      if (s.slug) opts.push([a.id + '/' + s.slug, 'live session' + what]);
+      for (const al of s.aliases) opts.push([a.id + '/' + al, 'live session (alias)' + what]);
+      opts.push([s.address, 'live session' + what]);
+    }
+  }
+  return opts;
+}
+
+export function pageCompose(main: HTMLElement, presetTo: string): void {
+  pageTitle(main, 'Write a message');
+  const list = h('datalist', { id: 'addresses' });
+  const to = h('input', { name: 'to', list: 'addresses', required: true, autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false', value: presetTo });
+  const subject = h('input', { name: 'subject', required: true, maxlength: '500' });
+  const body = h('textarea', { name: 'body', rows: '10' });
+  const send = h('button', { type: 'submit', text: 'Send' });
+  const form = h('form', { class: 'card', id: 'compose-form' }, [
+    field('To', to, 'an account (codex), one session (codex/web-ui or codex/s-…) or a room (#reviewers); suggestions come from the directory'),
+    list,
+    field('Subject', subject),
+    field('Message', body, 'plain text; Ctrl+Enter sends'),
+    send,
+  ]);
+  mailForm(
+    form,
+    body,
+    send,
+    () => {
+      if (!to.value.trim() || !subject.value.trim()) return 'A recipient and a subject are needed.';
+      return { to: to.value.trim(), subject: subject.value, body: body.value };
+    },
+    (r) => {
+      announce('Sent to ' + r.to + '.');
+      go('/web/thread/' + r.message_id);
+    },
+  );
+  main.appendChild(form);
+  loadDirectory().then(
+    (dir) => {
+      for (const o of addressOptions(dir)) list.appendChild(h('option', { value: o[0], label: o[1] }));
+    },
+    () => {
+      /* completion is a convenience */
+    },
+  );
+}

@@ -1,0 +1,98 @@
+// One thread, with acknowledging and a reply form. Bodies are untrusted text (body-text.ts).
+import { messageId, type ApiError, type GetAnswer, type Message } from './answers.js';
+import { api } from './api.js';
+import { bodyNodes } from './body-text.js';
+import { $, announce, clear, errorText, field, h, kindBadge, shellPart, when } from './dom.js';
+import { addr, who } from './mail-data.js';
+import { mailForm } from './mail-form.js';
+import { pageTitle } from './nav.js';
+import { ackIds } from './page-inbox.js';
+import { me } from './state.js';
+
+/** Draws the thread of message `id`; quiet: redrawn in place (after an ack, a reply, new mail), so
+ *  focus stays where it is. */
+export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void {
+  const title = quiet ? h('h1', { tabindex: '-1', id: 'page-title', text: 'Thread' }) : pageTitle(main, 'Thread');
+  if (quiet) main.appendChild(title);
+  const box = h('section', { id: 'thread', 'data-open': id, 'aria-live': 'polite' });
+  main.appendChild(box);
+  const redraw = (): void => pageThread(clear(shellPart('main')), id, true);
+  api<GetAnswer>('get', { message_id: id, thread: true }).then(
+    (r) => {
+      const msgs = r.thread || [r.message];
+      box.setAttribute('data-thread', r.message.thread_id);
+      const root = msgs[0] || r.message;
+      title.textContent = root.subject || '(no subject)';
+      document.title = title.textContent + ' · mail4agent';
+      const account = me().account;
+      const pending: string[] = [];
+      for (const m of msgs) {
+        const mid = messageId(m);
+        const mine = m.from === account;
+        const readable = !mine || m.to === account || m.to.charAt(0) === '#';
+        if (!m.acked_at && !mine) pending.push(mid);
+        const ackBtn =
+          !mine && !m.acked_at
+            ? h('button', { type: 'button', class: 'secondary ack', text: 'Acknowledge', onclick: () => void ackIds([mid]).then(redraw, () => undefined) })
+            : null;
+        box.appendChild(
+          h('article', { class: 'message' + (mid === id ? ' focus' : '') + (mine ? ' mine' : ''), id: 'msg-' + mid, 'aria-label': 'from ' + m.from }, [
+            h('header', {}, [
+              addr(m.from, 'from'),
+              ' ',
+              kindBadge(m.from_kind),
+              m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
+              h('span', { class: 'to' }, ['to ', addr(m.to, '')]),
+              when(m.created_at),
+              m.acked_at ? h('span', { class: 'acked', text: 'handled' }) : readable && !mine ? h('span', { class: 'badge unread', text: 'unread' }) : null,
+              ackBtn,
+            ]),
+            m.subject !== root.subject ? h('p', { class: 'subject', text: m.subject }) : null,
+            h('div', { class: 'body' }, [bodyNodes(m.body || '')]),
+            m.refs
+              ? h(
+                  'ul',
+                  { class: 'refs', 'aria-label': 'references' },
+                  m.refs.map((x) => h('li', { text: x.kind + ': ' + x.locator })),
+                )
+              : null,
+          ]),
+        );
+      }
+      if (pending.length > 1)
+        box.appendChild(
+          h('button', { type: 'button', class: 'secondary', text: 'Acknowledge all ' + pending.length, onclick: () => void ackIds(pending).then(redraw, () => undefined) }),
+        );
+      box.appendChild(replyForm(msgs, root));
+    },
+    (e: ApiError) => {
+      box.appendChild(h('p', { class: 'error', role: 'alert', text: errorText(e) }));
+    },
+  );
+}
+
+function replyForm(msgs: Message[], root: Message): HTMLFormElement {
+  const account = me().account;
+  const others = msgs.filter((m) => m.from !== account);
+  const target = (others.length ? others[others.length - 1] : msgs[msgs.length - 1]) ?? root;
+  const to = target.from === account ? target.to : target.to.charAt(0) === '#' ? target.to : target.from;
+  const subject = /^re:/i.test(root.subject) ? root.subject : 'Re: ' + root.subject;
+  const body = h('textarea', { name: 'body', rows: '5', required: true });
+  const send = h('button', { type: 'submit', text: 'Send reply' });
+  const form = h('form', { class: 'card reply', id: 'reply-form' }, [h('h2', { text: 'Reply' }), field('Reply to ' + who(to), body, 'Ctrl+Enter sends.'), send]);
+  mailForm(
+    form,
+    body,
+    send,
+    () => {
+      if (!body.value.trim()) return 'Write something first.';
+      return { to, subject: subject.slice(0, 500), body: body.value, reply_to: messageId(target) };
+    },
+    () => {
+      announce('Reply sent to ' + to + '.');
+      const open = $('thread');
+      pageThread(clear(shellPart('main')), open ? open.getAttribute('data-open') || messageId(target) : messageId(target), true);
+    },
+  );
+  return form;
+}
