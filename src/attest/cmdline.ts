@@ -40,7 +40,6 @@ export function baseName(p: string): string {
 /** A value fit to report: control characters dropped, at most `maxBytes` of UTF-8 (never a split
  *  character). */
 export function cleanValue(value: string, maxBytes = 256): string {
-  // eslint-disable-next-line no-control-regex
   const v = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
   if (Buffer.byteLength(v, 'utf8') <= maxBytes) return v;
   let out = '';

@@ -110,7 +110,7 @@ export class FdScanner {
     this.cache.set(pid, { startTime, fds });
     for (const inode of found) {
       let byPid = hits.get(inode);
-      if (byPid === undefined) hits.set(inode, (byPid = new Map()));
+      if (byPid === undefined) hits.set(inode, (byPid = new Map<number, Holder>()));
       byPid.set(pid, { pid, startTime });
     }
   }

@@ -27,7 +27,7 @@ function namesThisPackage(arg: string): boolean {
 
 /** node running npm/npx/pnpm, or bun as `bunx`/`bun x`, with this package among the arguments. */
 export function isRunner(base: string, argv: readonly string[]): boolean {
-  let args: readonly string[] = [];
+  let args: readonly string[];
   if (isNodeBase(base)) {
     const i = nodeScriptIndex(argv);
     if (i === -1 || !RUNNER_SCRIPTS.has(baseName(argv[i] ?? ''))) return false;

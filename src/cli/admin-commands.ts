@@ -101,7 +101,7 @@ export function registerAdmin(program: Command): void {
     .option('--closed', 'members only may post')
     .action((name: string, o: Common & { open?: boolean; closed?: boolean }) => {
       if (!!o.open === !!o.closed) fail(new UsageError('room set: say either --open or --closed'), !!o.json);
-      else asOperator(o, (c) => c.admin.roomSet(name, !!o.open), () => `room #${name}: ${o.open ? 'anyone may post' : 'members only may post'}`);
+      return asOperator(o, (c) => c.admin.roomSet(name, !!o.open), () => `room #${name}: ${o.open ? 'anyone may post' : 'members only may post'}`);
     });
   common(room.command('remove <name>').description('remove a room and delete its mail')).action((name: string, o: Common) =>
     asOperator(o, (c) => c.admin.roomRemove(name), (r) => `room #${name} removed; ${deleted(r.deleted_messages)} deleted (a room created again as #${name} starts empty)`),

@@ -31,7 +31,7 @@ const home = (env: NodeJS.ProcessEnv) => env.HOME || homedir();
 async function readJsonc(file: string): Promise<unknown> {
   const { parse } = await import('jsonc-parser');
   const errors: { error: number }[] = [];
-  const v = parse(readFileSync(file, 'utf8'), errors as never, { allowTrailingComma: true });
+  const v: unknown = parse(readFileSync(file, 'utf8'), errors as never, { allowTrailingComma: true });
   if (errors.length) throw new Error(`cannot parse ${file}`);
   return v;
 }
@@ -39,20 +39,20 @@ async function readJsonc(file: string): Promise<unknown> {
 async function findEntries(env: NodeJS.ProcessEnv, project: string): Promise<{ entries: McpEntry[]; problems: Check[] }> {
   const h = home(env);
   const codexHome = env.CODEX_HOME || join(h, '.codex');
-  const jsonFiles: [string, string, string, (v: any) => unknown][] = [
-    ['claude', 'user', join(h, '.claude.json'), (v) => v?.mcpServers?.m4a],
-    ['claude', 'project', join(project, '.mcp.json'), (v) => v?.mcpServers?.m4a],
-    ['gemini', 'user', join(h, '.gemini', 'settings.json'), (v) => v?.mcpServers?.m4a],
-    ['gemini', 'project', join(project, '.gemini', 'settings.json'), (v) => v?.mcpServers?.m4a],
-    ['cursor', 'user', join(h, '.cursor', 'mcp.json'), (v) => v?.mcpServers?.m4a],
-    ['cursor', 'project', join(project, '.cursor', 'mcp.json'), (v) => v?.mcpServers?.m4a],
+  const jsonFiles: [string, string, string][] = [
+    ['claude', 'user', join(h, '.claude.json')],
+    ['claude', 'project', join(project, '.mcp.json')],
+    ['gemini', 'user', join(h, '.gemini', 'settings.json')],
+    ['gemini', 'project', join(project, '.gemini', 'settings.json')],
+    ['cursor', 'user', join(h, '.cursor', 'mcp.json')],
+    ['cursor', 'project', join(project, '.cursor', 'mcp.json')],
   ];
   const entries: McpEntry[] = [];
   const problems: Check[] = [];
-  for (const [program, scope, file, pick] of jsonFiles) {
+  for (const [program, scope, file] of jsonFiles) {
     if (!existsSync(file)) continue;
     try {
-      const e = pick(await readJsonc(file));
+      const e = ((await readJsonc(file)) as { mcpServers?: { m4a?: unknown } } | null)?.mcpServers?.m4a;
       if (e && typeof e === 'object') entries.push({ program, scope, file, entry: e as Record<string, unknown> });
     } catch (err) {
       problems.push({ name: `${program} config`, status: 'fail', detail: (err as Error).message });
@@ -144,7 +144,7 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
         checks.push({ name: `account ${name}`, status: me.account === name ? 'ok' : 'fail', detail: me.account === name ? `secret valid; this shell would speak as ${me.address}` : `the stored secret names ${me.account}` });
       } catch (err) {
         const code = err instanceof MailError ? err.code : 'unreachable';
-        checks.push({ name: `account ${name}`, status: 'fail', detail: `${code}: ${(err as Error).message}`, todo: code === 'unauthenticated' ? `run \`m4a setup ${acc.provider ?? name}\` again` : undefined } as Check);
+        checks.push({ name: `account ${name}`, status: 'fail', detail: `${code}: ${(err as Error).message}`, todo: code === 'unauthenticated' ? `run \`m4a setup ${acc.provider ?? name}\` again` : undefined });
       } finally {
         c.close();
       }
@@ -159,7 +159,7 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
     const isHttp = typeof e.entry.url === 'string';
     if (isHttp) {
       const envRef = JSON.stringify(e.entry).match(/M4A_TOKEN/) !== null;
-      checks.push({ name, status: envRef ? 'ok' : 'warn', detail: `HTTP entry ${String(e.entry.url)} in ${e.file}`, todo: env.M4A_TOKEN ? undefined : 'export M4A_TOKEN in the environment the agent starts from' } as Check);
+      checks.push({ name, status: envRef ? 'ok' : 'warn', detail: `HTTP entry ${String(e.entry.url)} in ${e.file}`, todo: env.M4A_TOKEN ? undefined : 'export M4A_TOKEN in the environment the agent starts from' });
     } else {
       const account = accountOf(e.entry);
       const has = account !== undefined && creds.accounts[account] !== undefined;
@@ -189,11 +189,11 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
       } catch {
         /* none */
       }
-      checks.push({ name: 'gemini folder trust', status: trusted ? 'ok' : 'warn', detail: trusted ? `${project} is trusted` : 'project settings are ignored in untrusted folders', todo: trusted ? undefined : 'trust the folder in Gemini CLI (/permissions)' } as Check);
+      checks.push({ name: 'gemini folder trust', status: trusted ? 'ok' : 'warn', detail: trusted ? `${project} is trusted` : 'project settings are ignored in untrusted folders', todo: trusted ? undefined : 'trust the folder in Gemini CLI (/permissions)' });
     }
     if (e.program === 'codex' && e.scope === 'project') {
       checks.push({ name: 'codex project trust', status: 'warn', detail: 'project .codex/config.toml is read only in trusted projects', todo: 'trust the project when Codex asks; hooks must also be trusted in /hooks' });
     }
   }
-  return checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c)) as Check[];
+  return checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c));
 }

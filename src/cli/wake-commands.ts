@@ -57,7 +57,7 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
         throw new UsageError('command needs a JSON array of arguments: command=\'["claude","-p","--resume","{provider_session_id}","{wake_text}"]\'');
       }
       if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) throw new UsageError('command= must be a JSON array of strings (no shell)');
-      return { kind: 'command', argv: argv as string[], ...(o.timeoutSecs ? { timeout_secs: parseDuration(o.timeoutSecs) } : {}), ...(o.cwd ? { cwd: o.cwd } : {}), ...env };
+      return { kind: 'command', argv: argv, ...(o.timeoutSecs ? { timeout_secs: parseDuration(o.timeoutSecs) } : {}), ...(o.cwd ? { cwd: o.cwd } : {}), ...env };
     }
     case 'webhook':
       if (!value) throw new UsageError('webhook needs a URL: webhook=http://127.0.0.1:PORT/path');

@@ -165,7 +165,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
           await lan?.close();
           await s.close();
           try {
-            if (JSON.parse(readFileSync(infoPath, 'utf8')).pid === process.pid) unlinkSync(infoPath);
+            if ((JSON.parse(readFileSync(infoPath, 'utf8')) as { pid?: unknown }).pid === process.pid) unlinkSync(infoPath);
           } catch {
             /* gone */
           }

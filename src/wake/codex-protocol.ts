@@ -109,7 +109,8 @@ export type TurnStatus = 'completed' | 'interrupted' | 'failed' | 'inProgress';
 
 export interface Turn {
   id: string;
-  status: TurnStatus | string;
+  /** A TurnStatus, or one a newer Codex added. */
+  status: string;
   items?: unknown[];
   error?: unknown;
 }

@@ -88,7 +88,7 @@ export function checkWebhookUrl(raw: string, allowRemote = false): CheckedWebhoo
   const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
   return {
     href: u.href,
-    protocol: u.protocol as 'http:' | 'https:',
+    protocol: u.protocol,
     hostname,
     port,
     path: `${u.pathname}${u.search}`,

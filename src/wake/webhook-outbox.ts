@@ -345,8 +345,8 @@ export const httpPost: WebhookPost = (r) =>
     });
     req.on('response', (res) => {
       res.resume();
-      const ra = res.headers['retry-after'];
-      resolve({ status: res.statusCode ?? 0, retryAfter: Array.isArray(ra) ? (ra[0] ?? null) : (ra ?? null) });
+      // node keeps the first of repeated Retry-After headers, so it is one string.
+      resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] ?? null });
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${r.timeoutMs} ms`)));
     req.on('error', reject);

@@ -151,7 +151,7 @@ function planJsonItem(t: Extract<Target, { kind: 'json-item' }>, text: string, p
   const current = getAt(doc, t.keys);
   if (Array.isArray(current) && current.includes(t.item)) return { after: doc.text, edit: prior ?? null, kept: true };
   const ins = insertItem(doc, t.keys, t.item, t.path);
-  const expected = setAt(clone(valueOf(doc)), t.keys, [...(Array.isArray(current) ? current : []), t.item]);
+  const expected = setAt(clone(valueOf(doc)), t.keys, [...(Array.isArray(current) ? (current as unknown[]) : []), t.item]);
   if (!sameAs(ins.text, expected)) throw new Refusal(`could not edit ${t.path} safely; nothing was changed`, t.path);
   return { after: ins.text, edit: { kind: 'json-item', keys: t.keys, item: t.item, lead: ins.lead, trail: ins.trail, created: ins.created }, kept: false };
 }
