@@ -104,7 +104,7 @@ describe('two agents with bash tools, the real CLI, an auto-started daemon', () 
 
     const thread = W.GetResponse.parse(JSON.parse((await claude.run(`${m4a} thread ${m.id} --json`)).stdout));
     assert.deepEqual(thread.thread?.map((x) => x.subject), ['review please', 'Re: review please']);
-    const read = W.GetResponse.parse(JSON.parse((await claude.run(`${m4a} read ${woke.messages[0]!.id} --json`)).stdout));
+    const read = W.GetResponse.parse(JSON.parse((await claude.run(`${m4a} read ${woke.messages[0].id} --json`)).stdout));
     assert.equal(read.message.body, 'Looks good.\nShip it.');
 
     const ack = W.AckResponse.parse(JSON.parse((await codex.run(`${m4a} ack ${m.id} --json`)).stdout));
@@ -172,8 +172,8 @@ describe('auto-start race', () => {
           const c = spawn(process.execPath, [CLI, 'admin', 'account', 'list', '--json'], { env });
           let out = '';
           let err = '';
-          c.stdout.on('data', (d: Buffer) => (out += d));
-          c.stderr.on('data', (d: Buffer) => (err += d));
+          c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+          c.stderr.on('data', (d: Buffer) => (err += d.toString()));
           c.on('exit', (code) => resolve({ code, out, err }));
         }),
       );

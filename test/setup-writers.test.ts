@@ -501,7 +501,7 @@ describe('setup: the bridge command and the guide', () => {
 
 // ---- the hooks that wake agents (AGENT-INTEGRATIONS §2.1, §4.3, §5.3, §6.2) ----
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 
 /** Claude Code's and Codex's matcher group: one command handler, timeout in seconds. */
 const group = (command: string, timeout: number, matcher?: string): Json => ({ ...(matcher !== undefined ? { matcher } : {}), hooks: [{ type: 'command', command, timeout }] });

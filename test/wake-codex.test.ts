@@ -61,7 +61,7 @@ describe('codex app-server wake adapter (fake app-server, protocol 0.171.0)', ()
     const ws = new WebSocket(listen);
     await new Promise((r) => ws.once('open', r));
     const replies: any[] = [];
-    ws.on('message', (d) => replies.push(JSON.parse(String(d))));
+    ws.on('message', (d) => replies.push(JSON.parse((d as Buffer).toString('utf8')))); // ws's default binaryType: one Buffer
     ws.send(JSON.stringify({ method: 'thread/list', id: 1, params: {} }));
     ws.send(JSON.stringify({ method: 'initialize', id: 2, params: { clientInfo: { name: 't', title: null, version: '0' }, capabilities: null } }));
     ws.send(JSON.stringify({ method: 'initialize', id: 3, params: { clientInfo: { name: 't', title: null, version: '0' }, capabilities: null } }));

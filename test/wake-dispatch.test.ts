@@ -204,7 +204,7 @@ describe('wake chains: from another machine', () => {
           { host: lan!.address, port: d.port, path: '/admin/wake/list', method: 'POST', headers: { authorization: `Bearer ${d.operatorToken}`, 'content-type': 'application/json', host: `0.0.0.0:${d.port}` } },
           (r) => {
             let text = '';
-            r.on('data', (c: Buffer) => (text += c));
+            r.on('data', (c: Buffer) => (text += c.toString()));
             r.on('end', () => resolve({ status: r.statusCode ?? 0, text }));
           },
         );

@@ -32,7 +32,7 @@ async function world(o: { threadMax?: number } = {}) {
     kind: 'hooks',
     wake: async (req) => {
       woken.push(req);
-      return behave(req) as Promise<{ ok: true; detail: string }>;
+      return behave(req);
     },
   };
   const chains = new WakeChains(engine.store, clock, () => true);

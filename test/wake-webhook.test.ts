@@ -83,7 +83,7 @@ describe('webhook wakes', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const outbox = (store: Store, clock = systemClock as ManualClock | typeof systemClock, opts: ConstructorParameters<typeof WebhookOutbox>[3] = {}): WebhookOutbox => {
+  const outbox = (store: Store, clock = systemClock, opts: ConstructorParameters<typeof WebhookOutbox>[3] = {}): WebhookOutbox => {
     const o = new WebhookOutbox(store, clock, key, opts);
     outboxes.push(o);
     return o;

@@ -3,7 +3,7 @@
 // per writer or reader, the same shape as the daemon's keep-alive senders and parked readers.
 import { Redis } from 'ioredis';
 import { finish, readSpec } from '../lib/spec.js';
-import { msSince, nowNs, summarize, type Summary } from '../lib/stats.js';
+import { msSince, nowNs, summarize } from '../lib/stats.js';
 import { sleep } from '../lib/procs.js';
 import { progressReporter } from '../loadgen/http.js';
 

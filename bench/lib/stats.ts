@@ -18,7 +18,7 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
 }
 
 export function summarize(samples: ArrayLike<number>): Summary {
-  const s = Float64Array.from(samples as ArrayLike<number>).sort();
+  const s = Float64Array.from(samples).sort();
   let sum = 0;
   for (const x of s) sum += x;
   return {

@@ -5,7 +5,7 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon } from '../lib/daemon.js';
-import { cleanupAll, cpuSeconds, sleep, tempDir, waitIdle } from '../lib/procs.js';
+import { cleanupAll, cpuSeconds, tempDir, waitIdle } from '../lib/procs.js';
 import { summarizeProfile } from '../lib/cpuprofile.js';
 import { Poster, keepAlive } from '../loadgen/http.js';
 

@@ -159,7 +159,7 @@ describe('a real session speaks through m4a, attested as itself', () => {
 
     const [whoami, send] = model.exchanges();
     assert.equal(whoami?.isError, false, `whoami failed: ${whoami?.result}`);
-    const me = parseJson(whoami!.result, 'whoami');
+    const me = parseJson(whoami.result, 'whoami');
     assert.match(me.address, /^claude\/s-[0-9a-f]+$/);
     assert.equal(me.account, 'claude');
 
@@ -172,7 +172,7 @@ describe('a real session speaks through m4a, attested as itself', () => {
     assert.equal(me.card.corroborated.cwd, w.project);
 
     assert.equal(send?.isError, false, `send failed: ${send?.result}`);
-    const sent = parseJson(send!.result, 'send');
+    const sent = parseJson(send.result, 'send');
     assert.equal(sent.from, me.address);
 
     const inbox = await inboxOf(w, codex.secret);

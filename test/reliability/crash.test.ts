@@ -35,12 +35,12 @@ async function serve(dataDir: string, port: number): Promise<Daemon> {
     env: { ...process.env, M4A_LOG_LEVEL: 'warn' },
   });
   let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   await new Promise<void>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s: ${err}`)), 20_000);
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       if (/listening on http:\/\//.test(out)) {
         clearTimeout(timer);

@@ -251,7 +251,7 @@ class AckCmd implements Cmd {
     let ids = model.msgs.length ? this.picks.map((p) => model.msgs[p % model.msgs.length]!.id) : [];
     if (this.unknownAt !== null || ids.length === 0) ids.splice((this.unknownAt ?? 0) % (ids.length + 1), 0, 'm-unknown');
     if (this.single) ids = ids.slice(0, 1);
-    const where = `${this}: ${ids.join(',')}`;
+    const where = `${this.toString()}: ${ids.join(',')}`;
     const unique = [...new Set(ids)];
     let expected: ErrorCode | null = null;
     let failing: string | undefined;
@@ -310,7 +310,7 @@ class InboxCmd implements Cmd {
       ...(threadMsg ? { thread_id: threadMsg.thread } : {}),
       ...(this.bodies ? {} : { include_bodies: false }),
     };
-    const where = `${this} ${JSON.stringify(req)}`;
+    const where = `${this.toString()} ${JSON.stringify(req)}`;
     const page = await real.engine.inbox(real.callers.get(r.name)!, req);
     const want = model.page(r, { pos: cur?.pos ?? null, pending: this.pending, limit: this.limit ?? 50, thread: threadMsg?.thread ?? null });
     assert.deepEqual(page.messages.map((m) => m.id), want.map((m) => m.id), `${where}: page`);
@@ -335,7 +335,7 @@ class GetCmd implements Cmd {
     const r = READERS[this.reader]!;
     const m = model.msgs.length ? model.msgs[this.pick % model.msgs.length]! : null;
     const id = m?.id ?? 'm-unknown';
-    const where = `${this} ${id}`;
+    const where = `${this.toString()} ${id}`;
     const mayRead = (x: MMsg) => model.readable(r, x) || x.from === r.account;
     let res: W.GetResponse | undefined;
     const err = await refusal(real.engine.get(real.callers.get(r.name)!, { message_id: id, ...(this.thread ? { thread: true } : {}) }).then((x) => void (res = x)));
@@ -367,7 +367,7 @@ class MemberCmd implements Cmd {
       await real.admin.memberAdd(real.op, room, account);
       members.add(account);
     }
-    assert.deepEqual((await real.store.getRoom(room))?.members, [...members].sort(), `${this}: members`);
+    assert.deepEqual((await real.store.getRoom(room))?.members, [...members].sort(), `${this.toString()}: members`);
   }
   toString = () => `member(#${ROOMS[this.room]} ${ACCOUNTS[this.account]})`;
 }
@@ -389,7 +389,7 @@ class WaitCmd implements Cmd {
   async run(model: Model, real: Real) {
     const r = READERS[this.reader]!;
     const caller = real.callers.get(r.name)!;
-    const where = `${this}`;
+    const where = `${this.toString()}`;
     const head = encodeCursor(await real.store.headSeq());
     const headPos = model.msgs.length;
     const box: { settled: W.InboxResponse | Error | null } = { settled: null };
@@ -476,7 +476,7 @@ class Checked implements Cmd {
   check = () => true;
   async run(model: Model, real: Real) {
     await this.inner.run(model, real);
-    for (const r of READERS) assert.equal((await real.engine.unread(real.callers.get(r.name)!)).unread, model.unread(r), `after ${this.inner}: unread of ${r.name}`);
+    for (const r of READERS) assert.equal((await real.engine.unread(real.callers.get(r.name)!)).unread, model.unread(r), `after ${this.inner.toString()}: unread of ${r.name}`);
   }
   toString = () => String(this.inner);
 }

@@ -125,7 +125,7 @@ describe('fuzz: the CLI\'s argument parsing', () => {
           assert.ok(!/^\s+at .+[(:]\d+/m.test(r.stderr), `${what}: a stack trace on stderr:\n${r.stderr.slice(0, 3000)}`);
           assert.ok(!/Unhandled|uncaught|node:internal/i.test(r.stderr), `${what}: an unhandled error:\n${r.stderr.slice(0, 3000)}`);
           if (r.code !== 0) assert.ok(r.stderr.trim().length > 0, `${what}: exit ${r.code} with nothing on stderr`);
-          seen.set(r.code!, (seen.get(r.code!) ?? 0) + 1);
+          seen.set(r.code, (seen.get(r.code) ?? 0) + 1);
           if (process.env.M4A_FUZZ_CLI_DEBUG) process.stderr.write(`cli: ${Math.round(r.ms)} ms exit ${r.code} ${what.slice(0, 120)} :: ${r.stderr.split("\n")[0]?.slice(0, 120)}\n`);
         }
         const grew = (await d.engine.store.headSeq()) - head;

@@ -48,7 +48,7 @@ export function http(
         res.on('end', () => {
           clearTimeout(timer);
           const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown = null;
+          let json: unknown;
           try {
             json = text ? JSON.parse(text) : null;
           } catch {

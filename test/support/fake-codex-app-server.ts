@@ -187,7 +187,7 @@ export class FakeCodexAppServer {
       );
       ws.on('message', (data) => {
         try {
-          c.receive(JSON.parse(String(data)));
+          c.receive(JSON.parse((data as Buffer).toString('utf8'))); // ws's default binaryType: one Buffer
         } catch {
           /* not JSON */
         }

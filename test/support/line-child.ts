@@ -16,7 +16,7 @@ export async function startLineChild(args: string[], opts: SpawnOptions): Promis
   const waiting = new Map<number, (v: unknown) => void>();
   let ready!: (pid: number) => void;
   const readyP = new Promise<number>((r) => (ready = r));
-  createInterface({ input: child.stdout! }).on('line', (l) => {
+  createInterface({ input: child.stdout }).on('line', (l) => {
     const m = JSON.parse(l) as { ready?: boolean; pid?: number; id?: number };
     if (m.ready) return ready(m.pid ?? 0);
     if (m.id === undefined) return;
@@ -32,11 +32,11 @@ export async function startLineChild(args: string[], opts: SpawnOptions): Promis
       const id = next++;
       return new Promise<T>((resolve) => {
         waiting.set(id, resolve as (v: unknown) => void);
-        child.stdin!.write(JSON.stringify({ ...msg, id }) + '\n');
+        child.stdin.write(JSON.stringify({ ...msg, id }) + '\n');
       });
     },
     tell(msg) {
-      child.stdin!.write(JSON.stringify(msg) + '\n');
+      child.stdin.write(JSON.stringify(msg) + '\n');
     },
   };
 }

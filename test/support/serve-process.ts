@@ -14,11 +14,11 @@ export interface ServedDaemon {
 export async function serveProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServedDaemon> {
   const child = spawn(process.execPath, [BUILT_CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let err = '';
-  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
+    child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m?.[1]) resolve(m[1]);

@@ -56,7 +56,7 @@ export async function raw(
     ...(opts.body !== undefined ? { body: opts.body } : {}),
   });
   const text = await res.text();
-  let json: unknown = null;
+  let json: unknown;
   try {
     json = text ? JSON.parse(text) : null;
   } catch {

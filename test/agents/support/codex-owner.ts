@@ -38,7 +38,7 @@ export interface AppServer {
 export async function startAppServer(codex: string, sock: string, o: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<AppServer> {
   const child = spawn(codex, ['app-server', '--listen', `unix://${sock}`], { cwd: o.cwd, env: o.env, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString('utf8')).slice(-8192)));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString('utf8')).slice(-8192)));
   const pid = child.pid!;
   const server: AppServer = {
     child,
@@ -79,7 +79,7 @@ export async function ownerClient(sock: string, name = 'm4a-test-owner'): Promis
   const seen: Seen[] = [];
   const waiters: (() => void)[] = [];
   ws.on('message', (data) => {
-    const m = JSON.parse(String(data));
+    const m = JSON.parse((data as Buffer).toString('utf8')); // ws's default binaryType: one Buffer
     if (m.method !== undefined && m.id === undefined) {
       seen.push({ method: m.method, params: m.params, at: Date.now() });
       for (const w of waiters.splice(0)) w();

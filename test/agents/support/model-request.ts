@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 export interface ModelRequest {
   method: string;
   path: string;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;
   at: number;
 }
 
@@ -14,7 +14,7 @@ export async function readModelRequest(req: IncomingMessage): Promise<ModelReque
   const chunks: Buffer[] = [];
   for await (const c of req as AsyncIterable<Buffer>) chunks.push(c);
   const raw = Buffer.concat(chunks).toString('utf8');
-  let body: unknown = null;
+  let body: unknown;
   try {
     body = raw ? JSON.parse(raw) : null;
   } catch {

@@ -60,7 +60,7 @@ export interface ScriptedOpenAIOptions {
 export function offeredNames(tools: unknown): string[] {
   if (!Array.isArray(tools)) return [];
   const out: string[] = [];
-  for (const t of tools as any[]) {
+  for (const t of tools) {
     if (typeof t?.name === 'string') out.push(t.name);
     if (Array.isArray(t?.tools)) for (const inner of t.tools) if (typeof inner?.name === 'string') out.push(inner.name);
   }
@@ -79,8 +79,8 @@ type Item = { type: 'message'; text: string } | { type: 'function_call'; callId:
 /** The namespace tool that holds a function of this name, if the name is not a top-level tool. */
 export function namespaceOf(tools: unknown, name: string): string | undefined {
   if (!Array.isArray(tools)) return undefined;
-  if ((tools as any[]).some((t) => t?.name === name && !Array.isArray(t?.tools))) return undefined;
-  for (const t of tools as any[]) if (Array.isArray(t?.tools) && t.tools.some((i: any) => i?.name === name)) return String(t.name);
+  if (tools.some((t) => t?.name === name && !Array.isArray(t?.tools))) return undefined;
+  for (const t of tools) if (Array.isArray(t?.tools) && t.tools.some((i: any) => i?.name === name)) return String(t.name);
   return undefined;
 }
 

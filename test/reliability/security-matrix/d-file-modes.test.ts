@@ -60,9 +60,12 @@ function serveUntilExit(dir: string): Promise<{ code: number | null; stderr: str
     const child = spawn(process.execPath, [BUILT_CLI, 'serve', '--data-dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     let started = false;
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.stdout!.on('data', (c: Buffer) => {
-      if (/listening on/.test(c.toString())) (started = true), child.kill('SIGTERM');
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdout.on('data', (c: Buffer) => {
+      if (/listening on/.test(c.toString())) {
+        started = true;
+        child.kill('SIGTERM');
+      }
     });
     child.on('exit', (code) => resolve({ code, stderr, started }));
   });
@@ -164,9 +167,12 @@ describe('security matrix D: file modes', { skip: canRun ? false : 'needs Linux,
       const child = spawn(process.execPath, [BUILT_CLI, 'serve', '--data-dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       let started = false;
-      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-      child.stdout!.on('data', (c: Buffer) => {
-        if (/listening on/.test(c.toString())) (started = true), child.kill('SIGTERM');
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.stdout.on('data', (c: Buffer) => {
+        if (/listening on/.test(c.toString())) {
+          started = true;
+          child.kill('SIGTERM');
+        }
       });
       child.on('exit', (code) => resolve({ code, stderr, started }));
     });
@@ -229,7 +235,7 @@ describe('security matrix D: file modes', { skip: canRun ? false : 'needs Linux,
     const r = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--json', '--data-dir', dir], { encoding: 'utf8', env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_URL: 'http://127.0.0.1:9' } });
     const check = (JSON.parse(r.stdout).checks as { name: string; status: string; detail: string; todo?: string }[]).find((c) => c.name === 'data directory');
     assert.equal(check?.status, 'fail', JSON.stringify(check));
-    assert.match(check!.detail, /mail\.db 644/);
-    assert.match(check!.todo ?? '', /tightens them when it starts/);
+    assert.match(check.detail, /mail\.db 644/);
+    assert.match(check.todo ?? '', /tightens them when it starts/);
   });
 });

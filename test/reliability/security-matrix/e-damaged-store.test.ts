@@ -29,8 +29,8 @@ function runServe(dir: string, env: NodeJS.ProcessEnv = {}): Promise<ServeRun> {
   const child = spawn(process.execPath, [BUILT_CLI, 'serve', '--data-dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, M4A_LOG_LEVEL: 'info', ...env } });
   let stderr = '';
   let started = false;
-  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stdout!.on('data', (c: Buffer) => {
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdout.on('data', (c: Buffer) => {
     if (!started && /listening on/.test(c.toString())) {
       started = true;
       child.kill('SIGTERM');
@@ -188,7 +188,7 @@ describe('security matrix E: a damaged database', () => {
     const d = doctor(dir, mkdtempSync(join(root, 'home-')));
     const check = d.json.checks.find((c) => c.name === 'store integrity');
     assert.equal(check?.status, 'fail', JSON.stringify(d.json.checks));
-    assert.match(check!.detail, /mail\.db cannot be read \(EISDIR/);
+    assert.match(check.detail, /mail\.db cannot be read \(EISDIR/);
     assert.equal(d.status, 1);
   });
 
@@ -203,7 +203,7 @@ describe('security matrix E: a damaged database', () => {
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const child = spawn(process.execPath, [BUILT_CLI, 'admin', 'account', 'list'], { stdio: ['ignore', 'pipe', 'pipe'], env });
       let stderr = '';
-      child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       const timer = setTimeout(() => child.kill('SIGKILL'), 8_000);
       child.on('exit', (code) => (clearTimeout(timer), resolve({ code, stderr })));
     });
@@ -234,9 +234,9 @@ describe('security matrix E: a damaged database', () => {
     const r = doctor(dir, home);
     const check = r.json.checks.find((c) => c.name === 'store integrity');
     assert.equal(check?.status, 'fail', JSON.stringify(r.json.checks));
-    assert.match(check!.detail, /mail\.db is damaged: /);
-    assert.match(check!.todo ?? '', /restore .*mail\.db from a copy/);
-    assert.match(check!.todo ?? '', /m4a backup/);
+    assert.match(check.detail, /mail\.db is damaged: /);
+    assert.match(check.todo ?? '', /restore .*mail\.db from a copy/);
+    assert.match(check.todo ?? '', /m4a backup/);
     assert.equal(r.status, 1);
     assert.ok(readFileSync(path).equals(before), 'doctor does not write the database');
 
@@ -276,7 +276,7 @@ describe('security matrix E: a damaged database', () => {
     writeFileSync(path, bytes);
     const check = doctor(dir, mkdtempSync(join(root, 'home-'))).json.checks.find((c) => c.name === 'store integrity');
     assert.equal(check?.status, 'fail');
-    assert.match(check!.detail, new RegExp(`page ${page} cell \\d+: Offset \\d+ out of range`));
+    assert.match(check.detail, new RegExp(`page ${page} cell \\d+: Offset \\d+ out of range`));
   });
 
   it('doctor --check-store passes an undamaged mailbox', () => {
