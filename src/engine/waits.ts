@@ -1,13 +1,15 @@
 // Parked inbox waits. A wait holds no lock: it registers interest in mail keys *before* the
 // reader's query, so a commit between the two still wakes it; every wake is only a hint and the
-// reader re-queries. Caps: per session (the oldest wait is answered empty) and in total.
+// reader re-queries. Caps: per session (the oldest wait is answered empty) and in total. A wait
+// whose client went away (its signal aborted) leaves at once: it holds no slot of any cap.
 import { MailError } from '../wire/errors.js';
 import type { MailKey } from '../store/types.js';
 import type { Clock } from './clock.js';
 
 /** woken: mail committed on a watched key; refresh: the reader's rooms changed, re-query in full;
- *  removed: the reader's account is gone (a new one of the name is someone else). */
-export type WaitEnd = 'woken' | 'refresh' | 'removed' | 'expired' | 'displaced' | 'closed';
+ *  removed: the reader's account is gone (a new one of the name is someone else); gone: the
+ *  client closed its connection, nobody is left to answer. */
+export type WaitEnd = 'woken' | 'refresh' | 'removed' | 'expired' | 'displaced' | 'closed' | 'gone';
 
 export interface WaitCaps {
   perSession: number;
@@ -45,9 +47,11 @@ export class WaitRoom {
     return this.count;
   }
 
-  /** Registers a wait on `keys` for at most `ms`. `owner` is the session (or account) waiting. */
-  park(owner: string, account: string, keys: MailKey[], ms: number): ParkedWait {
+  /** Registers a wait on `keys` for at most `ms`. `owner` is the session (or account) waiting;
+   *  `signal` aborts when its client has gone away. */
+  park(owner: string, account: string, keys: MailKey[], ms: number, signal?: AbortSignal): ParkedWait {
     if (this.closed) return { ended: Promise.resolve('closed'), cancel: () => undefined };
+    if (signal?.aborted) return { ended: Promise.resolve('gone'), cancel: () => undefined };
     // A session at its own cap replaces its oldest wait, which frees a slot before the totals count.
     const mine = this.byOwner.get(owner) ?? [];
     if (mine.length >= this.caps.perSession) mine[0]?.settle('displaced');
@@ -59,6 +63,7 @@ export class WaitRoom {
     const ended = new Promise<WaitEnd>((r) => (resolve = r));
     let done = false;
     let cancelTimer = (): void => undefined;
+    const onAbort = (): void => w.settle('gone');
     const w: Waiter = {
       owner,
       account,
@@ -67,11 +72,13 @@ export class WaitRoom {
         if (done) return;
         done = true;
         cancelTimer();
+        signal?.removeEventListener('abort', onAbort);
         this.remove(w);
         resolve(end);
       },
     };
     cancelTimer = this.clock.timer(ms, () => w.settle('expired'));
+    signal?.addEventListener('abort', onAbort, { once: true });
     for (const k of keys) {
       let set = this.byKey.get(k);
       if (!set) this.byKey.set(k, (set = new Set()));
