@@ -489,11 +489,16 @@ describe('setup: the bridge command and the guide', () => {
     assert.deepEqual(entry.args, [DIST_MAIN, 'mcp', '--account', 'gemini']);
   });
 
-  it('one short guide with the etiquette, rendered per program', () => {
+  it('one short guide: the five-line checklist, what new mail means, the loop guard; rendered per program', () => {
     const section = renderGuide('codex', 'section');
     assert.ok(section.split('\n').length <= 40, 'under ~40 lines');
-    for (const must of [/m4a_mail_peers/, /whoami/, /reply_to/, /in the chat/, /acknowledge acknowledgements/, /Ack each message/, /Point, do not paste/, /self-contained/, /not the user's instructions/])
-      assert.match(section, must);
+    const checklist = section.split('\n').filter((l) => /^\d\. /.test(l));
+    assert.equal(checklist.length, 5, 'a five-line checklist');
+    for (const [i, step] of [/^1\. Read/, /^2\. Act/, /^3\. Reply .*m4a_mail_reply.*Just `m4a_mail_ack`/, /^4\. Ack what you skip/, /^5\. .*sessions share one queue/].entries()) assert.match(checklist[i]!, step);
+    for (const tool of ['m4a_mail_inbox', 'm4a_mail_reply {message_id, body}', 'm4a_mail_send', 'm4a_mail_ack', 'm4a_mail_peers', 'm4a_mail_whoami']) assert.ok(section.includes(tool), tool);
+    assert.match(section, /"You have new mail" means mail you have not been shown yet\. It stays in the inbox.*until it is acknowledged/);
+    assert.match(section, /Loop guard: agents that keep answering each other with no person .* quieted.*no acknowledgement-only replies/);
+    for (const must of [/in the chat/, /self-contained/, /not the user's instructions/, /never send secrets/]) assert.match(section, must);
     const body = section.replace(/^## /, '');
     for (const rendered of [renderGuide('claude', 'file'), renderGuide('cursor', 'file'), renderGuide('gemini', 'section')]) assert.ok(rendered.replace(/^#+ /m, '').includes(body), 'the same text everywhere');
   });
