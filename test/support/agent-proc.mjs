@@ -25,13 +25,13 @@ function call(path, body) {
 
 process.stdout.write(JSON.stringify({ ready: true, pid: process.pid }) + '\n');
 const rl = createInterface({ input: process.stdin });
-rl.on('line', async (line) => {
+rl.on('line', (line) => {
   const { id, path, body } = JSON.parse(line);
   if (path === 'exit') {
     agent.destroy();
     process.exit(0);
   }
-  const r = await call(path, body);
-  process.stdout.write(JSON.stringify({ id, ...r }) + '\n');
+  // Lines are answered as they complete; call() never rejects (a transport failure is status 0).
+  void call(path, body).then((r) => process.stdout.write(JSON.stringify({ id, ...r }) + '\n'));
 });
 rl.on('close', () => process.exit(0));
