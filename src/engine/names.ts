@@ -8,8 +8,9 @@ import { MailError } from '../wire/errors.js';
 import { selectorProblem } from '../wire/text.js';
 import type { SessionRecord, Store } from '../store/types.js';
 
-const FULL_ID = /^s-[0-9a-f]{64}$/;
-const PREFIX = /^(?:s-)?([0-9a-f]{6,63})$/;
+export const FULL_ID = /^s-[0-9a-f]{64}$/;
+/** An id prefix as written in an address: six or more hex digits, with or without `s-`. */
+export const PREFIX = /^(?:s-)?([0-9a-f]{6,63})$/;
 const MAX_CANDIDATES = 20;
 /** Marks an alias: `account/@name`. */
 export const ALIAS_SIGIL = '@';

@@ -5,7 +5,7 @@ import { MailError } from '../wire/errors.js';
 import { formatAddress, type Address } from '../wire/address.js';
 import { keyOfAccount, keyOfLineage, keyOfRoom, type AccountRecord, type MailKey, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
 import type { SessionBook } from './sessions.js';
-import { findSession } from './names.js';
+import { FULL_ID, PREFIX, findSession } from './names.js';
 
 export interface Recipient {
   key: MailKey;
@@ -13,6 +13,8 @@ export interface Recipient {
   redirected: boolean;
   /** Accounts whose listeners ring for this message. */
   accounts: string[];
+  /** The session it goes to, for session mail (its printed form then costs no read). */
+  session?: SessionRecord;
 }
 
 /** A room takes posts from its members only, unless it is open; the operator, who administers
@@ -29,7 +31,7 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Addr
   if (!account) throw new MailError('unknown_participant', `no account ${to.participant}`, { participant: to.participant });
   if (to.kind === 'direct') return { key: keyOfAccount(account.id), address: account.id, redirected: false, accounts: [account.id] };
 
-  const session = await findSession(store, account.id, to.session, (s) => book.isLive(s));
+  const session = await sessionFor(store, book, account.id, to.session, parent);
   const live = await liveEnd(store, book, session, now);
   if (live) {
     return {
@@ -37,12 +39,38 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Addr
       address: `${account.id}/${live.id}`,
       redirected: live.id !== session.id,
       accounts: [account.id],
+      session: live,
     };
   }
   if (parent && parent.fromAccount === account.id && parent.fromSession !== null && (await sameLineage(store, account.id, parent.fromSession, session))) {
     return { key: keyOfAccount(account.id), address: account.id, redirected: true, accounts: [account.id] };
   }
   throw new MailError('session_ended', `session ${to.session} of ${account.id} has ended; write to the account instead`, { account: account.id });
+}
+
+/** The session `name` denotes; for a reply, checked against the printed form it was answering.
+ *  Answers print the sender short (account/slug, account/s-…): a prefix of the parent's sender is
+ *  that sender. A slug or alias is held by one lineage while that lineage is in the directory, and
+ *  freed when it is pruned: a reply by a name that now holds another lineage, while the parent's
+ *  sender has left the directory, is refused as a reply to the sender's full id would be, so it
+ *  never reaches a newcomer that took the name. */
+async function sessionFor(store: Store, book: SessionBook, account: string, name: string, parent: StoredMessage | null): Promise<SessionRecord> {
+  const isLive = (s: SessionRecord): boolean => book.isLive(s);
+  const sender = parent && parent.fromAccount === account ? parent.fromSession : null;
+  if (!sender || name === sender || FULL_ID.test(name)) return findSession(store, account, name, isLive);
+  const hex = PREFIX.exec(name)?.[1];
+  if (hex !== undefined && sender.startsWith(`s-${hex}`)) return findSession(store, account, sender, isLive);
+  const s = await findSession(store, account, name, isLive);
+  // Another prefix, or the sender's own lineage: nothing freed was taken.
+  if (hex !== undefined || s.id === sender || s.lineage === sender) return s;
+  // The sender is in the directory, so its slug is still its own: this name never was (a send
+  // to another session of the account, threaded under the parent).
+  if (await store.getSession(account, sender)) return s;
+  throw new MailError('unknown_session', `${account}/${name} now names another session than the one that wrote ${parent!.id}, which has left the directory; write to ${account}`, {
+    participant: account,
+    session: name,
+    candidates: [account],
+  });
 }
 
 /** The live session at the end of a successor chain, or null. Marks dead local sessions ended. */
