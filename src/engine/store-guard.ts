@@ -1,13 +1,15 @@
 // A store failure becomes store_unavailable {operation}; the cause is logged, never returned.
 import { MailError } from '../wire/errors.js';
-import type { Store } from '../store/types.js';
+import { STORE_METHODS, type Store, type StoreMethod } from '../store/types.js';
 import type { Logger } from './log.js';
 
 export function guardStore(store: Store, log: Logger): Store {
   return new Proxy(store, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== 'function' || prop === 'onCommit') return typeof v === 'function' ? v.bind(target) : v;
+      // Subscribing touches no data and answers synchronously (an unsubscribe function): not guarded.
+      const role = typeof prop === 'string' && Object.hasOwn(STORE_METHODS, prop) ? STORE_METHODS[prop as StoreMethod] : null;
+      if (typeof v !== 'function' || role === 'subscribe') return typeof v === 'function' ? v.bind(target) : v;
       const fn = v as (...a: unknown[]) => unknown;
       return (...args: unknown[]) => {
         const fail = (err: unknown): never => {

@@ -120,10 +120,7 @@ export interface StoredMessage extends NewMessage {
   seq: number;
 }
 
-export type AppendOutcome =
-  | { kind: 'created'; message: StoredMessage }
-  | { kind: 'duplicate'; message: StoredMessage }
-  | { kind: 'conflict'; message: StoredMessage };
+export type AppendOutcome = { kind: 'created'; message: StoredMessage } | { kind: 'duplicate'; message: StoredMessage } | { kind: 'conflict'; message: StoredMessage };
 
 /** What one reader (a session of an account) may read, and under which keys it acknowledges. */
 export interface ReaderScope {
@@ -307,6 +304,69 @@ export interface Store {
   /** Called after every commit that adds mail (in this process or, for shared stores, any daemon). */
   onCommit(listener: (e: CommitEvent) => void): () => void;
 }
+
+/** The Store's methods (its data members, `kind` and `shared`, are not calls). */
+export type StoreMethod = { [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store];
+
+/** What each Store method does, declared once: a `read` only reads (safe to run again when its
+ *  connection was lost under it: the PostgreSQL retry set); a `write` changes the store and must not
+ *  be repeated blindly; `subscribe` registers a listener (synchronous, touches no data); `lifecycle`
+ *  is close. A new Store method that is not classified here fails the typecheck. */
+export const STORE_METHODS = {
+  close: 'lifecycle',
+  onCommit: 'subscribe',
+  getMeta: 'read',
+  initMeta: 'write',
+  addAccount: 'write',
+  getAccount: 'read',
+  findAccountByDigest: 'read',
+  listAccounts: 'read',
+  setAccountSecret: 'write',
+  removeAccount: 'write',
+  addRoom: 'write',
+  removeRoom: 'write',
+  setRoomOpen: 'write',
+  getRoom: 'read',
+  listRooms: 'read',
+  roomsOf: 'read',
+  addMember: 'write',
+  removeMember: 'write',
+  setListener: 'write',
+  removeListener: 'write',
+  getListener: 'read',
+  registerSession: 'write',
+  getSession: 'read',
+  findSessionsByPrefix: 'read',
+  lineageSessions: 'read',
+  addAlias: 'write',
+  removeAlias: 'write',
+  resolveName: 'read',
+  namesOf: 'read',
+  listNames: 'read',
+  listSessions: 'read',
+  findByProviderSession: 'read',
+  touchSessions: 'write',
+  endSession: 'write',
+  setDeclared: 'write',
+  pruneSessions: 'write',
+  appendMessage: 'write',
+  getMessage: 'read',
+  getThread: 'read',
+  page: 'read',
+  ack: 'write',
+  unread: 'read',
+  ackedAt: 'read',
+  headSeq: 'read',
+  messagesAfter: 'read',
+  putRecord: 'write',
+  insertRecords: 'write',
+  getRecord: 'read',
+  listRecords: 'read',
+  deleteRecord: 'write',
+} as const satisfies Record<StoreMethod, 'read' | 'write' | 'subscribe' | 'lifecycle'>;
+
+/** The Store methods that only read. */
+export const STORE_READS: readonly StoreMethod[] = (Object.keys(STORE_METHODS) as StoreMethod[]).filter((m) => STORE_METHODS[m] === 'read');
 
 /** The key a reader acknowledges a message under: session mail per session lineage, everything
  *  else (direct and room mail) once for the whole account, like a shared queue. */

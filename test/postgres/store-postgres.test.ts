@@ -5,6 +5,9 @@ import { describe, it } from 'node:test';
 import { runStoreConformance } from '../support/store-conformance.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { STORE_METHODS } from '../../src/store/types.js';
+import { isConnectionLoss } from '../../src/store/postgres/with-retry.js';
+import { until } from '../support/until.js';
 import { admin, freshSchema, pgSkip } from './support/pg.js';
 
 describe('postgres store conformance', { skip: pgSkip }, () => {
@@ -38,13 +41,80 @@ describe('postgres schema upgrades', { skip: pgSkip }, () => {
     await sql.end();
     const store = await openPostgresStore({ spec, max: 2 });
     try {
-      assert.deepEqual((await store.namesOf('alice')).map((n) => [n.name, n.kind, n.lineage]), [
-        ['@billing', 'slug', 's3'],
-        ['@front', 'alias', 's1'],
-        ['@kept', 'alias', 's2'],
-        ['web', 'slug', 's1'],
-      ]);
+      assert.deepEqual(
+        (await store.namesOf('alice')).map((n) => [n.name, n.kind, n.lineage]),
+        [
+          ['@billing', 'slug', 's3'],
+          ['@front', 'alias', 's1'],
+          ['@kept', 'alias', 's2'],
+          ['web', 'slug', 's1'],
+        ],
+      );
     } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('postgres store: a connection killed under a call', { skip: pgSkip }, () => {
+  it('a read (STORE_METHODS) runs once more on a new connection; a write is not repeated', async () => {
+    assert.equal(STORE_METHODS.getMeta, 'read');
+    assert.equal(STORE_METHODS.setRoomOpen, 'write');
+    const { schema, spec } = await freshSchema('retry');
+    const app = `m4a-retry-${schema.slice(-8)}`;
+    const store = await openPostgresStore({ spec, max: 2, applicationName: app });
+    const sql = admin();
+    const locks: { release: () => Promise<void> }[] = [];
+    // A table lock makes the store's statement wait in flight, so its backend can be killed then.
+    const lockTable = (table: string) => {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const taken = new Promise<void>((r) => (locked = r));
+      const tx = sql.begin(async (t) => {
+        await t.unsafe(`LOCK TABLE "${schema}"."${table}" IN ACCESS EXCLUSIVE MODE`);
+        locked();
+        await released;
+      });
+      const lock = { taken, release: async () => (release(), await tx) };
+      locks.push(lock);
+      return lock;
+    };
+    const waiting = async (): Promise<number[]> =>
+      (await sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE application_name = ${app} AND wait_event_type = 'Lock'`).map((r) => r.pid);
+    const oneWaiting = async (): Promise<number[] | null> => {
+      const w = await waiting();
+      return w.length === 1 ? w : null;
+    };
+    try {
+      await store.initMeta('k', 'v');
+      await store.addRoom('r', 1);
+
+      const meta = lockTable('meta');
+      await meta.taken;
+      const read = store.getMeta('k');
+      const [first] = await until('the read waits on the lock', oneWaiting);
+      await sql`SELECT pg_terminate_backend(${first as number})`;
+      await until('the read waits again, on another connection', async () => ((await waiting()).some((p) => p !== first) ? true : null));
+      await meta.release();
+      assert.equal(await read, 'v');
+
+      const rooms = lockTable('rooms');
+      await rooms.taken;
+      const write = store.setRoomOpen('r', true).then(
+        () => null,
+        (err: unknown) => err as { code?: string },
+      );
+      const [writer] = await until('the write waits on the lock', oneWaiting);
+      await sql`SELECT pg_terminate_backend(${writer as number})`;
+      const err = await write;
+      assert.ok(isConnectionLoss(err), `the write failed with its connection: ${String(err?.code)}`);
+      assert.deepEqual(await waiting(), [], 'the write did not run again');
+      await rooms.release();
+      assert.equal((await store.getRoom('r'))?.open, false);
+    } finally {
+      // A lock left held (a failed assertion) would block dropping the schema at the end.
+      for (const l of locks) await l.release();
       await store.close();
     }
   });

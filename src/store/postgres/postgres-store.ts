@@ -26,7 +26,9 @@ import type {
   RecordSweep,
   RoomOptions,
   Store,
+  StoreMethod,
 } from '../types.js';
+import { STORE_READS } from '../types.js';
 import { AppendBatch } from './append-batch.js';
 import { CommitFeed } from './commit-feed.js';
 import { HostHeartbeat, type HostOptions } from './host-heartbeat.js';
@@ -105,13 +107,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   }
 }
 
-/** Reads that only SELECT: safe to run again when their connection was lost under them. */
-const READS: ReadonlySet<keyof Store> = new Set<keyof Store>([
-  'getMeta', 'getAccount', 'findAccountByDigest', 'listAccounts', 'getRoom', 'listRooms', 'roomsOf', 'getListener',
-  'getSession', 'findSessionsByPrefix', 'lineageSessions', 'resolveName', 'namesOf', 'listNames', 'listSessions',
-  'findByProviderSession', 'getMessage', 'getThread', 'headSeq', 'messagesAfter', 'page', 'unread', 'ackedAt',
-  'getRecord', 'listRecords',
-]);
+/** The reads of STORE_METHODS: safe to run again when their connection was lost under them. */
+const RETRIED: ReadonlySet<string> = new Set(STORE_READS);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
@@ -176,9 +173,10 @@ export class PostgresStore implements Store {
     this.heartbeat.detach();
   }
 
-  /** One operation: a read runs once more when its connection was lost (withRetry), a write as it is. */
-  private op<R>(name: keyof Store, run: () => Promise<R>): Promise<R> {
-    return READS.has(name) ? withRetry(run) : run();
+  /** One operation: a read (STORE_METHODS) runs once more when its connection was lost (withRetry);
+   *  a write runs as it is (an append batch settles a lost connection itself, append-batch.ts). */
+  private op<R>(name: StoreMethod, run: () => Promise<R>): Promise<R> {
+    return RETRIED.has(name) ? withRetry(run) : run();
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {
