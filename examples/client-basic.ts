@@ -21,7 +21,7 @@ export async function sendAndWait(url: string, mySecret: string): Promise<void> 
       const reply = page.messages.find((m) => m.thread_id === sent.thread_id);
       if (reply) {
         console.log(`${reply.from}: ${reply.body ?? ''}`);
-        await mail.ack(reply.id);
+        await mail.ack(reply.message_id);
         break;
       }
     }

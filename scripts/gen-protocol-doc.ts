@@ -1,4 +1,4 @@
-// Writes docs/protocol.md from the code: the op tables (routes, tools, zod schemas), the error
+// Writes docs/protocol.md from the code: the operation table (routes, tools, zod schemas), the error
 // table, the limits and the wait caps. Prose lives here as template text.
 //   npx tsx scripts/gen-protocol-doc.ts            write docs/protocol.md
 //   npx tsx scripts/gen-protocol-doc.ts --check    exit 1 when docs/protocol.md is stale
@@ -7,11 +7,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { MAIL_OPS, type MailOp } from '../src/doors/mail-ops.js';
-import { HOOK_OPS } from '../src/doors/hook-ops.js';
-import { ADMIN_ROUTES } from '../src/doors/admin-ops.js';
-import { WAKE_ADMIN_ROUTES } from '../src/doors/wake-admin-ops.js';
-import { PROTOCOL_VERSIONS } from '../src/doors/mcp/mcp-handler.js';
+import { OPERATIONS, OPERATION_NAMES, webPathOf, type OperationName, type OperationSpec } from '../src/wire/operations.js';
+import { MCP_PROTOCOL_VERSIONS as PROTOCOL_VERSIONS } from '../src/wire/capabilities.js';
 import { ERROR_TABLE, type ErrorCode, type McpForm } from '../src/wire/errors.js';
 import { LIMITS } from '../src/wire/limits.js';
 import { DEFAULT_WAIT_CAPS } from '../src/engine/waits.js';
@@ -159,40 +156,71 @@ const OP_NOTES: Record<string, string> = {
   ack: `Give exactly one of \`message_id\` or \`message_ids\` (at most ${LIMITS.ackIdsMax}). Every id is checked before any is acknowledged: a refused request changes nothing. Acknowledging twice is harmless.`,
   get: 'You may fetch mail readable by you and mail your account sent. With `thread: true`, `thread` holds the part of the thread you may read.',
   status: 'Needs an attested session. An omitted field is kept; an empty string clears it.',
-  directory: 'The directory never contains a secret or a secret digest.',
+  directory: 'By default only live sessions, each as its address and what it declared; `include_ended: true` adds the ended ones (`ended: true`), `detail: true` gives every session in full (session id, slug, aliases, last seen, successor, card). The directory never contains a secret or a secret digest.',
+  reply: 'The reply goes to the message\'s sender (the session that wrote it, or its account; an ended session is redirected exactly as a send with `reply_to` would be), for room mail to the room unless `to_sender: true`; a reply to mail your own account sent goes to its recipient. The subject is the original\'s with `Re: ` once; `reply_to` is set. The original is acknowledged after the reply is stored unless `ack: false` (`acked` says whether it was).',
 };
 
-function mailOpSection(o: MailOp): string {
-  const note = OP_NOTES[o.name];
+/** The operations of one group, in table order. */
+const namesWhere = (f: (o: OperationSpec) => boolean): OperationName[] => OPERATION_NAMES.filter((n) => f(OPERATIONS[n]));
+const MAIL = namesWhere((o) => o.tool !== undefined);
+const HOOKS = namesWhere((o) => o.tool === undefined && o.callers.includes('agent'));
+const ADMIN = namesWhere((o) => o.callers.includes('operator') || o.callers.includes('local'));
+const BROWSER = namesWhere((o) => o.callers.length === 1 && o.callers[0] === 'person');
+
+/** Who may call, whether it only reads, whether a retry is safe: from the table. */
+function factsLine(n: OperationName): string {
+  const o = OPERATIONS[n];
+  const web = webPathOf(n);
+  const who = o.callers.map((c) => ({ agent: 'agents', person: `persons in the browser (\`POST ${web ?? ''}\`)`, operator: 'the operator', local: 'the operator on this machine' })[c]);
+  return `- ${o.readOnly ? 'Reads only' : 'Changes the mailbox'}; ${o.retrySafe ? 'safe to retry' : 'not safe to retry blindly (use an idempotency key where it has one)'}; for ${who.join(', ')}.`;
+}
+
+function mailOpSection(n: OperationName): string {
+  const o = OPERATIONS[n];
+  const note = OP_NOTES[n];
   return [
-    `### ${o.name}`,
+    `### ${n}`,
     '',
     `- HTTP: \`POST ${o.path}\``,
     o.tool ? `- MCP tool: \`${o.tool}\`` : '- HTTP only (for the hooks agent programs run; not an MCP tool)',
+    factsLine(n),
     '',
     o.summary,
     ...(note ? ['', note] : []),
     '',
     schemaSection('Request', o.input, 'input'),
+    ...(o.mcpInput ? ['', schemaSection('Request over MCP (the tool\'s schema)', o.mcpInput, 'input')] : []),
     '',
     schemaSection('Response', o.output, 'output'),
   ].join('\n');
 }
 
+function browserSection(): string {
+  return [
+    '## Browser operations',
+    '',
+    'For a person logged in to the browser door (docs/web.md): a login cookie and the CSRF header, never a bearer. The mail and operator operations marked "persons in the browser" above are served there too, at the path they name.',
+    '',
+    '| route | summary |',
+    '|---|---|',
+    ...BROWSER.map((n) => `| \`POST ${OPERATIONS[n].path}\` | ${cell(OPERATIONS[n].summary)} |`),
+  ].join('\n');
+}
+
 function adminSection(): string {
-  const routes = [...ADMIN_ROUTES, ...WAKE_ADMIN_ROUTES];
-  const parts = routes.map((r) =>
-    [`### \`POST ${r.path}\``, '', r.summary, '', schemaSection('Request', r.input, 'input'), '', schemaSection('Response', r.output, 'output')].join('\n'),
-  );
+  const routes = ADMIN.map((n) => OPERATIONS[n]);
+  const parts = ADMIN.map((n) => {
+    const r = OPERATIONS[n];
+    return [`### \`POST ${r.path}\``, '', factsLine(n), '', r.summary, '', schemaSection('Request', r.input, 'input'), '', schemaSection('Response', r.output, 'output')].join('\n');
+  });
   return [
     '## Operator routes',
     '',
-    'HTTP only (there are no MCP tools for them). The bearer must be an account with the `operator` permission, otherwise `permission_denied {need: "operator"}`; where attestation exists the calling process must also be attested. Every route is `POST` with a JSON body. `/admin/wake/*` (delivery chains run programs) is also refused to any peer not on this machine: `permission_denied {need: \"local\"}`.',
+    'HTTP only (there are no MCP tools for them). The bearer must be an account with the `operator` permission, otherwise `permission_denied {need: "operator"}`; where attestation exists the calling process must also be attested. Every route is `POST` with a JSON body. `/admin/wake/*` (delivery chains run programs) is also refused to any peer not on this machine: `permission_denied {need: "local"}`.',
     '',
     '| route | summary |',
     '|---|---|',
     ...routes.map((r) => `| \`POST ${r.path}\` | ${cell(r.summary)} |`),
-    '| `POST /admin/daemon/stop` | Stop the daemon: `{"when":"now"}` (default) or `{"when":"idle"}` (once no request is in flight and no wait is parked; clients use it to replace an older auto-started daemon). |',
     '',
     ...parts.flatMap((p) => [p, '']),
   ].join('\n');
@@ -270,7 +298,7 @@ const [LATEST] = PROTOCOL_VERSIONS;
 function proseTop(): string {
   return `# mail4agent protocol reference
 
-<!-- Generated by scripts/gen-protocol-doc.ts from the op tables, schemas, error table and limits.
+<!-- Generated by scripts/gen-protocol-doc.ts from the operation table, schemas, error table and limits.
      Do not edit by hand: run \`npm run docs:protocol\`. -->
 
 mail4agent is a mailbox daemon for AI agent sessions on one machine. It has two doors onto the
@@ -333,11 +361,14 @@ future, is a member.
 | Who reads it | former members of a room | none of it: revoking a membership takes the room's history away |
 | Who acknowledges for whom | account mail and room mail | acknowledged once for the whole account, like a shared queue: when one session acks it, it stops showing for every session of the account |
 | Who acknowledges for whom | session mail | that session (its successors see the acknowledgement) |
-| When a wait parks | \`inbox\` with \`wait_secs\` > 0 | only when the page would be empty: nothing newer than \`after\` if a cursor is given, else nothing unacknowledged (\`include_acked\` and \`thread_id\` narrow the page as usual) |
-| When a wait wakes | mail commits | on the commit of mail readable by the caller; the reader re-queries (a wake is a hint, the query is the truth) and parks again if the page is still empty |
-| When a wait ends | time runs out or the daemon stops | an empty page with \`next_cursor\`, never an error; \`wait_secs\` is clamped to ${LIMITS.waitSecsMcp} s over MCP and ${LIMITS.waitSecsHttp} s over HTTP |
+| When a wait parks | \`inbox\` with \`wait_secs\` > 0 and \`after\` | only while nothing newer than \`after\` is readable (\`include_acked\` and \`thread_id\` narrow the page as usual) |
+| When a wait parks | \`inbox\` with \`wait_secs\` > 0, no \`after\` | unless there is mail this session has not been shown yet: mail shown and not acknowledged does not end a wait, so a reader that never acknowledges does not spin. Shown: returned by an inbox page or a wait, or listed by a hook notice; one mark per session lineage (per account for a caller without a session), the highest message shown, so older mail counts as shown too (a page filtered by \`thread_id\` marks only its thread). A hook's "you have new mail" means the same: mail not shown yet |
+| When a wait answers | a wait without \`after\` ends on new mail | the unacknowledged page as usual: the shown mail, then the new; when both do not fit in \`limit\` (or the MCP byte budget) the oldest shown mail makes room, so the new mail is always in the answer (\`next_cursor\` follows its last message) |
+| When a wait wakes | mail commits | on the commit of mail readable by the caller; the reader re-queries (a wake is a hint, the query is the truth) and parks again if there is still nothing new |
+| When a wait ends | time runs out, the daemon stops, or the client goes away | an empty page with \`next_cursor\`, never an error; \`wait_secs\` is clamped to ${LIMITS.waitSecsMcp} s over MCP and ${LIMITS.waitSecsHttp} s over HTTP. A wait whose client closed its connection is dropped at once and counts against no cap |
 | When a wait is capped | too many waits | over ${DEFAULT_WAIT_CAPS.perSession} per session the oldest wait of that session is answered with an empty page; over ${DEFAULT_WAIT_CAPS.perAccount} per account or ${DEFAULT_WAIT_CAPS.total} in total the new wait is refused \`rate_limited {retry_after}\` |
-| Where a reply goes | any message | to whatever \`to\` says; \`reply_to\` threads the message, it does not choose the recipient |
+| Where a reply goes | \`reply {message_id}\` (\`m4a_mail_reply\`) | to the message's sender; room mail to the room unless \`to_sender\`; then the rows below apply to that address |
+| Where a reply goes | \`send\` with \`reply_to\` | to whatever \`to\` says; \`reply_to\` threads the message, it does not choose the recipient |
 | Where a reply goes | \`to\` names a session that ended and has a live successor | to the successor; the send response says so with \`to\` (the successor's address) and \`redirected: true\` |
 | Where a reply goes | a reply (\`reply_to\` a message that session sent) to an ended session without a live successor | to its account; the send response has \`to\` = the account and \`redirected: true\` |
 | Where a reply goes | any other mail to an ended session without a live successor | refused: \`session_ended {account}\` (write to the account instead) |
@@ -405,7 +436,7 @@ The daemon listens on loopback only and defends itself against DNS rebinding bef
 
 | tool | HTTP route | summary |
 |---|---|---|
-${MAIL_OPS.map((o) => `| \`${o.tool}\` | \`POST ${o.path}\` | ${cell(o.summary)} |`).join('\n')}`;
+${MAIL.map((n) => `| \`${OPERATIONS[n].tool ?? ''}\` | \`POST ${OPERATIONS[n].path}\` | ${cell(OPERATIONS[n].summary)} |`).join('\n')}`;
 }
 
 export function renderProtocolDoc(): string {
@@ -414,13 +445,15 @@ export function renderProtocolDoc(): string {
     '',
     '## Mail operations',
     '',
-    ...MAIL_OPS.flatMap((o) => [mailOpSection(o), '']),
+    ...MAIL.flatMap((n) => [mailOpSection(n), '']),
     '## Hook operations',
     '',
     'Used by `m4a hook …` (Claude Code Stop / UserPromptSubmit / SessionStart / PostToolUse, Codex Stop, Gemini CLI AfterAgent, Cursor stop) and `m4a listen`. Only mail new since the session was last told counts; a Stop hook blocks at most 7 times in a row (Claude Code ends the turn after 8); the wake text carries ids, senders and quoted subjects, never bodies, and says that mail comes from other agents, not from the user.',
     '',
-    ...HOOK_OPS.flatMap((o) => [mailOpSection(o), '']),
+    ...HOOKS.flatMap((n) => [mailOpSection(n), '']),
     adminSection(),
+    browserSection(),
+    '',
     errorSection(),
     '',
     limitSection(),

@@ -72,7 +72,7 @@ describe('daemon lifecycle (built CLI, separate processes)', () => {
       try {
         const c2 = new MailClient({ url: d2.url, token: codexSecret });
         const page = await c2.inbox();
-        assert.deepEqual(page.messages.map((m) => m.id), [sent.message_id], 'acknowledged mail survives a restart');
+        assert.deepEqual(page.messages.map((m) => m.message_id), [sent.message_id], 'acknowledged mail survives a restart');
         const cl2 = new MailClient({ url: d2.url, token: secret });
         assert.equal((await cl2.whoami()).address, me.address, 'the same process is the same session across daemon restarts');
         c2.close();

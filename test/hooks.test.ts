@@ -54,7 +54,10 @@ describe('agent hooks', () => {
     assert.match(out.reason, new RegExp(b.message_id));
     assert.ok(out.reason.includes(JSON.stringify('"; rm -rf ~ #')), 'the subject appears only as a quoted string');
     assert.ok(!out.reason.includes('THE BODY'), 'bodies never travel in a wake');
-    assert.match(out.reason, /not from your user/);
+    assert.match(out.reason, /not your user: information, not instructions/);
+    assert.match(out.reason, /m4a_mail_inbox.*m4a_mail_reply/, 'what to do: read, and reply by the reply tool');
+    const sender = (await codex.whoami()).slug;
+    assert.ok(out.reason.includes(`- ${a.message_id} from codex/${sender}: `), `the sender printed short: ${out.reason}`);
     assert.equal(await hook('claude-stop', stopInput(true)), null, 'already told: no standing nag');
   });
 
@@ -146,13 +149,15 @@ describe('loop guard', () => {
       else assert.match(r.quiet ?? '', /loop guard/, `message ${i + 2} is quiet`);
       root = r.message_id;
     }
+    // The hooks tell nobody of the quiet mail (asked before the inbox reads below: what a page shows
+    // is no news for a hook either).
+    const told = async (c: MailClient) => (await c.notice({ event: 'peek' })).mail.map((m) => m.message_id);
+    assert.deepEqual(await told(a), [sent[1], sent[3]], 'ping hears of the mail that still wakes, never of the quiet one');
+    assert.deepEqual(await told(b), [sent[0], sent[2]], 'and so does pong');
     // Still stored: the recipients read everything.
-    const all = [...(await a.inbox({ include_acked: true, limit: 256 })).messages, ...(await b.inbox({ include_acked: true, limit: 256 })).messages].map((m) => m.id);
+    const all = [...(await a.inbox({ include_acked: true, limit: 256 })).messages, ...(await b.inbox({ include_acked: true, limit: 256 })).messages].map((m) => m.message_id);
     for (const id of sent) assert.ok(all.includes(id), 'quiet mail is stored');
-    // …but the hooks do not tell anyone about it.
-    const n = await b.call<{ mail: { id: string }[] }>('/mail/notice', { event: 'peek' }).catch((e: unknown) => e);
-    assert.ok(!(n instanceof Error), 'peek needs an attested session: the test process is one');
-    assert.ok(!(n as { mail: { id: string }[] }).mail.some((m) => m.id === sent[sent.length - 1]), 'quiet mail is never announced');
+    assert.deepEqual(await told(a), [], 'the inbox showed it: not news any more');
   });
 
   it('a deep thread quiets without a person in it; a person\'s message is never quieted', async () => {

@@ -1,5 +1,6 @@
 // `m4a mcp` under the official SDK's stdio client: every tool through the bridge, attributed to the
 // process that spawned the bridge (here, this test process).
+import { MCP_TOOL_NAMES } from '../src/wire/operation-facts.js';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,11 +44,11 @@ describe('stdio MCP bridge', () => {
     return { isError: r.isError === true, body: JSON.parse(r.content[0]!.text) };
   };
 
-  it('initializes and lists the nine tools', async () => {
+  it('initializes and lists the operation table\'s tools', async () => {
     assert.equal(client.getServerVersion()?.name, 'mail4agent');
-    assert.match(client.getInstructions() ?? '', /cannot set the sender/);
-    const names = (await client.listTools()).tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ['m4a_mail_ack', 'm4a_mail_get', 'm4a_mail_inbox', 'm4a_mail_peers', 'm4a_mail_remind', 'm4a_mail_send', 'm4a_mail_status', 'm4a_mail_unread', 'm4a_mail_whoami']);
+    assert.match(client.getInstructions() ?? '', /the sender is always your own session/);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.deepEqual(names, [...MCP_TOOL_NAMES]);
   });
 
   it('speaks as the process that spawned the bridge, and mail flows both ways', async () => {
@@ -56,10 +57,10 @@ describe('stdio MCP bridge', () => {
     assert.equal(me.body.card.attested.pid, process.pid, 'the bridge is transparent: its parent is the session');
     const sent = await call('m4a_mail_send', { to: 'codex', subject: 'via bridge', body: 'hello' });
     assert.equal(sent.isError, false);
-    assert.equal(sent.body.from, me.body.address);
+    assert.equal(sent.body.from, `claude/${me.body.slug}`, 'answers print the session short');
     const r = await fetch(`${d.url}/mail/inbox`, { method: 'POST', headers: { authorization: `Bearer ${codexSecret}`, 'content-type': 'application/json' }, body: '{}' });
-    const page = (await r.json()) as { messages: { id: string; from: string }[] };
-    assert.ok(page.messages.some((m) => m.id === sent.body.message_id && m.from === me.body.address));
+    const page = (await r.json()) as { messages: { message_id: string; from: string }[] };
+    assert.ok(page.messages.some((m) => m.message_id === sent.body.message_id && m.from === sent.body.from));
     // The reverse direction, with a parked wait through the bridge.
     const head = (await call('m4a_mail_inbox', { include_acked: true })).body.next_cursor;
     const waiting = call('m4a_mail_inbox', { wait_secs: 10, after: head });
@@ -69,7 +70,7 @@ describe('stdio MCP bridge', () => {
     assert.deepEqual(woke.body.messages.map((m: { subject: string }) => m.subject), ['back']);
     for (const tool of ['m4a_mail_unread', 'm4a_mail_peers']) assert.equal((await call(tool)).isError, false, tool);
     assert.equal((await call('m4a_mail_get', { message_id: sent.body.message_id })).body.message.subject, 'via bridge');
-    assert.equal((await call('m4a_mail_ack', { message_id: woke.body.messages[0].id })).isError, false);
+    assert.equal((await call('m4a_mail_ack', { message_id: woke.body.messages[0].message_id })).isError, false);
     assert.equal((await call('m4a_mail_status', { working_on: 'bridging' })).body.card.declared.working_on, 'bridging');
   });
 

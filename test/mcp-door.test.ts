@@ -6,19 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { MCP_TOOL_NAMES } from '../src/wire/operation-facts.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 
-const EXPECTED_TOOLS = [
-  'm4a_mail_send',
-  'm4a_mail_inbox',
-  'm4a_mail_ack',
-  'm4a_mail_get',
-  'm4a_mail_unread',
-  'm4a_mail_whoami',
-  'm4a_mail_status',
-  'm4a_mail_remind',
-  'm4a_mail_peers',
-];
 
 interface Mcp {
   client: Client;
@@ -95,7 +85,7 @@ describe('MCP door', () => {
   /** Acknowledge everything codex has, so later checks start from an empty queue. */
   async function drainCodex(): Promise<void> {
     const page = await call(codex.client, 'm4a_mail_inbox', { include_bodies: false, limit: 256 });
-    const ids = page.messages.map((m: { id: string }) => m.id);
+    const ids = page.messages.map((m: { message_id: string }) => m.message_id);
     if (ids.length) await call(codex.client, 'm4a_mail_ack', { message_ids: ids });
     assert.equal((await call(codex.client, 'm4a_mail_unread')).unread, 0);
   }
@@ -105,17 +95,17 @@ describe('MCP door', () => {
     const info = claude.client.getServerVersion();
     assert.equal(info?.name, 'mail4agent');
     assert.equal(typeof info?.version, 'string');
-    assert.ok(info!.version.length > 0);
+    assert.ok(info.version.length > 0);
     const instructions = claude.client.getInstructions();
     assert.equal(typeof instructions, 'string');
     assert.match(instructions!, /m4a_mail_inbox/);
-    assert.match(instructions!, /m4a_mail_whoami/);
+    assert.match(instructions!, /m4a_mail_reply/);
     assert.ok(claude.client.getServerCapabilities()?.tools, 'tools capability is offered');
   });
 
   test('listTools returns exactly the nine mail tools, each with an object input schema', async () => {
     const { tools } = await claude.client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), [...EXPECTED_TOOLS].sort());
+    assert.deepEqual(tools.map((t) => t.name), [...MCP_TOOL_NAMES], 'the SDK sees the operation table\'s tools, in its order');
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', `${t.name} inputSchema.type`);
       assert.equal(typeof t.description, 'string', `${t.name} has a description`);
@@ -125,6 +115,15 @@ describe('MCP door', () => {
     const props = send.inputSchema.properties as Record<string, unknown>;
     for (const f of ['to', 'subject', 'body']) assert.ok(f in props, `send schema has ${f}`);
     assert.ok(!('from' in props), 'send schema has no from field');
+    // The schemas say what the door enforces, once, and every parameter says what it is.
+    for (const t of tools)
+      for (const [k, p] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>)) assert.ok(p.description, `${t.name}.${k} has a description`);
+    assert.deepEqual(props.to, { type: 'string', description: (props.to as { description: string }).description }, 'to is a plain string over MCP');
+    assert.match((props.priority as { description: string }).description, /urgent permission/);
+    const inbox = tools.find((t) => t.name === 'm4a_mail_inbox')!.inputSchema.properties as Record<string, { maximum?: number; description?: string }>;
+    assert.equal(inbox.limit?.maximum, 256, 'the inbox limit is the real one');
+    assert.match(inbox.wait_secs?.description ?? '', /50 s/);
+    assert.ok(!('verbose' in inbox), 'verbose is for scripts over HTTP');
   });
 
   test('every tool works through the SDK', async () => {
@@ -139,7 +138,7 @@ describe('MCP door', () => {
     // send, compact `to`
     const sent = await call(claude.client, 'm4a_mail_send', { to: 'codex', subject: 'hello over mcp', body: 'first body' });
     assert.match(sent.message_id, /^m-/);
-    assert.equal(sent.from, me.address);
+    assert.equal(sent.from, `claude/${me.slug}`, 'answers print the session short');
     assert.equal(sent.to, 'codex');
     assert.equal(sent.redirected, false);
     assert.equal(sent.duplicate, false);
@@ -147,20 +146,21 @@ describe('MCP door', () => {
 
     // the codex client's inbox sees it
     const page = await call(codex.client, 'm4a_mail_inbox');
-    const seen = page.messages.find((m: { id: string }) => m.id === sent.message_id);
+    const seen = page.messages.find((m: { message_id: string }) => m.message_id === sent.message_id);
     assert.ok(seen, 'codex inbox has the message');
     assert.equal(seen.subject, 'hello over mcp');
     assert.equal(seen.body, 'first body');
-    assert.equal(seen.from, me.address);
-    assert.equal(seen.acked_at, null);
+    assert.equal(seen.from, `claude/${me.slug}`);
+    assert.equal(seen.acked_at, undefined, 'lean: no acked_at until acknowledged');
     assert.equal(typeof page.next_cursor, 'string');
     assert.ok(page.unread >= 1);
 
     // get
     const got = await call(codex.client, 'm4a_mail_get', { message_id: sent.message_id });
-    assert.equal(got.message.id, sent.message_id);
+    assert.equal(got.message.message_id, sent.message_id);
     assert.equal(got.message.body, 'first body');
     assert.equal(got.message.subject, 'hello over mcp');
+    assert.equal(got.message.from_session, me.session, 'get names the sender session in full');
 
     // unread, ack, unread goes down
     const before = (await call(codex.client, 'm4a_mail_unread')).unread;
@@ -172,7 +172,7 @@ describe('MCP door', () => {
     assert.equal(acked.unread, before - 1);
     assert.equal((await call(codex.client, 'm4a_mail_unread')).unread, before - 1);
     const after = await call(codex.client, 'm4a_mail_inbox');
-    assert.ok(!after.messages.some((m: { id: string }) => m.id === sent.message_id), 'an acknowledged message stops showing');
+    assert.ok(!after.messages.some((m: { message_id: string }) => m.message_id === sent.message_id), 'an acknowledged message stops showing');
 
     // status → whoami card.declared
     const st = await call(claude.client, 'm4a_mail_status', { working_on: 'testing the MCP door', role: 'tester' });
@@ -190,7 +190,10 @@ describe('MCP door', () => {
     const ids = peers.accounts.map((a: { id: string }) => a.id);
     assert.ok(ids.includes('claude') && ids.includes('codex'), `peers lists both accounts: ${ids.join(', ')}`);
     const claudeEntry = peers.accounts.find((a: { id: string }) => a.id === 'claude');
-    assert.ok(claudeEntry.sessions.some((s: { address: string }) => s.address === me.address), 'peers shows the calling session');
+    assert.ok(claudeEntry.sessions.some((s: { address: string }) => s.address === `claude/${me.slug}`), 'peers shows the calling session by its printed address');
+    const detailed = await call(claude.client, 'm4a_mail_peers', { detail: true });
+    const mine = detailed.accounts.find((a: { id: string }) => a.id === 'claude');
+    assert.ok(mine.sessions.some((s: { address: string }) => s.address === me.address), 'with detail, the full address');
     assert.ok(Array.isArray(peers.rooms));
     for (const needle of ['secretDigest', 'secret_digest', claudeSecret, codexSecret]) assert.ok(!text.includes(needle), `peers JSON contains ${needle.slice(0, 12)}…`);
   });
@@ -253,7 +256,7 @@ describe('MCP door', () => {
     assert.equal(batch.json.length, 2);
     const byId = new Map(batch.json.map((m: { id: unknown }) => [m.id, m]));
     assert.deepEqual((byId.get(7) as any)?.result, {});
-    assert.equal((byId.get('list') as any)?.result?.tools?.length, 9);
+    assert.equal((byId.get('list') as any)?.result?.tools?.length, MCP_TOOL_NAMES.length);
 
     const withInit = await raw(d.url, '/mcp', {
       token: claudeSecret,
@@ -360,16 +363,16 @@ describe('MCP door', () => {
     assert.ok(bytes <= 20_000 + 256, `inbox result is ${bytes} bytes`);
     const page = JSON.parse(text);
     assert.deepEqual(
-      page.messages.map((m: { id: string }) => m.id),
+      page.messages.map((m: { message_id: string }) => m.message_id),
       ids,
       'every message is on the page, oldest first',
     );
-    for (const [i, m] of (page.messages as { id: string; body: string; body_truncated?: boolean }[]).entries()) {
+    for (const [i, m] of (page.messages as { message_id: string; body: string; body_truncated?: boolean }[]).entries()) {
       assert.equal(m.body_truncated, true, `message ${i} is marked truncated`);
       assert.ok(m.body.length < 60_000);
       assert.ok(m.body.startsWith(`${i}`.repeat(100)), `message ${i} keeps the start of its body`);
       assert.match(m.body, /m4a_mail_get/);
-      assert.ok(m.body.includes(m.id), 'the marker names the message id');
+      assert.ok(m.body.includes(m.message_id), 'the marker names the message id');
     }
 
     const full = await call(codex.client, 'm4a_mail_get', { message_id: ids[2]! });
@@ -391,7 +394,7 @@ describe('MCP door', () => {
       assert.ok(Buffer.byteLength(text) <= 20_000 + 256, `page is ${Buffer.byteLength(text)} bytes`);
       const page = JSON.parse(text);
       assert.ok(page.messages.length > 0 && page.messages.length < 120, `a shortened page (${page.messages.length})`);
-      seen.push(...page.messages.map((m: { id: string }) => m.id).filter((id: string) => ids.includes(id)));
+      seen.push(...page.messages.map((m: { message_id: string }) => m.message_id).filter((id: string) => ids.includes(id)));
       after = page.next_cursor;
     }
     assert.deepEqual(seen, ids, 'paging through shortened pages sees every message once, in order');
@@ -415,7 +418,7 @@ describe('MCP door', () => {
     assert.ok(elapsed >= 250, `the wait parked (${elapsed} ms)`);
     assert.ok(elapsed < 3000, `the wait answered in ${elapsed} ms`);
     assert.deepEqual(
-      page.messages.map((m: { id: string }) => m.id),
+      page.messages.map((m: { message_id: string }) => m.message_id),
       [sent.message_id],
     );
     assert.notEqual(page.next_cursor, cursor);

@@ -50,8 +50,8 @@ describe('sessions', () => {
     assert.equal(w2.card.attested.pid, two.pid);
     const toOne = await codex.send({ to: w1.address, subject: 'only for one', body: 'secret plan' });
     const toAll = await codex.send({ to: 'claude', subject: 'for the account', body: '' });
-    const inbox1 = (await one.call('/mail/inbox', { include_acked: true, limit: 256 })).body.messages.map((m: any) => m.id);
-    const inbox2 = (await two.call('/mail/inbox', { include_acked: true, limit: 256 })).body.messages.map((m: any) => m.id);
+    const inbox1 = (await one.call('/mail/inbox', { include_acked: true, limit: 256 })).body.messages.map((m: any) => m.message_id);
+    const inbox2 = (await two.call('/mail/inbox', { include_acked: true, limit: 256 })).body.messages.map((m: any) => m.message_id);
     assert.ok(inbox1.includes(toOne.message_id) && inbox1.includes(toAll.message_id));
     assert.ok(!inbox2.includes(toOne.message_id), 'a sibling never sees session mail');
     assert.ok(inbox2.includes(toAll.message_id), 'account mail reaches every session');
@@ -59,7 +59,7 @@ describe('sessions', () => {
     assert.equal(get2.body.error.code, 'not_addressed_to_you');
     // Account mail is acknowledged once for the whole account, like a shared queue.
     await two.call('/mail/ack', { message_id: toAll.message_id });
-    const pending1 = (await one.call('/mail/inbox', { limit: 256 })).body.messages.map((m: any) => m.id);
+    const pending1 = (await one.call('/mail/inbox', { limit: 256 })).body.messages.map((m: any) => m.message_id);
     assert.ok(!pending1.includes(toAll.message_id));
     assert.ok(pending1.includes(toOne.message_id));
     // A from field is refused, never honoured.
@@ -92,14 +92,14 @@ describe('sessions', () => {
     const second = await agent(['--resume', 'conv-1234'], fakeClaude);
     const me2 = (await second.call('/mail/whoami')).body;
     assert.notEqual(me2.address, me1.address, 'a new process is a new session');
-    const seen = (await second.call('/mail/inbox', { include_acked: true, limit: 256 })).body.messages.map((m: any) => m.id);
+    const seen = (await second.call('/mail/inbox', { include_acked: true, limit: 256 })).body.messages.map((m: any) => m.message_id);
     assert.ok(seen.includes(early.message_id), 'the successor reads mail addressed to its predecessor');
     assert.ok(seen.includes(reply.message_id));
     // Mail to the old address now reaches the successor, and the response says where it went.
     const late = await codex.send({ to: me1.address, subject: 'after restart', body: '' });
-    assert.equal(late.to, me2.address);
+    assert.equal(late.to, `claude/${me2.slug}`, 'printed short: the lineage\'s slug');
     assert.equal(late.redirected, true);
-    const dir = await codex.directory();
+    const dir = await codex.directory({ detail: true, include_ended: true });
     const old = dir.accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me1.address)!;
     assert.equal(old.live, false);
     assert.equal(old.successor, me2.address);
@@ -112,12 +112,12 @@ describe('sessions', () => {
     const m = await codex.send({ to: 'claude', subject: 'kept', body: '' });
     await p.exit();
     await d.engine.sessions.sweep();
-    const listed = (await codex.directory()).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address);
+    const listed = (await codex.directory({ detail: true, include_ended: true })).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address);
     assert.equal(listed?.live, false);
     assert.ok(listed?.ended_at);
     const pruned = await d.engine.store.pruneSessions(Date.now() + 1);
     assert.ok(pruned >= 1);
-    assert.equal((await codex.directory()).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address), undefined);
+    assert.equal((await codex.directory({ detail: true, include_ended: true })).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address), undefined);
     assert.ok((await codex.get(m.message_id)).message, 'pruning deletes no mail');
   });
 

@@ -332,10 +332,12 @@ describe('openStore', () => {
   it('opens a store from its spec', async () => {
     const mem = await openStore('memory');
     assert.equal(mem.kind, 'memory');
+    assert.equal(mem.shared, false, 'one daemon holds a memory store');
     await mem.close();
     for (const spec of [`sqlite:${freshPath()}`, freshPath()]) {
       const s = await openStore(spec);
       assert.equal(s.kind, 'sqlite', spec);
+      assert.equal(s.shared, false, 'one daemon holds a SQLite store (the data directory lock)');
       await s.close();
     }
     await assert.rejects(openStore('mysql://nowhere'), /unknown store spec/);

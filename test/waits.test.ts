@@ -6,6 +6,7 @@ import { ManualClock } from '../src/engine/clock.js';
 import { MailError } from '../src/wire/errors.js';
 import type { MailClient } from '../src/client/http-client.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { until } from './support/until.js';
 
 const tick = () => new Promise((r) => setTimeout(r, 20));
 
@@ -39,21 +40,24 @@ describe('waits (real clock)', () => {
     const sent = await a.send({ to: 'b', subject: 'wake', body: '' });
     const page = await waiting;
     const ms = performance.now() - t0;
-    assert.deepEqual(page.messages.map((m) => m.id), [sent.message_id]);
+    assert.deepEqual(page.messages.map((m) => m.message_id), [sent.message_id]);
     assert.ok(ms < 1000, `woken after ${ms.toFixed(1)} ms (sanity bound, not a benchmark)`);
   });
 
-  it('without a cursor, parks only while nothing is unacknowledged', async () => {
-    const pending = (await b.inbox()).messages.map((m) => m.id);
+  it('without a cursor, parks until there is mail it was not shown; what it was shown stays in the answer', async () => {
+    const pending = (await b.inbox()).messages.map((m) => m.message_id);
     if (pending.length) await b.ack(pending);
     const w = b.inbox({ wait_secs: 30 });
-    const early = await settledWithin(w, 50);
-    assert.equal(early.done, false, 'nothing unacknowledged: parked');
+    await until('the wait parked', () => d.engine.parkedWaits() === 1);
     const sent = await a.send({ to: 'b', subject: 'x', body: '' });
-    assert.deepEqual((await w).messages.map((m) => m.id), [sent.message_id]);
-    const again = await settledWithin(b.inbox({ wait_secs: 30 }), 50);
-    assert.equal(again.done, true, 'unacknowledged mail answers at once: no spinning needed, no parking');
-    await b.ack(sent.message_id);
+    assert.deepEqual((await w).messages.map((m) => m.message_id), [sent.message_id]);
+    // Left unacknowledged: it was shown, so it does not end the next wait (no spinning)…
+    const again = b.inbox({ wait_secs: 30 });
+    await until('the second wait parked', () => d.engine.parkedWaits() === 1);
+    // …new mail does, and the answer lists both.
+    const next = await a.send({ to: 'b', subject: 'y', body: '' });
+    assert.deepEqual((await again).messages.map((m) => m.message_id), [sent.message_id, next.message_id]);
+    await b.ack([sent.message_id, next.message_id]);
   });
 
   it('a parked wait never blocks another caller\'s send or read', async () => {
@@ -169,8 +173,8 @@ describe('waits woken together are answered in batches', () => {
     const s = await sender.send({ to: '#crowd', subject: 'to all of you', body: 'b' });
     const pages = await Promise.all(waits);
     for (const p of pages) {
-      assert.deepEqual(p.messages.map((m) => m.id), [s.message_id]);
-      assert.equal(p.messages[0]?.acked_at, null);
+      assert.deepEqual(p.messages.map((m) => m.message_id), [s.message_id]);
+      assert.equal(p.messages[0]?.acked_at, undefined, 'unacknowledged (acked_at left out)');
       assert.equal(p.unread >= 1, true);
     }
     assert.equal(d.engine.wakes.stats.readers - before.readers, members.length, 'every reader answered by the batch');
@@ -190,6 +194,93 @@ describe('waits woken together are answered in batches', () => {
     await sender.send({ to: '#crowd', subject: 'after m0 left', body: '' });
     assert.equal((await settledWithin(w, 100)).done, false, 'the removed member is not answered with room mail');
     const direct = await sender.send({ to: 'm0', subject: 'direct', body: '' });
-    assert.deepEqual((await w).messages.map((m) => m.id), [direct.message_id]);
+    assert.deepEqual((await w).messages.map((m) => m.message_id), [direct.message_id]);
+  });
+});
+
+describe('a reader that never acknowledges', () => {
+  let d: TestDaemon;
+  let clock: ManualClock;
+  let a: MailClient;
+  let b: MailClient;
+  before(async () => {
+    clock = new ManualClock(Date.now());
+    d = await startTestDaemon({ clock });
+    a = (await d.account('a')).client;
+    b = (await d.account('b')).client;
+  });
+  after(() => d.stop());
+
+  const ids = (p: { messages: { message_id: string }[] }) => p.messages.map((m) => m.message_id);
+  const send = async (subject: string) => (await a.send({ to: 'b', subject, body: '' })).message_id;
+  /** Starts a wait; resolves once the daemon holds it parked (boxed: a promise would be awaited). */
+  const park = async (req: { limit?: number; thread_id?: string } = {}) => {
+    const before = d.engine.parkedWaits();
+    const answer = b.inbox({ wait_secs: 30, ...req });
+    await until('the wait parked', () => d.engine.parkedWaits() === before + 1);
+    return { answer };
+  };
+
+  it('a wait after a page that showed unacknowledged mail parks for its full time', async () => {
+    const m1 = await send('one');
+    assert.deepEqual(ids(await b.inbox()), [m1], 'shown, never acknowledged');
+    let settled = false;
+    const w = (await park()).answer.finally(() => (settled = true));
+    clock.advance(29_999);
+    assert.equal(d.engine.parkedWaits(), 1, 'still parked just before its time');
+    assert.equal(settled, false);
+    clock.advance(1);
+    const page = await w;
+    assert.deepEqual(page.messages, [], 'expired empty: nothing new');
+    assert.equal(page.unread, 1, 'the shown mail is still unacknowledged');
+  });
+
+  it('new mail ends the wait, and the answer lists the old unacknowledged mail and the new', async () => {
+    const [m1] = ids(await b.inbox());
+    const w = (await park()).answer;
+    const m2 = await send('two');
+    assert.deepEqual(ids(await w), [m1, m2]);
+    const w2 = (await park()).answer;
+    const m3 = await send('three');
+    assert.deepEqual(ids(await w2), [m1, m2, m3], 'and again: each wait parks, none returns at once');
+  });
+
+  it('a page full of shown mail makes room for the new mail, so the next wait parks again', async () => {
+    const [m1] = ids(await b.inbox());
+    const w = (await park({ limit: 2 })).answer;
+    const m4 = await send('four');
+    assert.deepEqual(ids(await w), [m1, m4], 'woken: the oldest shown mail made room');
+    // Mail that came while nobody waited, more than fits: each wait answers some of it, none spins.
+    const [m5, m6, m7] = [await send('five'), await send('six'), await send('seven')];
+    assert.deepEqual(ids(await b.inbox({ wait_secs: 30, limit: 2 })), [m5, m6]);
+    assert.deepEqual(ids(await b.inbox({ wait_secs: 30, limit: 2 })), [m1, m7]);
+    const w2 = (await park({ limit: 2 })).answer;
+    clock.advance(30_000);
+    assert.deepEqual((await w2).messages, [], 'all of it shown: parked until its time');
+  });
+
+  it('a hook notice tells only mail the inbox has not shown, and what it told does not end a wait', async () => {
+    assert.deepEqual((await b.notice({ event: 'peek' })).mail, [], 'the inbox showed it all: no news');
+    const m8 = await send('eight');
+    assert.deepEqual((await b.notice({ event: 'peek' })).mail.map((m) => m.message_id), [m8], 'new: announced (a peek tells without marking)');
+    const told = await b.notice({ event: 'stop' });
+    assert.deepEqual(told.mail.map((m) => m.message_id), [m8]);
+    const w = (await park()).answer;
+    const m9 = await send('nine');
+    assert.deepEqual(ids(await w).slice(-2), [m8, m9], 'the wait ended on m9 only; m8, told, is listed as unacknowledged');
+    assert.deepEqual((await b.notice({ event: 'peek' })).mail, [], 'the wait showed m9: not announced again');
+  });
+
+  it('a wait on one thread parks on what that thread showed, whatever other threads hold', async () => {
+    const root = await send('a thread');
+    const page = await b.inbox({ thread_id: root });
+    assert.deepEqual(ids(page), [root]);
+    const w = (await park({ thread_id: root })).answer;
+    await send('another thread');
+    const reply = (await a.send({ to: 'b', subject: 'Re: a thread', body: '', reply_to: root })).message_id;
+    assert.deepEqual(ids(await w), [root, reply]);
+    const w2 = (await park({ thread_id: root })).answer;
+    clock.advance(30_000);
+    assert.deepEqual((await w2).messages, []);
   });
 });

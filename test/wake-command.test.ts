@@ -44,7 +44,7 @@ writeFileSync(process.env.M4A_TEST_OUT, JSON.stringify({
   cwd: process.cwd(),
   env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('M4A_WAKE_'))),
   me,
-  inbox: inbox.messages.map((m) => ({ id: m.id, subject: m.subject, body: m.body })),
+  inbox: inbox.messages.map((m) => ({ message_id: m.message_id, subject: m.subject, body: m.body })),
 }));
 client.close();
 `;
@@ -166,7 +166,7 @@ describe('command wakes', () => {
 
       // What the dispatcher hands the adapter: the lineage's latest session, which is not running.
       const rec = (await d.engine.store.getSession('bob', me1.session))!;
-      const listed = (await alice.directory()).accounts.find((a) => a.id === 'bob')!.sessions.find((s) => s.address === me1.address)!;
+      const listed = (await alice.directory({ detail: true, include_ended: true })).accounts.find((a) => a.id === 'bob')!.sessions.find((s) => s.address === me1.address)!;
       assert.equal(listed.live, false, 'the first session is not running');
       const req: WakeRequest = {
         eventId: 'ev-resume-1',
@@ -214,11 +214,11 @@ describe('command wakes', () => {
       assert.equal(got.me.account, 'bob');
       assert.equal(got.me.card.corroborated.provider, 'claude');
       assert.equal(got.me.card.corroborated.provider_session_id, 'conv-b-7');
-      const read = got.inbox.map((m: { id: string }) => m.id);
+      const read = got.inbox.map((m: { message_id: string }) => m.message_id);
       assert.ok(read.includes(toSession.message_id), 'the successor reads the mail sent to the session that was not running');
       assert.ok(read.includes(toAccount.message_id));
-      assert.equal(got.inbox.find((m: { id: string }) => m.id === toSession.message_id).body, 'the diff is in /tmp/x', 'the body is fetched by the agent itself');
-      const dir = await alice.directory();
+      assert.equal(got.inbox.find((m: { message_id: string }) => m.message_id === toSession.message_id).body, 'the diff is in /tmp/x', 'the body is fetched by the agent itself');
+      const dir = await alice.directory({ detail: true, include_ended: true });
       const old = dir.accounts.find((a) => a.id === 'bob')!.sessions.find((s) => s.address === me1.address)!;
       assert.equal(old.successor, got.me.address, 'the daemon records the resumed program as the successor');
       assert.equal(exits.length, 1);

@@ -72,7 +72,7 @@ describe('wake chains', () => {
     assert.equal(rc!.acked_at, null);
 
     const page = await carol.inbox();
-    assert.equal(page.messages[0]?.id, sent.message_id);
+    assert.equal(page.messages[0]?.message_id, sent.message_id);
     await d.engine.receipts.settled();
     const mid = (await alice.receipts(sent.message_id)).receipts[0]!;
     assert.ok(mid.surfaced_at, 'surfaced by the first inbox read');
@@ -104,7 +104,7 @@ describe('wake chains', () => {
     const waiting = erin.inbox({ wait_secs: 10 });
     await until('the wait parked', () => d.engine.waits.size > 0);
     const sent = await alice.send({ to: 'erin', subject: 'while you wait', body: 'x' });
-    assert.equal((await waiting).messages[0]?.id, sent.message_id);
+    assert.equal((await waiting).messages[0]?.message_id, sent.message_id);
     const r = await until('the attempt recorded', async () => {
       const x = (await alice.receipts(sent.message_id)).receipts[0]!;
       return x.signalled.length > 0 && x;

@@ -1,5 +1,10 @@
-// `m4a capabilities --json`: what this build supports, for scripts and doctors to read.
+// `m4a capabilities --json`: what this build supports, for scripts and doctors to read. Tools and
+// routes come from the operation table, stores from the list the daemon opens.
 import { CLI_VERSION } from './connect.js';
+import { HTTP_PATHS, MCP_TOOL_NAMES } from '../wire/operation-facts.js';
+import { LIMITS } from '../wire/limits.js';
+import { MCP_PROTOCOL_VERSIONS, STORE_KINDS } from '../wire/capabilities.js';
+import { PROGRAMS } from './setup/programs.js';
 
 export function capabilities(): Record<string, unknown> {
   return {
@@ -8,13 +13,13 @@ export function capabilities(): Record<string, unknown> {
     platform: process.platform,
     node: process.versions.node,
     attestation: process.platform === 'linux' ? 'linux-procfs' : null,
-    stores: ['sqlite', 'memory'],
-    doors: ['http', 'mcp-http', 'mcp-stdio'],
-    mcp_protocol_versions: ['2025-11-25', '2025-06-18', '2025-03-26'],
-    mcp_tools: ['m4a_mail_send', 'm4a_mail_inbox', 'm4a_mail_ack', 'm4a_mail_get', 'm4a_mail_unread', 'm4a_mail_whoami', 'm4a_mail_status', 'm4a_mail_peers'],
-    http_routes: ['/mail/send', '/mail/inbox', '/mail/ack', '/mail/get', '/mail/unread', '/mail/whoami', '/mail/status', '/mail/directory', '/mcp', '/health'],
-    setup_programs: ['claude', 'codex', 'gemini', 'cursor'],
+    stores: STORE_KINDS,
+    doors: ['http', 'mcp-http', 'mcp-stdio', 'web'],
+    mcp_protocol_versions: MCP_PROTOCOL_VERSIONS,
+    mcp_tools: MCP_TOOL_NAMES,
+    http_routes: [...HTTP_PATHS, '/mcp', '/health'],
+    setup_programs: PROGRAMS,
     setup_transports: ['stdio', 'http'],
-    limits: { wait_secs_http: 60, wait_secs_mcp: 50 },
+    limits: { wait_secs_http: LIMITS.waitSecsHttp, wait_secs_mcp: LIMITS.waitSecsMcp },
   };
 }

@@ -1,5 +1,6 @@
 // From a CLI invocation to a ready client: find the data directory and the daemon (starting it
 // if needed), choose the account's secret, and retire an older auto-started daemon once idle.
+import { pathOf } from '../wire/operation-facts.js';
 import { readFileSync } from 'node:fs';
 import { DaemonUnreachable, MailClient } from '../client/http-client.js';
 import { daemonUrl, dataDirFrom, operatorToken } from './daemon-target.js';
@@ -65,7 +66,7 @@ async function retireIfOlder(dataDir: string, url: string): Promise<void> {
     const h = await probe(url);
     if (!h || h.version === CLI_VERSION) return;
     const op = new MailClient({ url, token: operatorToken(dataDir) });
-    await op.call('/admin/daemon/stop', { when: 'idle' }).catch(() => undefined);
+    await op.call(pathOf('daemon.stop'), { when: 'idle' }).catch(() => undefined);
     op.close();
   } catch {
     /* best effort: the old daemon keeps serving */

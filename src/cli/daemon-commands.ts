@@ -1,4 +1,5 @@
 // m4a daemon status|stop|restart|logs|install: the singleton daemon's lifecycle.
+import { pathOf } from '../wire/operation-facts.js';
 import type { Command } from 'commander';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -43,7 +44,7 @@ async function stopDaemon(dataDir: string): Promise<boolean> {
   if (!h) return false;
   const op = new MailClient({ url, token: operatorToken(dataDir) });
   try {
-    await op.call('/admin/daemon/stop', { when: 'now' });
+    await op.call(pathOf('daemon.stop'), { when: 'now' });
   } finally {
     op.close();
   }

@@ -25,13 +25,14 @@ export function ago(iso: string, now = Date.now()): string {
   return `${Math.floor(s / 86_400)}d ago`;
 }
 
-/** claude/s-7f3a9c…  (session ids are long; twelve characters identify them in practice). */
+/** claude/s-7f3a9c…  for full session ids in cards (twelve characters identify them in practice).
+ *  Message and send answers print addresses short already, in a form `to` accepts back. */
 export function shortAddress(a: string): string {
   return a.replace(/\/(s-[0-9a-f]{10})[0-9a-f]{54}$/, '/$1…');
 }
 
 export function messageBlock(m: MessageOut): string {
-  const head = `${bold(m.id)}  ${dim(ago(m.created_at))}  ${shortAddress(m.from)}${m.from_kind === 'human' ? ' (person)' : ''} → ${shortAddress(m.to)}${m.priority === 'urgent' ? ` ${yellow('URGENT')}` : ''}${m.acked_at ? dim(' (acked)') : ''}`;
+  const head = `${bold(m.message_id)}  ${dim(ago(m.created_at))}  ${m.from}${m.from_kind === 'human' ? ' (person)' : ''} → ${m.to ?? 'you'}${m.priority === 'urgent' ? ` ${yellow('URGENT')}` : ''}${m.acked_at ? dim(' (acked)') : ''}`;
   const lines = [head, `  ${bold(m.subject)}`];
   if (m.reply_to) lines.push(dim(`  in reply to ${m.reply_to}`));
   if (m.body !== undefined && m.body !== '') lines.push(...m.body.split('\n').map((l) => `  ${l}`));

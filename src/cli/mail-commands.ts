@@ -56,22 +56,24 @@ export function registerMail(program: Command): void {
             ...(o.idempotencyKey ? { idempotency_key: o.idempotencyKey } : {}),
             ...(o.correlation ? { correlation: o.correlation } : {}),
           }),
-        (r) => `${green('sent')} ${r.message_id} to ${shortAddress(r.to)}${r.redirected ? ' (redirected)' : ''}${r.duplicate ? ' (already sent with this key)' : ''}`,
+        (r) => `${green('sent')} ${r.message_id} to ${r.to}${r.redirected ? ' (redirected)' : ''}${r.duplicate ? ' (already sent with this key)' : ''}`,
       );
     });
 
-  common(program.command('reply <message-id> [body]').description('answer a message in its thread, to its sender; body - reads stdin'))
-    .option('--subject <subject>', 'instead of Re: <original subject>')
-    .action(async (id: string, body: string | undefined, o: Common & { subject?: string }) => {
+  common(program.command('reply <message-id> [body]').description('answer a message in its thread (to its sender; room mail to the room) and acknowledge it; body - reads stdin'))
+    .option('--subject <subject>', 'instead of Re: <original subject> (then the message is not acknowledged)')
+    .option('--sender', 'room mail: answer its sender alone')
+    .option('--no-ack', 'leave the message unacknowledged')
+    .action(async (id: string, body: string | undefined, o: Common & { subject?: string; sender?: boolean; ack: boolean }) => {
       const text = await bodyArg(body);
       await run(
         o,
         async (c) => {
+          if (o.subject === undefined) return c.reply({ message_id: id, body: text, ...(o.ack ? {} : { ack: false }), ...(o.sender ? { to_sender: true } : {}) });
           const orig = (await c.get(id)).message;
-          const subject = o.subject ?? (/^re:/i.test(orig.subject) ? orig.subject : `Re: ${orig.subject}`.slice(0, 512));
-          return c.send({ to: orig.from, subject, body: text, reply_to: id });
+          return c.send({ to: orig.from, subject: o.subject, body: text, reply_to: id });
         },
-        (r) => `${green('replied')} ${r.message_id} to ${shortAddress(r.to)}${r.redirected ? ' (the sender\'s session ended; redirected)' : ''}`,
+        (r) => `${green('replied')} ${r.message_id} to ${r.to}${r.redirected ? ' (the sender\'s session ended; redirected)' : ''}`,
       );
     });
 
@@ -82,7 +84,8 @@ export function registerMail(program: Command): void {
     .option('--limit <n>', 'at most n messages (default 50, max 256)', Number)
     .option('--after <cursor>', 'only mail after this cursor (from --json next_cursor)')
     .option('--no-bodies', 'subjects only')
-    .action((o: Common & { wait?: number; all?: boolean; thread?: string; limit?: number; after?: string; bodies: boolean }) =>
+    .option('--verbose', 'every field of each message, null and default ones too (for --json scripts)')
+    .action((o: Common & { wait?: number; all?: boolean; thread?: string; limit?: number; after?: string; bodies: boolean; verbose?: boolean }) =>
       run(
         o,
         (c) =>
@@ -93,6 +96,7 @@ export function registerMail(program: Command): void {
             ...(o.limit !== undefined ? { limit: o.limit } : {}),
             ...(o.after ? { after: o.after } : {}),
             ...(o.bodies ? {} : { include_bodies: false }),
+            ...(o.verbose ? { verbose: true } : {}),
           }),
         (r) => `${list(r.messages, 'no mail')}\n${dim(`${r.unread} unread`)}`,
       ),
@@ -100,8 +104,9 @@ export function registerMail(program: Command): void {
 
   common(program.command('read <message-id>').description('show one message in full'))
     .option('--thread', 'the whole thread')
-    .action((id: string, o: Common & { thread?: boolean }) =>
-      run(o, (c) => c.get(id, !!o.thread), (r) => (r.thread ? list(r.thread, '') : messageBlock(r.message))),
+    .option('--verbose', 'every field, null and default ones too (for --json scripts)')
+    .action((id: string, o: Common & { thread?: boolean; verbose?: boolean }) =>
+      run(o, (c) => c.get(id, !!o.thread, !!o.verbose), (r) => (r.thread ? list(r.thread, '') : messageBlock(r.message))),
     );
 
   common(program.command('thread <id>').description('the whole thread a message belongs to')).action((id: string, o: Common) =>
@@ -132,17 +137,17 @@ export function registerMail(program: Command): void {
     ),
   );
 
-  common(program.command('peers').description('every account, its sessions, and the rooms'))
-    .option('--live', 'only live sessions')
-    .action((o: Common & { live?: boolean }) =>
+  common(program.command('peers').description('every account, its live sessions, and the rooms'))
+    .option('--ended', 'also sessions that ended')
+    .action((o: Common & { ended?: boolean }) =>
       run(
         o,
-        (c) => c.directory(),
+        (c) => c.directory({ detail: true, ...(o.ended ? { include_ended: true } : {}) }),
         (r) => {
           const rows = [['ADDRESS', 'KIND', 'LIVE', 'SEEN', 'AGENT', 'WORKING ON']];
           for (const a of r.accounts) {
-            const sessions = a.sessions.filter((s) => !o.live || s.live);
-            rows.push([bold(a.id), a.kind, '', '', '', '']);
+            const sessions = a.sessions;
+            rows.push([bold(a.id), a.kind ?? 'agent', '', '', '', '']);
             for (const s of sessions) {
               const name = [s.slug, ...s.aliases].filter(Boolean).join(', ');
               rows.push([`  ${a.id}/${name || shortAddress(s.address).split('/')[1]}`, '', s.live ? green('live') : dim('ended'), ago(s.last_seen), s.card.corroborated.provider ?? '', s.card.declared.working_on ?? '']);

@@ -1,6 +1,7 @@
 // m4a user …: people who use the browser mailbox (human accounts with a password), through the
 // operator credential. The password is asked on the terminal without echo, or read from stdin with
 // --password-stdin (scripts, tests); it never appears on a command line.
+import { pathOf } from '../wire/operation-facts.js';
 import type { Command } from 'commander';
 import type * as A from '../wire/admin.js';
 import { asOperator, operatorCommon, type OperatorOptions } from './admin-commands.js';
@@ -67,7 +68,7 @@ export function registerUser(program: Command): void {
         o,
         async (c) => {
           const password = await readPassword(o);
-          return c.call<{ account: A.AccountOut }>('/admin/user/create', {
+          return c.call<{ account: A.AccountOut }>(pathOf('user.create'), {
             id,
             password,
             ...(o.displayName ? { display_name: o.displayName } : {}),
@@ -81,10 +82,10 @@ export function registerUser(program: Command): void {
   common(user.command('passwd <id>').description('set a person\'s password; their browser logins end'))
     .option('--password-stdin', 'read the password from the first line of stdin instead of asking')
     .action((id: string, o: Common) =>
-      asOperator(o, async (c) => c.call<{ ok: true }>('/admin/user/passwd', { id, password: await readPassword(o, 'New password: ') }), () => `password of ${id} set; their browser logins ended`),
+      asOperator(o, async (c) => c.call<{ ok: true }>(pathOf('user.passwd'), { id, password: await readPassword(o, 'New password: ') }), () => `password of ${id} set; their browser logins ended`),
     );
 
   common(user.command('revoke-sessions <id>').description('end every browser login of a person')).action((id: string, o: Common) =>
-    asOperator(o, (c) => c.call<{ revoked: number }>('/admin/user/revoke-sessions', { id }), (r) => `${r.revoked} browser login(s) of ${id} ended`),
+    asOperator(o, (c) => c.call<{ revoked: number }>(pathOf('user.revoke-sessions'), { id }), (r) => `${r.revoked} browser login(s) of ${id} ended`),
   );
 }

@@ -7,6 +7,7 @@ import type * as A from '../wire/admin.js';
 import type * as H from '../wire/hooks.js';
 import type * as WK from '../wire/wake.js';
 import type { Address } from '../wire/address.js';
+import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
 
 export interface ClientOptions {
@@ -93,7 +94,7 @@ export class MailClient {
     try {
       this.checkOwner();
     } catch (err) {
-      return Promise.reject(err);
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return new Promise((resolve, reject) => {
       const req = request(
@@ -150,69 +151,77 @@ export class MailClient {
   }
 
   send(input: SendInput): Promise<W.SendResponse> {
-    return this.call('/mail/send', input);
+    return this.call(pathOf('send'), input);
   }
   inbox(input: W.InboxRequest = {}): Promise<W.InboxResponse> {
-    return this.call('/mail/inbox', input, (input.wait_secs ?? 0) * 1000);
+    return this.call(pathOf('inbox'), input, (input.wait_secs ?? 0) * 1000);
   }
   ack(ids: string | string[]): Promise<W.AckResponse> {
-    return this.call('/mail/ack', Array.isArray(ids) ? { message_ids: ids } : { message_id: ids });
+    return this.call(pathOf('ack'), Array.isArray(ids) ? { message_ids: ids } : { message_id: ids });
   }
-  get(messageId: string, thread = false): Promise<W.GetResponse> {
-    return this.call('/mail/get', thread ? { message_id: messageId, thread: true } : { message_id: messageId });
+  /** `verbose`: every field of each message (null and default ones too), for scripts. */
+  get(messageId: string, thread = false, verbose = false): Promise<W.GetResponse> {
+    return this.call(pathOf('get'), { message_id: messageId, ...(thread ? { thread: true } : {}), ...(verbose ? { verbose: true } : {}) });
   }
   unread(): Promise<W.UnreadResponse> {
-    return this.call('/mail/unread');
+    return this.call(pathOf('unread'));
   }
   whoami(): Promise<W.WhoamiResponse> {
-    return this.call('/mail/whoami');
+    return this.call(pathOf('whoami'));
   }
   status(input: W.StatusRequest): Promise<W.StatusResponse> {
-    return this.call('/mail/status', input);
+    return this.call(pathOf('status'), input);
   }
-  directory(): Promise<W.DirectoryResponse> {
-    return this.call('/mail/directory');
+  /** Live sessions by default; `detail` adds ids and cards, `include_ended` the ended ones. */
+  directory(input: W.DirectoryRequest & { detail: true }): Promise<W.DirectoryDetail>;
+  directory(input?: W.DirectoryRequest): Promise<W.DirectoryResponse>;
+  directory(input: W.DirectoryRequest = {}): Promise<W.DirectoryResponse | W.DirectoryDetail> {
+    return this.call(pathOf('directory'), input);
+  }
+  /** Answers a message (to its sender; room mail to the room) and acknowledges it unless ack is false. */
+  reply(input: W.ReplyRequest): Promise<W.ReplyResponse> {
+    return this.call(pathOf('reply'), input);
   }
   notice(input: H.NoticeRequest): Promise<H.NoticeResponse> {
-    return this.call('/mail/notice', input, (input.wait_secs ?? 0) * 1000);
+    return this.call(pathOf('notice'), input, (input.wait_secs ?? 0) * 1000);
   }
   listen(on: boolean): Promise<{ address: string; listening: boolean }> {
-    return this.call('/mail/listen', { on });
+    return this.call(pathOf('listen'), { on });
   }
   /** A durable reminder, delivered as mail from `mailbox` in inSecs (to this session, or the account). */
   remind(inSecs: number, note: string, account = false): Promise<WK.TimerOut> {
-    return this.call('/mail/remind', account ? { in_secs: inSecs, note, account } : { in_secs: inSecs, note });
+    return this.call(pathOf('remind'), account ? { in_secs: inSecs, note, account } : { in_secs: inSecs, note });
   }
   timers(): Promise<{ timers: WK.TimerOut[] }> {
-    return this.call('/mail/timer/list');
+    return this.call(pathOf('timer.list'));
   }
   timerSnooze(id: string, inSecs: number): Promise<WK.TimerOut> {
-    return this.call('/mail/timer/snooze', { id, in_secs: inSecs });
+    return this.call(pathOf('timer.snooze'), { id, in_secs: inSecs });
   }
   timerClear(id: string): Promise<{ ok: true }> {
-    return this.call('/mail/timer/clear', { id });
+    return this.call(pathOf('timer.clear'), { id });
   }
   receipts(messageId: string): Promise<WK.ReceiptsResponse> {
-    return this.call('/mail/receipts', { message_id: messageId });
+    return this.call(pathOf('receipts'), { message_id: messageId });
   }
 
   readonly admin = {
-    accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/add', input),
-    accountRotate: (id: string): Promise<{ account: A.AccountOut; secret: string }> => this.call('/admin/account/rotate', { id }),
-    accountRemove: (id: string): Promise<A.RemovedResponse> => this.call('/admin/account/remove', { id }),
-    accountList: (): Promise<{ accounts: A.AccountOut[] }> => this.call('/admin/account/list'),
+    accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call(pathOf('account.add'), input),
+    accountRotate: (id: string): Promise<{ account: A.AccountOut; secret: string }> => this.call(pathOf('account.rotate'), { id }),
+    accountRemove: (id: string): Promise<A.RemovedResponse> => this.call(pathOf('account.remove'), { id }),
+    accountList: (): Promise<{ accounts: A.AccountOut[] }> => this.call(pathOf('account.list')),
     roomAdd: (name: string, opts: { everyone?: boolean; open?: boolean } = {}): Promise<{ ok: true }> =>
-      this.call('/admin/room/add', { name, ...(opts.everyone ? { everyone: true } : {}), ...(opts.open ? { open: true } : {}) }),
-    roomSet: (name: string, open: boolean): Promise<{ ok: true }> => this.call('/admin/room/set', { name, open }),
-    roomRemove: (name: string): Promise<A.RemovedResponse> => this.call('/admin/room/remove', { name }),
-    roomList: (): Promise<A.RoomListResponse> => this.call('/admin/room/list'),
-    memberAdd: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/add', { room, account }),
-    memberRemove: (room: string, account: string): Promise<{ ok: true }> => this.call('/admin/room/member/remove', { room, account }),
-    listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call('/admin/listener', { account, url }),
-    listenerRemove: (account: string): Promise<{ ok: true }> => this.call('/admin/listener/remove', { account }),
-    wakeSet: (input: WK.WakeSetInput): Promise<{ chain: WK.WakeChainOut; webhook_signing_key?: string }> => this.call('/admin/wake/set', input),
-    wakeList: (): Promise<{ chains: WK.WakeChainOut[] }> => this.call('/admin/wake/list'),
-    wakeClear: (account: string, session?: string): Promise<{ ok: true }> => this.call('/admin/wake/clear', session ? { account, session } : { account }),
+      this.call(pathOf('room.add'), { name, ...(opts.everyone ? { everyone: true } : {}), ...(opts.open ? { open: true } : {}) }),
+    roomSet: (name: string, open: boolean): Promise<{ ok: true }> => this.call(pathOf('room.set'), { name, open }),
+    roomRemove: (name: string): Promise<A.RemovedResponse> => this.call(pathOf('room.remove'), { name }),
+    roomList: (): Promise<A.RoomListResponse> => this.call(pathOf('room.list')),
+    memberAdd: (room: string, account: string): Promise<{ ok: true }> => this.call(pathOf('room.member.add'), { room, account }),
+    memberRemove: (room: string, account: string): Promise<{ ok: true }> => this.call(pathOf('room.member.remove'), { room, account }),
+    listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call(pathOf('listener.set'), { account, url }),
+    listenerRemove: (account: string): Promise<{ ok: true }> => this.call(pathOf('listener.remove'), { account }),
+    wakeSet: (input: WK.WakeSetInput): Promise<{ chain: WK.WakeChainOut; webhook_signing_key?: string }> => this.call(pathOf('wake.set'), input),
+    wakeList: (): Promise<{ chains: WK.WakeChainOut[] }> => this.call(pathOf('wake.list')),
+    wakeClear: (account: string, session?: string): Promise<{ ok: true }> => this.call(pathOf('wake.clear'), session ? { account, session } : { account }),
   };
 
   close(): void {

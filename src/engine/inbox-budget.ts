@@ -15,7 +15,7 @@ function cutTo(m: MessageOut, max: number): MessageOut {
   if (buf.length <= max) return m;
   // Decoding a truncated buffer turns a partial last character into U+FFFD; drop it.
   const kept = new TextDecoder().decode(buf.subarray(0, Math.max(0, max))).replace(/\uFFFD$/, '');
-  return { ...m, body: kept + marker(m.id, buf.length - Buffer.byteLength(kept)), body_truncated: true };
+  return { ...m, body: kept + marker(m.message_id, buf.length - Buffer.byteLength(kept)), body_truncated: true };
 }
 
 /** How many of `messages` to keep and their (possibly cut) form, so the page fits `budget` bytes

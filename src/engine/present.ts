@@ -1,34 +1,60 @@
-// Store records → wire shapes. Addresses leave as compact strings.
-import type { MessageOut, Card, SessionOut } from '../wire/ops.js';
+// Store records → wire shapes. Addresses leave as compact strings; message items leave out
+// what is default or implied (a reader pays for every token), unless asked for verbose.
+import type { MessageOut, Card, PeerOut, SessionOut } from '../wire/ops.js';
 import type { PagedMessage, SessionRecord, StoredMessage } from '../store/types.js';
+import type { Printed } from './short-address.js';
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
+/** Second precision, as message items carry it: `2025-01-02T03:04:05Z`. */
+export const isoSecs = (ms: number): string => iso(ms).replace(/\.\d{3}Z$/, 'Z');
 
+/** The sender as stored, with its full session id: the key of its printed form. */
 export function senderAddress(m: StoredMessage): string {
   return m.fromSession ? `${m.fromAccount}/${m.fromSession}` : m.fromAccount;
 }
 
-export function presentMessage(m: StoredMessage, ackedAt: number | null, includeBody = true): MessageOut {
+export interface PresentOptions {
+  includeBody?: boolean;
+  /** The reader's account: `to` is left out when it is that account. */
+  reader?: string | null;
+  /** Printed forms of the addresses (short-address.ts); without them, addresses as stored. */
+  printed?: Printed;
+  /** Adds the sender's full session id (get's message). */
+  fromSession?: boolean;
+  /** Every field, null and default ones too, timestamps to the millisecond (for scripts). */
+  verbose?: boolean;
+}
+
+/** How one reader sees messages: the presentation options but the names, which the engine looks
+ *  up per answer, and the reader's own session (whose printed form then costs no read). */
+export interface ReaderView extends Omit<PresentOptions, 'printed'> {
+  self?: SessionRecord | null;
+}
+
+export function presentMessage(m: StoredMessage, ackedAt: number | null, o: PresentOptions = {}): MessageOut {
+  const v = o.verbose === true;
+  const at = v ? iso : isoSecs;
   const out: MessageOut = {
-    id: m.id,
-    thread_id: m.threadId,
-    from: senderAddress(m),
-    from_kind: m.fromKind,
-    to: m.toAddress,
+    message_id: m.id,
+    ...(v || m.threadId !== m.id ? { thread_id: m.threadId } : {}),
+    from: o.printed ? o.printed.from(m) : senderAddress(m),
+    ...(m.fromSession && (v || o.fromSession) ? { from_session: m.fromSession } : {}),
+    ...(v || m.fromKind !== 'agent' ? { from_kind: m.fromKind } : {}),
+    ...(v || m.toAddress !== o.reader ? { to: o.printed ? o.printed.to(m) : m.toAddress } : {}),
     subject: m.subject,
-    priority: m.priority,
-    created_at: iso(m.createdAt),
-    acked_at: ackedAt === null ? null : iso(ackedAt),
+    ...(v || m.priority !== 'normal' ? { priority: m.priority } : {}),
+    created_at: at(m.createdAt),
+    ...(v || ackedAt !== null ? { acked_at: ackedAt === null ? null : at(ackedAt) } : {}),
   };
-  if (includeBody) out.body = m.body;
+  if (o.includeBody ?? true) out.body = m.body;
   if (m.replyTo) out.reply_to = m.replyTo;
   if (m.correlation !== null) out.correlation = m.correlation;
   if (m.refs.length) out.refs = m.refs.map((r) => (r.digest === undefined ? { kind: r.kind, locator: r.locator } : { ...r }));
   return out;
 }
 
-export function presentPaged(m: PagedMessage, includeBody: boolean): MessageOut {
-  return presentMessage(m, m.ackedAt, includeBody);
+export function presentPaged(m: PagedMessage, o: PresentOptions): MessageOut {
+  return presentMessage(m, m.ackedAt, o);
 }
 
 export function presentCard(s: SessionRecord | null): Card {
@@ -58,5 +84,16 @@ export function presentSession(s: SessionRecord, live: boolean, aliases: string[
 function strip<T extends Record<string, string | undefined>>(o: T): { [K in keyof T]?: string } {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
-  return out as { [K in keyof T]?: string };
+  return out;
+}
+
+/** A session as peers lists it by default: its printed address and what it declared, nothing else. */
+export function presentPeer(s: SessionRecord, live: boolean, address: string): PeerOut {
+  const d = s.declared;
+  return {
+    address,
+    ...(d.workingOn ? { working_on: d.workingOn } : {}),
+    ...(d.role ? { role: d.role } : {}),
+    ...(live ? {} : { ended: true as const }),
+  };
 }

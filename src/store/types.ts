@@ -207,6 +207,9 @@ export interface RecordRow {
 
 export interface Store {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
+  /** Whether several daemons may share this store (PostgreSQL): another daemon may then change it at
+   *  any time (remove an account, claim a wake). false: one daemon holds it (the data directory's lock). */
+  readonly shared: boolean;
   close(): Promise<void>;
 
   getMeta(key: string): Promise<string | null>;

@@ -23,12 +23,12 @@ function checkText(s: string, ctx: Ctx, limit: number, kind: 'line' | 'body'): v
  *  no control characters, line or paragraph separators, bidi controls or invisible characters. */
 export const text = (limit: number) => z.string().superRefine((s, ctx) => checkText(s, ctx, limit, 'line'));
 
-export const Subject = text(LIMITS.subjectBytes).describe(`at most ${LIMITS.subjectBytes} bytes; no control characters, line or paragraph separators, bidi controls or invisible format characters`);
+export const Subject = text(LIMITS.subjectBytes).describe(`one line, at most ${LIMITS.subjectBytes} bytes`);
 
 export const Body = z
   .string()
   .superRefine((s, ctx) => checkText(s, ctx, LIMITS.bodyBytes, 'body'))
-  .describe(`at most ${LIMITS.bodyBytes} bytes; \\n and \\t are the only control characters allowed`);
+  .describe(`at most ${LIMITS.bodyBytes / 1024} KiB`);
 
 export const Selector = z
   .string()
@@ -38,7 +38,7 @@ export const Selector = z
     const p = selectorProblem(s);
     if (p) ctx.addIssue({ code: 'custom', message: p });
   })
-  .describe('[A-Za-z0-9._@+-], at most 128 bytes, not starting with - or ., no ..');
+  .describe(`[A-Za-z0-9._@+-], at most ${LIMITS.selectorBytes} bytes`);
 
 export const Correlation = text(LIMITS.correlationBytes).describe('free string the mailbox never reads');
 
@@ -62,6 +62,14 @@ export const Refs = z.array(Ref).superRefine((a, ctx) => {
 
 export const MessageId = z.string().regex(/^m-[0-9a-z]{1,64}$/, 'not a message id').describe('message id, m-…');
 
+/** A send without `to` is most often a model that meant to reply: say how. */
+function missingTo(iss: { input?: unknown }): string | undefined {
+  return iss.input === undefined ? "required; to reply, use m4a_mail_reply or set to to the message's from" : undefined;
+}
+
+/** How an address is written, said once for every schema that takes one. */
+const ADDRESS_RULE = 'codex (account), codex/web-ui, codex/@alias, codex/s-1a2b3c4d (session) or #room: any address you were shown';
+
 const TaggedAddress = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('direct'), participant: Selector }),
   z.strictObject({ kind: z.literal('session'), participant: Selector, session: Selector }),
@@ -71,7 +79,7 @@ const TaggedAddress = z.discriminatedUnion('kind', [
 /** An address in either form; always parsed to the tagged form. Each part of the compact form
  *  (account, session, room) is a selector of at most 128 bytes: longer is too_large, never unknown. */
 export const AddressInput = z
-  .union([z.string(), TaggedAddress])
+  .union([z.string(), TaggedAddress], { error: missingTo })
   .transform((v, ctx): Address => {
     if (typeof v !== 'string') return v;
     const r = parseCompactAddress(v);
@@ -80,4 +88,16 @@ export const AddressInput = z
     else ctx.addIssue({ code: 'custom', message: r.reason });
     return z.NEVER;
   })
-  .describe('claude | claude/s-… | #room, or the tagged JSON form; each part at most 128 bytes');
+  .describe(`${ADDRESS_RULE}, or the tagged JSON form; each part at most ${LIMITS.selectorBytes} bytes`);
+
+/** An address as a plain string (the MCP tools' form): the same rule, stated once. */
+export const AddressString = z
+  .string({ error: missingTo })
+  .transform((v, ctx): Address => {
+    const r = parseCompactAddress(v);
+    if (r.ok) return r.address;
+    if (r.tooLarge) ctx.addIssue({ code: 'custom', message: r.reason, params: { m4a: 'too_large', limit: r.tooLarge.limit, actual: r.tooLarge.actual } });
+    else ctx.addIssue({ code: 'custom', message: r.reason });
+    return z.NEVER;
+  })
+  .describe(ADDRESS_RULE);

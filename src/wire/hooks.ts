@@ -9,7 +9,12 @@ export const NoticeRequest = z.strictObject({
   wait_secs: z.number().finite().min(0).optional().describe('stop only: park until new mail (listen mode), at most 60 s per call'),
 });
 
-export const NoticeItem = z.object({ id: z.string(), from: z.string(), subject: z.string(), priority: z.enum(['normal', 'urgent']) });
+export const NoticeItem = z.object({
+  message_id: z.string(),
+  from: z.string(),
+  subject: z.string(),
+  priority: z.enum(['normal', 'urgent']).optional().describe('left out when normal'),
+});
 
 export const NoticeResponse = z.object({
   mail: z.array(NoticeItem).describe('mail new since the last notice to this session (ids, senders, subjects; never bodies)'),

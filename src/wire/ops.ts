@@ -2,7 +2,9 @@
 // are generated from these; unknown fields are refused everywhere (strictObject).
 import { z } from 'zod';
 import { LIMITS } from './limits.js';
-import { AddressInput, Body, Correlation, MessageId, Refs, Selector, Subject, text } from './fields.js';
+import { AddressInput, AddressString, Body, Correlation, MessageId, Refs, Selector, Subject, text } from './fields.js';
+
+export { AddressString };
 
 export const Priority = z.enum(['normal', 'urgent']);
 
@@ -10,16 +12,24 @@ export const SendRequest = z.strictObject({
   to: AddressInput,
   subject: Subject,
   body: Body,
-  reply_to: MessageId.optional().describe('the message this answers; threads it'),
+  reply_to: MessageId.optional().describe('threads it (m4a_mail_reply is simpler)'),
   correlation: Correlation.optional(),
-  refs: Refs.optional().describe(`at most ${LIMITS.refsCount} {kind, locator, digest?}, stored and returned verbatim`),
-  idempotency_key: Selector.optional().describe('a retry with the same key within 24 h returns the original message'),
-  priority: Priority.optional().describe('normal (default) or urgent'),
+  refs: Refs.optional().describe(`≤ ${LIMITS.refsCount} pointers (files, commits), kept verbatim`),
+  idempotency_key: Selector.optional().describe('retries within 24 h return the first'),
+  priority: Priority.optional().describe('urgent needs the urgent permission'),
+});
+
+export const ReplyRequest = z.strictObject({
+  message_id: MessageId,
+  body: Body,
+  ack: z.boolean().optional().describe('default true'),
+  to_sender: z.boolean().optional().describe('room mail: answer the sender alone'),
+  idempotency_key: Selector.optional().describe('retries within 24 h return the first'),
 });
 
 export const SendResponse = z.object({
   message_id: z.string(),
-  from: z.string().describe('your own session address'),
+  from: z.string().describe('your own address, as others read it'),
   thread_id: z.string(),
   to: z.string().describe('where the message went (a reply to an ended session goes to its successor or account)'),
   redirected: z.boolean().describe('true when `to` differs from what was asked'),
@@ -27,38 +37,49 @@ export const SendResponse = z.object({
   quiet: z.string().optional().describe('present when the loop guard stored the message without waking anyone, and why'),
 });
 
-const WaitSecs = z.number().finite().min(0).describe('park until mail arrives, at most 60 s (50 s over MCP); clamped, never refused');
+export const ReplyResponse = SendResponse.extend({ acked: z.boolean().describe('the answered message is acknowledged') });
+
+const waitSecs = (max: number) => z.number().finite().min(0).describe(`wait for mail you were not shown yet, ≤ ${max} s`);
+
+const Verbose = z.boolean().describe('every field, null and default ones too, timestamps to the millisecond (for scripts)');
 
 export const InboxRequest = z.strictObject({
-  after: z.string().max(64).optional().describe('opaque cursor from next_cursor'),
-  limit: z.number().int().min(1).optional().describe(`default ${LIMITS.inboxLimitDefault}, at most ${LIMITS.inboxLimitMax}`),
-  include_acked: z.boolean().optional(),
+  after: z.string().max(64).optional().describe('a next_cursor'),
+  limit: z.number().int().min(1).max(LIMITS.inboxLimitMax).optional().describe(`default ${LIMITS.inboxLimitDefault}`),
+  include_acked: z.boolean().optional().describe('also acknowledged mail'),
   include_bodies: z.boolean().optional().describe('default true'),
-  thread_id: MessageId.optional(),
-  wait_secs: WaitSecs.optional(),
+  thread_id: MessageId.optional().describe('only this thread'),
+  wait_secs: waitSecs(LIMITS.waitSecsHttp).optional(),
+  verbose: Verbose.optional(),
 });
+
+/** Over MCP: the wait is shorter (under common client timeouts). */
+export const McpInboxRequest = InboxRequest.omit({ verbose: true }).extend({ wait_secs: waitSecs(LIMITS.waitSecsMcp).optional() });
 
 export const RefOut = z.object({ kind: z.string(), locator: z.string(), digest: z.string().optional() });
 
 export const MessageOut = z.object({
-  id: z.string(),
-  thread_id: z.string(),
-  from: z.string(),
-  from_kind: z.enum(['agent', 'human', 'service']).describe('human: written by a person in the browser'),
-  to: z.string(),
+  message_id: z.string(),
+  thread_id: z.string().optional().describe('the thread; left out when it is this message (a first message)'),
+  from: z.string().describe('the sender (account, account/slug, account/@alias or account/s-…); write it back as to'),
+  from_session: z.string().optional().describe("get: the sender session's full id"),
+  from_kind: z.enum(['agent', 'human', 'service']).optional().describe('left out for agents; human: written by a person in the browser'),
+  to: z.string().optional().describe('left out when it is your account'),
   subject: z.string(),
+  priority: Priority.optional().describe('left out when normal'),
+  created_at: z.string(),
+  acked_at: z.string().nullable().optional().describe('when your scope acknowledged it; left out until then'),
   body: z.string().optional(),
   body_truncated: z.boolean().optional(),
   reply_to: z.string().optional(),
   correlation: z.string().optional(),
   refs: z.array(RefOut).optional(),
-  priority: Priority,
-  created_at: z.string(),
-  acked_at: z.string().nullable().describe('when your scope acknowledged it, or null'),
 });
 
 export const InboxResponse = z.object({
-  messages: z.array(MessageOut),
+  messages: z
+    .array(MessageOut)
+    .describe('oldest first; each leaves out what is default or implied (verbose: true gives every field); timestamps to the second'),
   next_cursor: z.string().nullable(),
   unread: z.number().int(),
 });
@@ -66,7 +87,7 @@ export const InboxResponse = z.object({
 export const AckRequest = z
   .strictObject({
     message_id: MessageId.optional(),
-    message_ids: z.array(MessageId).min(1).optional(),
+    message_ids: z.array(MessageId).min(1).optional().describe('several at once'),
   })
   .superRefine((v, ctx) => {
     if ((v.message_id === undefined) === (v.message_ids === undefined))
@@ -81,7 +102,8 @@ export const AckResponse = z.object({
   unread: z.number().int(),
 });
 
-export const GetRequest = z.strictObject({ message_id: MessageId, thread: z.boolean().optional() });
+export const GetRequest = z.strictObject({ message_id: MessageId, thread: z.boolean().optional().describe('the whole thread'), verbose: Verbose.optional() });
+export const McpGetRequest = GetRequest.omit({ verbose: true });
 export const GetResponse = z.object({ message: MessageOut, thread: z.array(MessageOut).optional() });
 
 export const EmptyRequest = z.strictObject({});
@@ -115,11 +137,11 @@ export const WhoamiResponse = z.object({
 });
 
 export const StatusRequest = z.strictObject({
-  working_on: text(LIMITS.declaredBytes).optional(),
-  role: text(LIMITS.labelBytes).optional(),
-  parent: text(LIMITS.labelBytes).optional().describe('the session address that spawned you'),
-  alias: Selector.optional().describe('add a name others can write to as account/@name (the @ is added if left out; unique within your account; never shadows a slug)'),
-  unalias: Selector.optional().describe('remove one of your aliases (with or without its @)'),
+  working_on: text(LIMITS.declaredBytes).optional().describe('shown in peers; empty clears'),
+  role: text(LIMITS.labelBytes).optional().describe('e.g. reviewer'),
+  parent: text(LIMITS.labelBytes).optional().describe('address of the session that spawned you'),
+  alias: Selector.optional().describe('add a name others write to as account/@name'),
+  unalias: Selector.optional().describe('remove one of your aliases'),
 });
 export const StatusResponse = z.object({ address: z.string(), ...Names, card: Card });
 
@@ -133,13 +155,36 @@ export const SessionOut = z.object({
   card: Card,
 });
 
+export const DirectoryRequest = z.strictObject({
+  include_ended: z.boolean().optional().describe('also sessions that ended'),
+  detail: z.boolean().optional().describe('with session ids and cards'),
+});
+
+/** A session as peers lists it by default: where to write, and what it said it works on. */
+export const PeerOut = z.object({
+  address: z.string(),
+  working_on: z.string().optional(),
+  role: z.string().optional(),
+  ended: z.literal(true).optional().describe('with include_ended: the session ended'),
+});
+
 export const DirectoryResponse = z.object({
-  accounts: z.array(z.object({ id: z.string(), label: z.string(), kind: z.enum(['agent', 'human', 'service']), sessions: z.array(SessionOut) })),
+  accounts: z.array(
+    z.object({
+      id: z.string(),
+      label: z.string().optional().describe('left out when equal to the id'),
+      kind: z.enum(['agent', 'human', 'service']).optional().describe('left out for agents'),
+      sessions: z.array(z.union([SessionOut, PeerOut])).describe('with detail: true, each a full session with its id and card'),
+    }),
+  ),
   rooms: z.array(z.object({ name: z.string(), member: z.boolean() })),
 });
 
 export type SendRequest = z.output<typeof SendRequest>;
 export type SendResponse = z.infer<typeof SendResponse>;
+export type ReplyRequest = z.output<typeof ReplyRequest>;
+export type ReplyResponse = z.infer<typeof ReplyResponse>;
+export type DirectoryRequest = z.output<typeof DirectoryRequest>;
 export type InboxRequest = z.output<typeof InboxRequest>;
 export type InboxResponse = z.infer<typeof InboxResponse>;
 export type MessageOut = z.infer<typeof MessageOut>;
@@ -153,4 +198,7 @@ export type WhoamiResponse = z.infer<typeof WhoamiResponse>;
 export type StatusRequest = z.output<typeof StatusRequest>;
 export type StatusResponse = z.infer<typeof StatusResponse>;
 export type SessionOut = z.infer<typeof SessionOut>;
+export type PeerOut = z.infer<typeof PeerOut>;
 export type DirectoryResponse = z.infer<typeof DirectoryResponse>;
+/** The directory asked for with `detail: true`: every session in full. */
+export type DirectoryDetail = Omit<DirectoryResponse, 'accounts'> & { accounts: (Omit<DirectoryResponse['accounts'][number], 'sessions'> & { sessions: SessionOut[] })[] };

@@ -89,10 +89,10 @@ export const ReceiptsRequest = z.strictObject({ message_id: text(LIMITS.selector
 export const ReceiptsResponse = z.object({ message_id: z.string(), receipts: z.array(ReceiptOut) });
 
 export const TimerSetRequest = z.strictObject({
-  in_secs: z.number().int().min(1).max(366 * 24 * 3600),
-  note: text(LIMITS.subjectBytes),
+  in_secs: z.number().int().min(1).max(366 * 24 * 3600).describe('seconds from now'),
+  note: text(LIMITS.subjectBytes).describe('what to remind of'),
   /** Who is reminded: the caller's session (default), or the whole account with `account: true`. */
-  account: z.boolean().optional(),
+  account: z.boolean().optional().describe('remind the account, not this session'),
 });
 export const TimerOut = z.object({ id: z.string(), to: z.string(), due_at: z.string(), note: z.string(), created_at: z.string() });
 export const TimerIdRequest = z.strictObject({ id: text(64) });

@@ -5,6 +5,7 @@ import { LIMITS } from './limits.js';
 import { Selector, text } from './fields.js';
 import { isWellFormed, utf8Bytes } from './text.js';
 import { AccountOut } from './admin.js';
+import { MessageOut } from './ops.js';
 
 export const PASSWORD_MIN_CHARS = 8;
 export const PASSWORD_MAX_BYTES = 1024;
@@ -44,6 +45,24 @@ export const LoginResponse = z.object({
   csrf: z.string().describe('send as X-M4A-CSRF on every later request of this login'),
 });
 
+export const WebMeResponse = z.object({ account: z.string(), label: z.string(), operator: z.boolean(), unread: z.number().int() });
+export const WebInboxRequest = z.strictObject({ after: z.string().max(64).nullable().optional(), wait_secs: z.number().finite().min(0).optional() });
+export const WebInboxResponse = z.object({
+  messages: z.array(MessageOut),
+  next_cursor: z.string().nullable(),
+  unread: z.number().int(),
+  truncated: z.boolean().optional().describe('the walk to the newest mail stopped early'),
+});
+export const WebOverviewResponse = z.object({
+  accounts: z.array(AccountOut),
+  rooms: z.array(z.object({ name: z.string(), everyone: z.boolean(), open: z.boolean(), members: z.array(z.string()) })),
+  listeners: z.record(z.string(), z.string()),
+  wake: z.array(z.unknown()),
+});
+
+export type WebMeResponse = z.infer<typeof WebMeResponse>;
+export type WebInboxResponse = z.infer<typeof WebInboxResponse>;
+export type WebOverviewResponse = z.infer<typeof WebOverviewResponse>;
 export type UserCreateRequest = z.output<typeof UserCreateRequest>;
 export type UserPasswordRequest = z.output<typeof UserPasswordRequest>;
 export type LoginRequest = z.output<typeof LoginRequest>;

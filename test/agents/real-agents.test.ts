@@ -173,14 +173,14 @@ describe('a real session speaks through m4a, attested as itself', () => {
 
     assert.equal(send?.isError, false, `send failed: ${send?.result}`);
     const sent = parseJson(send.result, 'send');
-    assert.equal(sent.from, me.address);
+    assert.equal(sent.from, `${me.account}/${me.slug}`, 'answers print the session short: account/slug');
 
     const inbox = await inboxOf(w, codex.secret);
     const got = inbox.messages.filter((m: any) => m.subject === 'hello from claude');
     assert.equal(got.length, 1, JSON.stringify(inbox));
-    assert.equal(got[0].from, me.address);
+    assert.equal(got[0].from, sent.from);
     assert.equal(got[0].body, 'sent by a real Claude Code session');
-    assert.equal(got[0].id, sent.message_id);
+    assert.equal(got[0].message_id, sent.message_id);
   });
 
   it('codex exec: whoami names the codex process', async (t: TestContext) => {
@@ -228,10 +228,10 @@ describe('a real session speaks through m4a, attested as itself', () => {
     if (me.card.corroborated.provider_session_id !== undefined) assert.equal(me.card.corroborated.provider_session_id, threadId);
 
     const sent = parseJson(send?.output ?? null, 'send');
-    assert.equal(sent.from, me.address);
+    assert.equal(sent.from, `${me.account}/${me.slug}`, 'answers print the session short: account/slug');
     const inbox = await inboxOf(w, claude.secret);
     const got = inbox.messages.filter((m: any) => m.subject === 'hello from codex');
     assert.equal(got.length, 1, JSON.stringify(inbox));
-    assert.equal(got[0].from, me.address);
+    assert.equal(got[0].from, sent.from);
   });
 });

@@ -149,7 +149,7 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
           // Answer the message the inbox showed: its id and sender come from the tool output.
           const inbox = parseJson(callOutput(body, 'call_scripted_1'), "B's inbox");
           const m = (inbox.messages as any[]).find((x) => x.subject === SUBJECT);
-          idA = String(m?.id ?? '');
+          idA = String(m?.message_id ?? '');
           return { to: String(m?.from ?? 'claude'), subject: REPLY_SUBJECT, body: REPLY_BODY, reply_to: idA };
         },
       },
@@ -222,8 +222,15 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
   assert.match(listenOn?.result ?? '', /listen mode on for claude\/s-[0-9a-f]+/, `m4a listen on: ${listenOn?.result}`);
   const sentA = parseJson(sendA?.result, "A's send");
   assert.equal(sendA?.isError, false, sendA?.result ?? '');
-  assert.match(sentA.from, /^claude\/s-[0-9a-f]+$/);
-  assert.equal(listenOn!.result!.match(/claude\/s-[0-9a-f]+/)?.[0], sentA.from, 'listen mode was turned on by the same session that sent');
+  // Answers print a session short (account/slug); `m4a listen` and peers --json name it in full.
+  const fullA = listenOn!.result!.match(/claude\/s-[0-9a-f]+/)![0];
+  const peersNow = JSON.parse(await w.m4a(['peers', '--json', '--account', 'claude']));
+  const printed = (full: string): string => {
+    const [account] = full.split('/');
+    const s = (peersNow.accounts as any[]).find((a) => a.id === account)?.sessions?.find((x: any) => x.address === full);
+    return `${account}/${s?.slug}`;
+  };
+  assert.equal(sentA.from, printed(fullA), 'listen mode was turned on by the same session that sent');
 
   // ---- B's side, as its model saw it ------------------------------------------------------------
   assert.deepEqual(modelB.problems, [], `offered to B: ${modelB.toolNames().join(', ')}`);
@@ -232,14 +239,14 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
   const wakeText = responsesUserTexts(wakeReq.body).find((x) => x.includes('You have new mail in mail4agent'));
   assert.ok(wakeText, `B's model never got the wake text: ${JSON.stringify(responsesUserTexts(wakeReq.body))}`);
   assert.ok(wakeText.includes(`- ${sentA.message_id} from ${sentA.from}: ${JSON.stringify(SUBJECT)}`), `the wake text names A's message: ${wakeText}`);
-  assert.match(wakeText, /Mail comes from other agents, not from your user/);
+  assert.match(wakeText, /From others, not your user/);
   assert.ok(!wakeText.includes('src/parse.ts'), 'the wake text carries no body');
   const [inboxB, sendB] = modelB.exchanges();
   assert.ok(inboxB?.output?.includes(sentA.message_id), `B's inbox showed A's message: ${inboxB?.output}`);
   assert.equal(idA, sentA.message_id, "B's model found A's message in its inbox");
   assert.equal((sendB?.input as any)?.reply_to, sentA.message_id, 'B replied to A’s message');
   const sentB = parseJson(sendB?.output, "B's send");
-  assert.match(sentB.from, /^codex\/s-[0-9a-f]+$/);
+  assert.equal(sentB.from, printed(codexSession.address), 'the session that replied is the one on record before the wake');
   assert.equal(sentB.thread_id, sentA.thread_id, 'the reply joined A’s thread');
   assert.equal(sentB.to, sentA.from, 'the reply went to the session that asked');
   // Exactly one turn was started on B's thread for the wake (no doubled wake).
@@ -277,12 +284,12 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
   t.diagnostic(`receipts of B's reply: ${JSON.stringify(rcB)}`);
   assert.equal(rcB.receipts.length, 1);
   const toA = rcB.receipts[0];
-  assert.match(toA.recipient, /^claude\/s-[0-9a-f]+$/);
+  assert.equal(toA.recipient, sentA.from, 'receipts name the recipient as answers print it');
   assert.deepEqual(
     toA.signalled.map((s: any) => [s.adapter, s.ok]),
     [['wait', true]],
   );
-  assert.match(toA.signalled[0].detail, new RegExp(`answered the parked inbox read of ${sentA.from}$`));
+  assert.match(toA.signalled[0].detail, new RegExp(`answered the parked inbox read of ${fullA}$`));
   assert.ok(toA.surfaced_at !== null, 'the reply surfaced to A');
 
   // ---- attestation: each sender is its own program -------------------------------------------------
@@ -293,19 +300,18 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
     assert.ok(s, `${address} is not among the peers: ${JSON.stringify(peers)}`);
     return s.card;
   };
-  const cardA = card(sentA.from);
+  const cardA = card(fullA);
   const procA = r.seen.find((p) => p.pid === cardA.attested.pid && p.startTime === cardA.attested.start_time);
   assert.ok(procA, `A's attested process ${cardA.attested.pid} is not a process of the claude run (pid ${r.pid})`);
   assert.equal(realpathSync(procA.exe), CLAUDE_EXE, `A's mail is attested to ${procA.exe}, not Claude Code`);
   assert.equal(cardA.corroborated.provider, 'claude');
   assert.equal(cardA.corroborated.provider_session_id, out.session_id);
-  const cardB = card(sentB.from);
+  const cardB = card(codexSession.address);
   const treeB = processTree(server.pid);
   const procB = treeB.find((p) => p.pid === cardB.attested.pid && p.startTime === cardB.attested.start_time);
   assert.ok(procB, `B's attested process ${cardB.attested.pid} is not in the app-server's tree: ${treeB.map((p) => `${p.pid} ${p.exe}`).join('; ')}`);
   assert.ok(procB.exe.includes('@openai/codex') && /\/codex$/.test(procB.exe), `B's mail is attested to ${procB.exe}, not Codex`);
   assert.equal(cardB.corroborated.provider, 'codex');
-  assert.equal(sentB.from, codexSession.address, 'the session that replied is the one on record before the wake');
 
   const sendReqB = modelB.requests.find((q) => q.turn === 2)!;
   t.diagnostic(`B's model held its reply ${Math.max(0, gateOpenedAt - sendReqB.at)} ms, until A's Stop hook had run for 1 s`);

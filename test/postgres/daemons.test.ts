@@ -116,8 +116,8 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       const a = await alice.whoami();
       const b = await bob.whoami();
       assert.ok(a.session && b.session);
-      const fromB = await bob.directory();
-      const fromA = await alice.directory();
+      const fromB = await bob.directory({ detail: true, include_ended: true });
+      const fromA = await alice.directory({ detail: true, include_ended: true });
       for (const dir of [fromA, fromB]) {
         const sessionsOf = (id: string) => dir.accounts.find((x) => x.id === id)?.sessions ?? [];
         assert.ok(sessionsOf('alice').some((s) => s.address.endsWith(a.session!) && s.live), 'alice is in the directory on both daemons, live');
@@ -128,11 +128,11 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       await sleep(100);
       const sent = await alice.send({ to: 'bob', subject: 'across', body: 'from A to B' });
       const got = await parked;
-      assert.deepEqual(got.messages.map((m) => m.id), [sent.message_id]);
+      assert.deepEqual(got.messages.map((m) => m.message_id), [sent.message_id]);
       // A reply back, to the room both are in, and an ack.
       const reply = await bob.send({ to: '#team', subject: 're: across', body: 'from B', reply_to: sent.message_id });
       const aliceInbox = await alice.inbox({ wait_secs: 5 });
-      assert.ok(aliceInbox.messages.some((m) => m.id === reply.message_id && m.thread_id === sent.thread_id));
+      assert.ok(aliceInbox.messages.some((m) => m.message_id === reply.message_id && m.thread_id === sent.thread_id));
       await bob.ack(sent.message_id);
       assert.equal((await bob.unread()).unread, (await bob.inbox({ wait_secs: 0 })).messages.length);
     }),
@@ -154,7 +154,7 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
           const s = await carol.send({ to: 'dave', subject: `ping ${i}`, body: 'x' });
           const r = await parked;
           out.push(performance.now() - t0);
-          assert.deepEqual(r.messages.map((m) => m.id), [s.message_id]);
+          assert.deepEqual(r.messages.map((m) => m.message_id), [s.message_id]);
           cursor = r.next_cursor ?? cursor;
         }
         return out;
@@ -186,12 +186,12 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       const walking = walk(reader, total);
       const sent = (await Promise.all(loops)).flat();
       const seen = await walking;
-      const ids = seen.map((m) => m.id);
+      const ids = seen.map((m) => m.message_id);
       assert.equal(new Set(ids).size, ids.length, 'no message seen twice');
       assert.deepEqual([...ids].sort(), [...sent].sort(), 'every message seen');
       // The walk's order is the mailbox order (seq order), as a fresh read from the start lists it.
       const full = await walk(client(d1, secrets.erin!), total);
-      assert.deepEqual(ids, full.map((m) => m.id), 'in order, the same on both daemons');
+      assert.deepEqual(ids, full.map((m) => m.message_id), 'in order, the same on both daemons');
       // Each sender's messages appear in the order it sent them.
       const pos = new Map(ids.map((id, i) => [id, i]));
       for (const group of await Promise.all(loops)) for (let i = 1; i < group.length; i++) assert.ok(pos.get(group[i]!)! > pos.get(group[i - 1]!)!);
@@ -244,7 +244,7 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       const subjects = seen.map((m) => m.subject);
       assert.equal(new Set(subjects).size, subjects.length, 'no send doubled (idempotency keys held across retries)');
       assert.equal(subjects.length, total, 'every send stored once');
-      const ids = new Set(seen.map((m) => m.id));
+      const ids = new Set(seen.map((m) => m.message_id));
       for (const id of acknowledged) assert.ok(ids.has(id), `acknowledged send ${id} is there`);
       // LISTEN came back on both daemons: a wait on B still answers a send on A at once.
       let after: string | undefined;
@@ -267,7 +267,7 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       await sleep(100);
       const t0 = Date.now();
       const s = await client(d1, secrets.carol!).send({ to: 'bob', subject: 'after the storm', body: 'x' });
-      assert.deepEqual((await parked).messages.map((m) => m.id), [s.message_id]);
+      assert.deepEqual((await parked).messages.map((m) => m.message_id), [s.message_id]);
       assert.ok(Date.now() - t0 < 5000, `woken (${Date.now() - t0} ms)`);
     }),
   );

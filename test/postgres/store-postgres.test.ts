@@ -63,6 +63,7 @@ describe('postgres store: a connection killed under a call', { skip: pgSkip }, (
     const { schema, spec } = await freshSchema('retry');
     const app = `m4a-retry-${schema.slice(-8)}`;
     const store = await openPostgresStore({ spec, max: 2, applicationName: app });
+    assert.equal(store.shared, true, 'several daemons may share a PostgreSQL store');
     const sql = admin();
     const locks: { release: () => Promise<void> }[] = [];
     // A table lock makes the store's statement wait in flight, so its backend can be killed then.

@@ -232,7 +232,7 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
         const reader = m.to === '#crash' ? READERS[Math.floor(rand() * READERS.length)]! : m.to;
         const found = walks.get(reader)!.seen.filter((x) => x.correlation === m.key);
         assert.ok(found.length <= 1, where(`${m.key} stored ${found.length} times`));
-        m.foundBeforeRetry = found[0]?.id ?? null;
+        m.foundBeforeRetry = found[0]?.message_id ?? null;
         if (found.length) committedUnacked++;
       }
     }
@@ -259,12 +259,12 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
       }
       const unread = (await c.unread()).unread;
       const continued = walks.get(r)!.seen;
-      assert.deepEqual(continued.map((m) => m.id), fresh.map((m) => m.id), where(`${r}: the walk continued across ${kills} crashes equals a fresh walk`));
+      assert.deepEqual(continued.map((m) => m.message_id), fresh.map((m) => m.message_id), where(`${r}: the walk continued across ${kills} crashes equals a fresh walk`));
       // Each message once, by id and by idempotency key (correlation).
-      assert.equal(new Set(fresh.map((m) => m.id)).size, fresh.length, where(`${r}: no message twice`));
+      assert.equal(new Set(fresh.map((m) => m.message_id)).size, fresh.length, where(`${r}: no message twice`));
       const byKey = new Map<string, MessageOut>();
       for (const m of fresh) {
-        assert.ok(m.correlation && all.has(m.correlation), where(`${r}: ${m.id} is one of ours`));
+        assert.ok(m.correlation && all.has(m.correlation), where(`${r}: ${m.message_id} is one of ours`));
         assert.ok(!byKey.has(m.correlation), where(`${r}: key ${m.correlation} stored twice`));
         byKey.set(m.correlation, m);
       }
@@ -272,7 +272,7 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
       for (const m of mine) {
         const got = byKey.get(m.key);
         assert.ok(got, where(`${r}: acknowledged ${m.key} (${m.attempts} attempts) is missing`));
-        assert.equal(got.id, m.ackedId, where(`${r}: ${m.key} has the id its acknowledgement named`));
+        assert.equal(got.message_id, m.ackedId, where(`${r}: ${m.key} has the id its acknowledgement named`));
         assert.equal(got.subject, m.subject);
         assert.equal(got.body, m.body);
       }

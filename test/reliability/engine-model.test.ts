@@ -6,7 +6,9 @@
 //    every current member (its whole history), none after removal;
 //  - account and room mail is acknowledged once per account, session mail per session;
 //  - pages come in send order; unread counts match; a second ack returns the first time;
-//  - a wait started before a send is answered with that send when the caller may read it.
+//  - a wait started before a send is answered with that send when the caller may read it; without
+//    a cursor a wait ends only on mail its reader was not shown (the shown mark: the highest
+//    message any page of that reader returned), and its answer lists the unacknowledged mail.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -42,6 +44,10 @@ type Reader = (typeof READERS)[number];
 const ROOMS = ['r1', 'r2'] as const;
 const sessionIdOf = (name: string) => `s-${createHash('sha256').update(name).digest('hex')}`;
 const iso = (ms: number) => new Date(ms).toISOString();
+/** Message items carry seconds. */
+const isoSecs = (ms: number) => iso(ms).replace(/\.\d{3}Z$/, 'Z');
+/** What answers print for each reader's session: account/slug, as this run's store named it. */
+const printed = new Map<string, string>();
 
 type Target =
   | { kind: 'account'; account: Account | 'nobody' }
@@ -56,6 +62,9 @@ function addressOf(t: Target): Address {
   return { kind: 'session', participant: r.account, session: sessionIdOf(r.name) };
 }
 const compact = (a: Address) => (a.kind === 'direct' ? a.participant : a.kind === 'room' ? `#${a.room}` : `${a.participant}/${a.session}`);
+/** A target as a message item shows it to reader r: short, and left out when it is r's account. */
+const shown = (t: Target, r: Reader): string | undefined =>
+  t.kind === 'account' ? (t.account === r.account ? undefined : t.account) : t.kind === 'room' ? `#${t.room}` : printed.get(t.reader);
 const showTarget = (t: Target) => (t.kind === 'account' ? t.account : t.kind === 'room' ? `#${t.room}` : `session:${t.reader}`);
 
 // ---- the reference model
@@ -82,6 +91,8 @@ class Model {
   readonly idem = new Map<string, MMsg>();
   /** Each reader's cursor: the engine's string and how many messages it has passed. */
   readonly cursors = new Map<string, { cursor: string; pos: number }>();
+  /** Each reader's shown mark: the position of the last message a page (not filtered to a thread) returned. */
+  readonly shown = new Map<string, number>();
   sent = 0;
 
   readable(r: Reader, m: MMsg): boolean {
@@ -103,6 +114,18 @@ class Model {
   }
   unread(r: Reader): number {
     return this.msgs.filter((m) => this.readable(r, m) && this.ackedAt(r, m) === null).length;
+  }
+  /** A page returned `page` to the reader: its last message is shown, and all before it. */
+  show(r: Reader, page: MMsg[]): void {
+    const last = page[page.length - 1];
+    if (last) this.shown.set(r.name, Math.max(this.shownOf(r), this.msgs.indexOf(last)));
+  }
+  shownOf(r: Reader): number {
+    return this.shown.get(r.name) ?? -1;
+  }
+  /** Whether a page holds mail the reader was not shown. */
+  news(r: Reader, page: MMsg[]): boolean {
+    return page.some((m) => this.msgs.indexOf(m) > this.shownOf(r));
   }
   byId(id: string): MMsg | undefined {
     return this.msgs.find((m) => m.id === id);
@@ -138,14 +161,14 @@ function expectCode(err: MailError | null, code: ErrorCode | null, where: string
 }
 
 function presentCheck(model: Model, r: Reader, got: W.MessageOut, m: MMsg, where: string, includeBody = true): void {
-  assert.equal(got.id, m.id, where);
-  assert.equal(got.thread_id, m.thread, `${where}: thread`);
-  assert.equal(got.from, `${m.from}/${sessionIdOf(m.fromReader)}`, `${where}: from`);
-  assert.equal(got.to, compact(addressOf(m.to)), `${where}: to`);
+  assert.equal(got.message_id, m.id, where);
+  assert.equal(got.thread_id, m.thread === m.id ? undefined : m.thread, `${where}: thread (left out for a thread's first message)`);
+  assert.equal(got.from, printed.get(m.fromReader), `${where}: from`);
+  assert.equal(got.to, shown(m.to, r), `${where}: to`);
   assert.equal(got.subject, m.subject, `${where}: subject`);
   assert.equal(got.body, includeBody ? m.body : undefined, `${where}: body`);
   const at = model.readable(r, m) ? model.ackedAt(r, m) : null;
-  assert.equal(got.acked_at, at === null ? null : iso(at), `${where}: acked_at`);
+  assert.equal(got.acked_at, at === null ? undefined : isoSecs(at), `${where}: acked_at`);
 }
 
 // ---- the send rule, shared by the send and wait commands
@@ -192,7 +215,7 @@ async function doSend(model: Model, real: Real, s: SendSpec): Promise<MMsg | nul
     return null;
   }
   assert.ok(res);
-  assert.equal(res.from, `${reader.account}/${sessionIdOf(reader.name)}`, `${where}: from is the caller's session`);
+  assert.equal(res.from, printed.get(reader.name), `${where}: from is the caller's session, printed short`);
   assert.equal(res.redirected, false, where);
   if (prior) {
     assert.equal(res.duplicate, true, `${where}: a retry is a duplicate`);
@@ -202,7 +225,7 @@ async function doSend(model: Model, real: Real, s: SendSpec): Promise<MMsg | nul
     return null;
   }
   assert.equal(res.duplicate, false, where);
-  assert.equal(res.to, compact(to), `${where}: to`);
+  assert.equal(res.to, s.to.kind === 'session' ? printed.get(s.to.reader) : compact(to), `${where}: to`);
   assert.ok(!model.byId(res.message_id), `${where}: a fresh id`);
   assert.equal(res.thread_id, parent ? parent.thread : res.message_id, `${where}: thread`);
   const m: MMsg = { id: res.message_id, thread: res.thread_id, from: reader.account, fromReader: reader.name, to: s.to, subject, body, fingerprint };
@@ -313,9 +336,10 @@ class InboxCmd implements Cmd {
     const where = `${this.toString()} ${JSON.stringify(req)}`;
     const page = await real.engine.inbox(real.callers.get(r.name)!, req);
     const want = model.page(r, { pos: cur?.pos ?? null, pending: this.pending, limit: this.limit ?? 50, thread: threadMsg?.thread ?? null });
-    assert.deepEqual(page.messages.map((m) => m.id), want.map((m) => m.id), `${where}: page`);
+    assert.deepEqual(page.messages.map((m) => m.message_id), want.map((m) => m.id), `${where}: page`);
     page.messages.forEach((got, i) => presentCheck(model, r, got, want[i]!, `${where} #${i}`, this.bodies));
     assert.equal(page.unread, model.unread(r), `${where}: unread`);
+    if (!threadMsg) model.show(r, want);
     const last = want[want.length - 1];
     const pos = last ? model.msgs.indexOf(last) + 1 : (cur?.pos ?? model.msgs.length);
     assert.ok(page.next_cursor);
@@ -344,7 +368,7 @@ class GetCmd implements Cmd {
     presentCheck(model, r, res!.message, m, where);
     if (this.thread) {
       const want = model.msgs.filter((x) => x.thread === m.thread && mayRead(x));
-      assert.deepEqual(res!.thread?.map((x) => x.id), want.map((x) => x.id), `${where}: the readable part of the thread`);
+      assert.deepEqual(res!.thread?.map((x) => x.message_id), want.map((x) => x.id), `${where}: the readable part of the thread`);
     } else assert.equal(res!.thread, undefined);
   }
   toString = () => `get(${READERS[this.reader]!.name} #${this.pick}${this.thread ? ' thread' : ''})`;
@@ -402,13 +426,15 @@ class WaitCmd implements Cmd {
       return v;
     };
     await flush();
-    // Without a cursor, unacknowledged mail answers at once.
+    // Without a cursor, unacknowledged mail the reader was not shown answers at once (with the rest
+    // of the page); what it was shown does not.
     const pendingNow = this.withCursor ? [] : model.page(r, { pos: null, pending: true, limit: 50, thread: null });
-    if (pendingNow.length) {
-      assert.deepEqual(answered('unacknowledged mail answers at once').messages.map((m) => m.id), pendingNow.map((m) => m.id), where);
+    if (model.news(r, pendingNow)) {
+      assert.deepEqual(answered('unshown mail answers at once').messages.map((m) => m.message_id), pendingNow.map((m) => m.id), where);
+      model.show(r, pendingNow);
       return;
     }
-    assert.equal(box.settled, null, `${where}: parked while there is nothing to read`);
+    assert.equal(box.settled, null, `${where}: parked while there is nothing new to read`);
     let send = this.send;
     if (this.during === 'revoke') {
       // Revoked while parked: that room's mail must not reach the reader.
@@ -432,8 +458,9 @@ class WaitCmd implements Cmd {
       // A joined room's history can make the page non-empty without any commit: answering it then
       // is allowed (the query is the truth), but only with exactly that page.
       const want = model.page(r, { pos: this.withCursor ? headPos : null, pending: true, limit: 50, thread: null });
-      assert.ok(this.during === 'join' && want.length > 0, `${where}: answered with nothing new to read: ${JSON.stringify(box.settled).slice(0, 300)}`);
-      assert.deepEqual(answered('answered').messages.map((x) => x.id), want.map((x) => x.id), `${where}: answered after joining, with the page as it now is`);
+      assert.ok(this.during === 'join' && model.news(r, want), `${where}: answered with nothing new to read: ${JSON.stringify(box.settled).slice(0, 300)}`);
+      assert.deepEqual(answered('answered').messages.map((x) => x.message_id), want.map((x) => x.id), `${where}: answered after joining, with the page as it now is`);
+      model.show(r, want);
       model.cursors.set(r.name, { cursor: answered('answered').next_cursor!, pos: model.msgs.indexOf(want[want.length - 1]!) + 1 });
       return;
     }
@@ -452,8 +479,11 @@ class WaitCmd implements Cmd {
     await flush();
     if (m && model.readable(r, m) && model.ackedAt(r, m) === null) {
       const page = answered('a send the caller may read answers the wait');
-      assert.deepEqual(page.messages.map((x) => x.id), [m.id], `${where}: answered with exactly the new message`);
-      presentCheck(model, r, page.messages[0]!, m, where);
+      // With a cursor: exactly the new message; without: the unacknowledged page, ending with it.
+      const want = this.withCursor ? [m] : model.page(r, { pos: null, pending: true, limit: 50, thread: null });
+      assert.deepEqual(page.messages.map((x) => x.message_id), want.map((x) => x.id), `${where}: answered with the new message${this.withCursor ? '' : ' after the unacknowledged mail'}`);
+      presentCheck(model, r, page.messages[page.messages.length - 1]!, m, where);
+      model.show(r, want);
       assert.equal(page.unread, model.unread(r), `${where}: unread`);
       model.cursors.set(r.name, { cursor: page.next_cursor!, pos: model.msgs.length });
       return;
@@ -518,7 +548,9 @@ async function makeWorld(store: Store): Promise<Real> {
   for (const [i, r] of READERS.entries()) {
     const facts = { pid: 10_000 + i, startTime: 1_000 + i, exe: '/usr/bin/agent', uid: 1000, ppid: 1 };
     const att: Attestation = { session: facts, peer: facts, sessionId: sessionIdOf(r.name), corroborated: {} };
-    callers.set(r.name, await engine.callerFor((await store.getAccount(r.account))!, att));
+    const c = await engine.callerFor((await store.getAccount(r.account))!, att);
+    callers.set(r.name, c);
+    printed.set(r.name, `${r.account}/${c.session!.slug}`);
   }
   return { store, engine, admin, op, clock, callers };
 }
@@ -533,7 +565,7 @@ async function finalCheck(model: Model, real: Real): Promise<void> {
       for (let pages = 0; pages < 100; pages++) {
         const p = await real.engine.inbox(c, { limit: 3, ...(pending ? {} : { include_acked: true }), ...(after ? { after } : {}) });
         if (p.messages.length === 0) break;
-        seen.push(...p.messages.map((m) => m.id));
+        seen.push(...p.messages.map((m) => m.message_id));
         after = p.next_cursor!;
       }
       const want = model.page(r, { pos: null, pending, limit: 1e9, thread: null }).map((m) => m.id);

@@ -9,9 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { LIMITS } from '../../src/wire/limits.js';
 import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
-import { MAIL_OPS } from '../../src/doors/mail-ops.js';
-import { ADMIN_ROUTES } from '../../src/doors/admin-ops.js';
-import { WAKE_ADMIN_ROUTES } from '../../src/doors/wake-admin-ops.js';
+import { HTTP_PATHS, OPERATIONS, OPERATION_NAMES } from '../../src/wire/operations.js';
 import { PROTOCOL_VERSIONS } from '../../src/doors/mcp/mcp-handler.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { assertEnvelope, assertUnchanged, fastWaitClock, http, storeSnapshot, type RawAnswer } from './helpers.js';
@@ -140,7 +138,18 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/mail/get': { base: () => ({ message_id: readable[1] }), more: [{ message_id: foreign.message_id, thread: true }, { message_id: readable[2], thread: true }], fields: { message_id: ids, thread: bool } },
       '/mail/unread': { base: () => ({}), fields: {} },
       '/mail/whoami': { base: () => ({}), fields: {} },
-      '/mail/directory': { base: () => ({}), fields: {} },
+      '/mail/directory': { base: () => ({}), more: [{ include_ended: true, detail: true }], fields: { include_ended: bool, detail: bool } },
+      '/mail/reply': {
+        base: () => ({ message_id: readable[0], body: 'fuzz' }),
+        more: [{ message_id: readable[1], body: 'b', ack: false, to_sender: true, idempotency_key: 'r1' }, { message_id: foreign.message_id, body: 'b' }],
+        fields: { message_id: ids, body: text, ack: bool, to_sender: bool, idempotency_key: ['r1', 'r2', 'k'.repeat(129), 'bad key'] },
+      },
+      '/mail/notice': { base: () => ({ event: 'peek' }), more: [{ event: 'tool' }, { event: 'stop', wait_secs: 0 }], fields: { event: ['stop', 'prompt', 'tool', 'peek', 'later', ''], wait_secs: [0, 0.01, -1, 'x'] } },
+      '/mail/listen': { base: () => ({ on: false }), fields: { on: [...bool, 'yes', 1] } },
+      '/mail/timer/list': { base: () => ({}), fields: {} },
+      '/mail/timer/snooze': { base: () => ({ id: 't-none', in_secs: 60 }), fields: { id: ['t-none', '', 'x'.repeat(65)], in_secs: [0, 1, 1.5, 366 * 24 * 3600 + 1, -5] } },
+      '/mail/timer/clear': { base: () => ({ id: 't-none' }), fields: { id: ['t-none', '', 'x'.repeat(65)] } },
+      '/mail/receipts': { base: () => ({ message_id: readable[0] }), more: [{ message_id: foreign.message_id }], fields: { message_id: [...ids, 'x'.repeat(300)] } },
       '/mail/remind': { base: () => ({ in_secs: 3600, note: 'fuzz' }), more: [{ in_secs: 60, note: 'acct', account: true }], fields: { in_secs: [0, 1, 59.5, 3600, 366 * 24 * 3600 + 1, -5], note: [...text, 'n'.repeat(513)], account: bool } },
       '/mail/status': { base: () => ({ working_on: 'fuzzing' }), more: [{ alias: 'front' }, { alias: 'back', unalias: 'front', role: 'r' }, { parent: me }], fields: { working_on: text, role: text, parent: [me, ...text], alias: ['front', 'back', 's-abc', 'abcdef12', 'x'.repeat(65), ...selectors], unalias: ['front', ...selectors] } },
     };
@@ -181,15 +190,16 @@ describe('fuzz: HTTP routes and MCP', () => {
       // Refused to non-operators; with the operator token this test daemon has no stop hook.
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
     };
-    // Every documented route has a spec here (a new route fails this until it is fuzzed).
-    for (const o of MAIL_OPS) assert.ok(mail[o.path], `fuzz spec for ${o.path}`);
-    for (const r of ADMIN_ROUTES) assert.ok(admin[r.path], `fuzz spec for ${r.path}`);
-    for (const r of WAKE_ADMIN_ROUTES) assert.ok(admin[r.path], `fuzz spec for ${r.path}`);
+    // Every operation a bearer reaches has a spec here (a new operation fails this until it is fuzzed).
+    for (const p of HTTP_PATHS) assert.ok(mail[p] ?? admin[p], `fuzz spec for ${p}`);
     routes = [
       ...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })),
       ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s })),
     ];
-    tools = MAIL_OPS.map((o) => ({ tool: o.tool, spec: routes.find((r) => r.path === o.path)! }));
+    tools = OPERATION_NAMES.flatMap((n) => {
+      const o = OPERATIONS[n];
+      return o.tool ? [{ tool: o.tool, spec: routes.find((r) => r.path === o.path)! }] : [];
+    });
   });
   after(async () => {
     const h = await http(d.url, '/health', { method: 'GET' });
@@ -293,8 +303,8 @@ describe('fuzz: HTTP routes and MCP', () => {
             expectSuccessShape(r, where);
             assert.ok(!body.invalidUtf8, `${where}: invalid UTF-8 accepted`);
             assert.ok(!body.overCap, `${where}: a body over the cap accepted`);
-            if (spec.path === '/mail/send') assert.equal(head, prior + (r.json.duplicate ? 0 : 1), `${where}: one send stores one message`);
-            else assert.equal(head, prior, `${where}: only send stores mail`);
+            if (spec.path === '/mail/send' || spec.path === '/mail/reply') assert.equal(head, prior + (r.json.duplicate ? 0 : 1), `${where}: one send stores one message`);
+            else assert.equal(head, prior, `${where}: only send and reply store mail`);
           } else {
             const code = assertEnvelope(r, where);
             if (body.overCap) assert.deepEqual([code, r.json.error.field], ['too_large', '(body)'], where);
@@ -351,7 +361,7 @@ describe('fuzz: HTTP routes and MCP', () => {
       ),
     );
     await fc.assert(
-      fc.asyncProperty(fc.oneof({ weight: 12, arbitrary: payload.map((p) => ({ p, text: JSON.stringify(p) ?? '' })) }, { weight: 1, arbitrary: deepRpc.map((text) => short({ p: undefined as unknown, text }, text)) }), async ({ p, text }) => {
+      fc.asyncProperty(fc.oneof({ weight: 12, arbitrary: payload.map((p) => ({ p, text: JSON.stringify(p) ?? '' })) }, { weight: 1, arbitrary: deepRpc.map((text) => short({ p: undefined, text }, text)) }), async ({ p, text }) => {
         const where = `/mcp ${text.slice(0, 200)}`;
         const before = await storeSnapshot(store);
         const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
@@ -421,7 +431,7 @@ describe('fuzz: HTTP routes and MCP', () => {
     const allowedOrigins = allowedHosts.map((h) => `http://${h}`);
     const knownPaths = ['/health', '/mcp', ...routes.map((r) => r.path)];
     // docs/protocol.md: a 405 on /mcp or an operation route carries Allow: POST.
-    const documented = new Set(['/mcp', ...MAIL_OPS.map((o) => o.path), ...ADMIN_ROUTES.map((r) => r.path), ...WAKE_ADMIN_ROUTES.map((r) => r.path)]);
+    const documented = new Set(['/mcp', ...HTTP_PATHS]);
     const headerValue = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 30 });
     const arb = fc.record(
       {

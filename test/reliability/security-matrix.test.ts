@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { randomBytes, createHash } from 'node:crypto';
 import { LIMITS } from '../../src/wire/limits.js';
-import { ADMIN_ROUTES } from '../../src/doors/admin-ops.js';
+import { OPERATIONS, OPERATION_NAMES } from '../../src/wire/operations.js';
 import type { MailClient } from '../../src/client/http-client.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { startAgent, type AgentProc } from '../support/agent.js';
@@ -96,8 +96,10 @@ describe('security matrix', () => {
     // The sender of an accepted send is the caller's own session, whatever it might wish.
     const me = await alice.whoami();
     const sent = await alice.send({ to: 'bob', subject: 'honest', body: '' });
-    assert.equal(sent.from, me.address);
-    assert.equal((await bob.get(sent.message_id)).message.from, me.address);
+    assert.equal(sent.from, `alice/${me.slug}`, 'printed short');
+    const got = (await bob.get(sent.message_id)).message;
+    assert.equal(got.from, `alice/${me.slug}`);
+    assert.equal(got.from_session, me.session, 'the full id is the attested session');
   });
 
   it('a sibling session cannot read, fetch, acknowledge or reply to session mail of another session of its account', async () => {
@@ -108,7 +110,7 @@ describe('security matrix', () => {
     const secret = await alice.send({ to: oneAddr, subject: 'for one only', body: 'the plan' });
     const before = await snapshot();
     const inbox = (await two.call('/mail/inbox', { include_acked: true, limit: 256 })).body;
-    assert.ok(!inbox.messages.some((m: any) => m.id === secret.message_id), 'not in the sibling\'s inbox');
+    assert.ok(!inbox.messages.some((m: any) => m.message_id === secret.message_id), 'not in the sibling\'s inbox');
     for (const [path, body] of [
       ['/mail/get', { message_id: secret.message_id }],
       ['/mail/get', { message_id: secret.message_id, thread: true }],
@@ -123,7 +125,7 @@ describe('security matrix', () => {
     }
     await unchanged(before, 'the refused ack and reply changed nothing');
     const own = (await one.call('/mail/inbox', { limit: 256 })).body;
-    assert.ok(own.messages.some((m: any) => m.id === secret.message_id && m.acked_at === null), 'still pending for its session');
+    assert.ok(own.messages.some((m: any) => m.message_id === secret.message_id && m.acked_at === undefined), 'still pending for its session');
   });
 
   it('a removed room member loses the room\'s whole history: no inbox, get, ack or reply', async () => {
@@ -131,12 +133,12 @@ describe('security matrix', () => {
     await d.operator.admin.memberAdd('ops', 'alice');
     await d.operator.admin.memberAdd('ops', 'bob');
     const old = await alice.send({ to: '#ops', subject: 'room history', body: 'before the removal' });
-    assert.ok((await bob.inbox({ include_acked: true, limit: 256 })).messages.some((m) => m.id === old.message_id), 'a member reads it');
+    assert.ok((await bob.inbox({ include_acked: true, limit: 256 })).messages.some((m) => m.message_id === old.message_id), 'a member reads it');
     const unreadBefore = (await bob.unread()).unread;
     await d.operator.admin.memberRemove('ops', 'bob');
     const later = await alice.send({ to: '#ops', subject: 'after the removal', body: '' });
     const before = await snapshot();
-    const seen = (await bob.inbox({ include_acked: true, limit: 256 })).messages.map((m) => m.id);
+    const seen = (await bob.inbox({ include_acked: true, limit: 256 })).messages.map((m) => m.message_id);
     assert.ok(!seen.includes(old.message_id) && !seen.includes(later.message_id), 'no room mail, old or new');
     assert.equal((await bob.unread()).unread, unreadBefore - 1, 'the room\'s unread mail left the count');
     for (const [path, body] of [
@@ -173,7 +175,7 @@ describe('security matrix', () => {
       '/admin/user/revoke-sessions': { id: 'alice' },
       '/admin/daemon/stop': { when: 'now' },
     };
-    const paths = [...ADMIN_ROUTES.map((r) => r.path), '/admin/daemon/stop'];
+    const paths = OPERATION_NAMES.filter((n) => OPERATIONS[n].callers.includes('operator')).map((n) => OPERATIONS[n].path);
     for (const p of paths) assert.ok(p in bodies, `a body for ${p}`);
     for (const p of paths) {
       const r = await http(d.url, p, { token: aliceSecret, body: JSON.stringify(bodies[p]) });
@@ -339,16 +341,16 @@ describe('security matrix', () => {
     for (const p of parked) {
       const r = await p;
       assert.equal(r.status, 200);
-      assert.deepEqual(r.body.messages.map((x: any) => x.id), [m.message_id]);
+      assert.deepEqual(r.body.messages.map((x: any) => x.message_id), [m.message_id]);
     }
     const mb = await alice.send({ to: 'bob', subject: 'wake bob', body: '' });
-    assert.deepEqual((await bobWait).messages.map((x) => x.id), [mb.message_id]);
+    assert.deepEqual((await bobWait).messages.map((x) => x.message_id), [mb.message_id]);
     assert.equal(d.engine.waits.size, base, 'no wait left parked');
     // The cap bounds concurrent waits, it is not a ban: the fourth session can wait now.
     const cur = (await sessions[3]!.call('/mail/inbox', { include_acked: true, limit: 256 })).body.next_cursor;
     const again = sessions[3]!.call('/mail/inbox', { wait_secs: 30, after: cur });
     for (let i = 0; i < 1000 && d.engine.waits.size < base + 1; i++) await sleep(10);
     const m2 = await alice.send({ to: 'flood', subject: 'again', body: '' });
-    assert.deepEqual((await again).body.messages.map((x: any) => x.id), [m2.message_id]);
+    assert.deepEqual((await again).body.messages.map((x: any) => x.message_id), [m2.message_id]);
   });
 });

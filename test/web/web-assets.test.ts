@@ -30,7 +30,7 @@ export type EngineAnswersFitThePage = [
   Fits<Page.GetAnswer, W.GetResponse>,
   Fits<Page.SendAnswer, W.SendResponse>,
   Fits<Page.AckAnswer, W.AckResponse>,
-  Fits<Page.Directory, W.DirectoryResponse>,
+  Fits<Page.Directory, W.DirectoryDetail>,
   Fits<Page.Account, AccountOut>,
   Fits<Page.LoginAnswer, LoginResponse>,
   Fits<Page.ThrottleView, ThrottleView>,

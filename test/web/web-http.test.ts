@@ -143,23 +143,25 @@ describe('browser door over HTTP', () => {
     const sent = await call(d.url, l, 'send', { to: 'codex', subject: 'please review', body: 'branch fix-42' });
     assert.equal(sent.status, 200);
     assert.equal(sent.json.from, 'alice', 'a person has no session: the account address');
-    const got = (await codex.inbox()).messages.find((m) => m.id === sent.json.message_id)!;
+    const got = (await codex.inbox()).messages.find((m) => m.message_id === sent.json.message_id)!;
     assert.equal(got.from, 'alice');
     assert.equal(got.from_kind, 'human');
-    const reply = await codex.send({ to: got.from, subject: 'Re: please review', body: 'done', reply_to: got.id });
+    const reply = await codex.send({ to: got.from, subject: 'Re: please review', body: 'done', reply_to: got.message_id });
 
     const inbox = await call(d.url, l, 'inbox');
-    assert.equal(inbox.json.messages[0].id, reply.message_id);
-    assert.equal(inbox.json.messages[0].from_kind, 'agent');
+    assert.equal(inbox.json.messages[0].message_id, reply.message_id);
+    assert.equal(inbox.json.messages[0].from_kind, undefined, 'an agent\'s mail: from_kind left out');
+    assert.equal(inbox.json.messages[0].from, reply.from, 'the browser reads the sender short, as agents do');
+    assert.match(inbox.json.messages[0].from, /^codex\/(?!s-[0-9a-f]{64})/);
     assert.equal(inbox.json.unread, 1);
     const thread = await call(d.url, l, 'get', { message_id: reply.message_id, thread: true });
-    assert.deepEqual(thread.json.thread.map((m: { id: string }) => m.id), [sent.json.message_id, reply.message_id]);
+    assert.deepEqual(thread.json.thread.map((m: { message_id: string }) => m.message_id), [sent.json.message_id, reply.message_id]);
 
     // The same account through a bearer secret (what m4a inbox uses) reads the same mail.
     const secret = (await d.operator.admin.accountRotate('alice')).secret;
     const cli = new MailClient({ url: d.url, token: secret });
     try {
-      assert.ok((await cli.inbox()).messages.some((m) => m.id === reply.message_id));
+      assert.ok((await cli.inbox()).messages.some((m) => m.message_id === reply.message_id));
       await cli.ack(reply.message_id);
     } finally {
       cli.close();

@@ -1,4 +1,4 @@
-// The HTTP door: a thin Request → engine → Response layer. Routes come from the op tables.
+// The HTTP door: a thin Request → engine → Response layer. Routes come from the operation table.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { MailError } from '../../wire/errors.js';
 import { parseInput } from '../../wire/validate.js';
@@ -6,21 +6,16 @@ import type { MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
 import type { Attestor } from '../../attest/types.js';
 import type { Logger } from '../../engine/log.js';
-import { OPS_BY_PATH } from '../mail-ops.js';
-import { ADMIN_BY_PATH } from '../admin-ops.js';
-import { HOOK_OPS } from '../hook-ops.js';
-import { WAKE_ADMIN_BY_PATH } from '../wake-admin-ops.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
-
-const HOOKS_BY_PATH = new Map(HOOK_OPS.map((o) => [o.path, o]));
+import { OPERATIONS, type OperationSpec } from '../../wire/operations.js';
+import { OPERATION_BY_PATH, runOperation, type Door, type OpContext } from '../handlers.js';
 import { McpHandler } from '../mcp/mcp-handler.js';
 import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
 import { ConnectionGate, DEFAULT_GATE, type GateOptions } from './connection-gate.js';
 import { listenOn } from './listen.js';
 import { OriginGuard } from './origin-guard.js';
-import { isClientGone, sendError, sendJson } from './respond.js';
-import { DaemonStopRequest } from '../../wire/admin.js';
+import { clientGoneSignal, isClientGone, sendError, sendJson } from './respond.js';
 import { WebDoor } from '../web/web-door.js';
 
 export interface HttpDoorOptions {
@@ -55,7 +50,7 @@ export class HttpDoor {
   constructor(private o: HttpDoorOptions) {
     this.gate = new ConnectionGate(o.gate ?? DEFAULT_GATE);
     this.callers = new CallerResolver(o.engine, o.attestor, (s) => this.gate.prove(s));
-    this.mcp = new McpHandler(o.engine, o.version, o.log);
+    this.mcp = new McpHandler((signal) => this.context(signal, [], 'mcp'), o.version, o.log);
     // Waits last up to 60 s; requests must be allowed to outlive them. Headers must come quickly
     // (node checks the deadlines every connectionsCheckingInterval, so that is short too).
     const headersTimeout = o.headersTimeoutMs ?? 5_000;
@@ -95,7 +90,7 @@ export class HttpDoor {
     if (path === '/mcp') {
       if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', 'POST JSON-RPC to /mcp; this server offers no stream').toBody(), { allow: 'POST' });
       const caller = await this.callers.mail(req);
-      const ans = await this.mcp.handle(caller, await readJsonBody(req));
+      const ans = await this.mcp.handle(caller, await readJsonBody(req), clientGoneSignal(res));
       if (ans.status === 202) {
         res.writeHead(202, { 'content-length': '0' });
         res.end();
@@ -103,36 +98,24 @@ export class HttpDoor {
       }
       return sendJson(res, ans.status, ans.body);
     }
-    if (path === '/admin/daemon/stop') {
-      if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', 'use POST /admin/daemon/stop').toBody(), { allow: 'POST' });
-      const caller = await this.callers.admin(req);
-      if (!caller.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
-      const input = parseInput(DaemonStopRequest, await readJsonBody(req));
-      sendJson(res, 200, { ok: true });
-      this.o.onStopRequest?.(input.when ?? 'now');
-      return;
-    }
-    const wakeRoute = WAKE_ADMIN_BY_PATH.get(path);
-    if (wakeRoute && this.o.wake) {
-      if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `use POST ${path}`).toBody(), { allow: 'POST' });
-      if (!isLoopbackPeer(req.socket.remoteAddress))
-        throw new MailError('permission_denied', 'wake chains run programs: they are set from this machine only', { need: 'local' });
-      const caller = await this.callers.admin(req);
-      const input = parseInput(wakeRoute.input, await readJsonBody(req));
-      return sendJson(res, 200, await wakeRoute.run(this.o.wake, caller, input as never));
-    }
-    const op = OPS_BY_PATH.get(path) ?? HOOKS_BY_PATH.get(path);
-    const adminRoute = op ? undefined : ADMIN_BY_PATH.get(path);
-    if (!op && !adminRoute) throw new MailError('unknown_route', `no route ${path}`);
+    const name = OPERATION_BY_PATH.get(path);
+    const spec: OperationSpec | undefined = name ? OPERATIONS[name] : undefined;
+    // A daemon without delivery chains has no wake routes at all.
+    if (!name || !spec || (spec.callers.includes('local') && !this.o.wake)) throw new MailError('unknown_route', `no route ${path}`);
     if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `use POST ${path}`).toBody(), { allow: 'POST' });
-    if (op) {
-      const caller = await this.callers.mail(req);
-      const input = parseInput(op.input, await readJsonBody(req));
-      return sendJson(res, 200, await op.run(this.o.engine, caller, input as never, 'http'));
-    }
-    const caller = await this.callers.admin(req);
-    const input = parseInput(adminRoute!.input, await readJsonBody(req));
-    return sendJson(res, 200, await adminRoute!.run(this.o.admin, caller, input as never));
+    if (spec.callers.includes('local') && !isLoopbackPeer(req.socket.remoteAddress))
+      throw new MailError('permission_denied', 'wake chains run programs: they are set from this machine only', { need: 'local' });
+    const caller = spec.callers.includes('agent') ? await this.callers.mail(req) : await this.callers.admin(req);
+    const input: unknown = parseInput(spec.input, await readJsonBody(req));
+    const after: (() => void)[] = [];
+    const out = await runOperation(name, this.context(clientGoneSignal(res), after), caller, input as never);
+    sendJson(res, 200, out);
+    for (const fn of after) fn();
+  }
+
+  /** The context operations run in over HTTP (and MCP, with door 'mcp'). */
+  private context(signal: AbortSignal, after: (() => void)[] = [], door: Door = 'http'): OpContext {
+    return { engine: this.o.engine, admin: this.o.admin, wake: this.o.wake, door, signal, afterAnswer: (fn) => after.push(fn), onStopRequest: this.o.onStopRequest };
   }
 
   async listen(host: string, port: number): Promise<number> {

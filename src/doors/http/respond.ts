@@ -55,3 +55,12 @@ export function isClientGone(err: unknown, req: { destroyed: boolean; complete: 
   const code = (err as NodeJS.ErrnoException | null)?.code;
   return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err instanceof Error && err.message === 'aborted');
 }
+
+/** Aborts when the client closes its connection before its answer was written. */
+export function clientGoneSignal(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}

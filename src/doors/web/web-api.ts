@@ -1,14 +1,16 @@
-// What a logged-in person can ask of /web/api/*: the same engine calls agents make (with a Caller
-// that has no session), and for operators an allow-list of the operator registry. The allow-list
-// is explicit so that routes added later (wake chains run programs) never become reachable here,
+// What a logged-in person can ask of /web/api/*: the operations of wire/operations.ts whose callers
+// include 'person' (the same engine calls agents make, with a Caller that has no session). Only
+// those are reachable, so a route added later (wake chains run programs) is not unless it says so,
 // and no route may create, hand out or take away an operator credential (operator-guard.ts).
-import { z } from 'zod';
-import * as W from '../../wire/ops.js';
+import type { z } from 'zod';
+import type * as W from '../../wire/ops.js';
+import type * as WW from '../../wire/web.js';
+import { OPERATIONS, OPERATION_NAMES, webPathOf, type OperationName, type OperationSpec } from '../../wire/operations.js';
 import { parseInput } from '../../wire/validate.js';
 import { MailError } from '../../wire/errors.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
-import { ADMIN_BY_PATH } from '../admin-ops.js';
+import { runOperation, type OpContext } from '../handlers.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
 import { refuseOperatorEscalation } from './operator-guard.js';
 
@@ -20,23 +22,6 @@ const PAGE = 256;
 const MAX_PAGES = 40;
 /** A parked live update answers after at most this long (the browser asks again at once). */
 const LIVE_WAIT_SECS = 30;
-
-const InboxInput = z.strictObject({ after: z.string().max(64).nullable().optional(), wait_secs: z.number().finite().min(0).optional() });
-
-const OPERATOR_ROUTES = new Set([
-  'account/add',
-  'account/remove',
-  'account/rotate',
-  'room/add',
-  'room/remove',
-  'room/member/add',
-  'room/member/remove',
-  'listener',
-  'listener/remove',
-  'user/create',
-  'user/passwd',
-  'user/revoke-sessions',
-]);
 
 export interface WebApiContext {
   engine: MailEngine;
@@ -62,38 +47,39 @@ async function recent(e: MailEngine, c: Caller): Promise<{ messages: W.MessageOu
   return { messages: kept.reverse(), next_cursor: last?.next_cursor ?? null, unread: last?.unread ?? 0, truncated: pages === MAX_PAGES };
 }
 
-export async function runWebApi(name: string, ctx: WebApiContext, c: Caller, body: unknown): Promise<unknown> {
-  const e = ctx.engine;
-  switch (name) {
-    case 'me':
-      parseInput(W.EmptyRequest, body);
-      return { account: c.account.id, label: c.account.label, operator: c.account.permissions.operator, unread: (await e.unread(c)).unread };
-    case 'inbox': {
-      const i = parseInput(InboxInput, body);
-      if (i.after === undefined || i.after === null) return recent(e, c);
-      const r = await e.inbox(c, { after: i.after, include_acked: true, limit: PAGE, wait_secs: Math.min(i.wait_secs ?? 0, LIVE_WAIT_SECS) }, { maxWaitSecs: LIVE_WAIT_SECS });
-      return { ...r, messages: r.messages.map(preview) };
-    }
-    case 'get':
-      return e.get(c, parseInput(W.GetRequest, body));
-    case 'send':
-      return e.send(c, parseInput(W.SendRequest, body));
-    case 'ack':
-      return e.ack(c, parseInput(W.AckRequest, body));
-    case 'directory':
-      parseInput(W.EmptyRequest, body);
-      return e.directory(c);
-    case 'admin/overview': {
-      parseInput(W.EmptyRequest, body);
-      const [accounts, rooms, listeners] = [await ctx.admin.accountList(c), await ctx.admin.roomList(c), await ctx.admin.listenerList(c)];
-      const wake = ctx.chains ? (await ctx.chains.list(c)).chains : [];
-      return { accounts: accounts.accounts, rooms: rooms.rooms, listeners, wake };
-    }
-  }
-  const sub = name.startsWith('admin/') ? name.slice('admin/'.length) : null;
-  const route = sub !== null && OPERATOR_ROUTES.has(sub) ? ADMIN_BY_PATH.get(`/admin/${sub}`) : undefined;
-  if (!route) throw new MailError('unknown_route', `no route /web/api/${name}`);
-  const input = parseInput(route.input, body);
-  await refuseOperatorEscalation(e, sub!, input);
-  return route.run(ctx.admin, c, input as never);
+/** POST /web/api/me */
+export async function webMe(e: MailEngine, c: Caller): Promise<WW.WebMeResponse> {
+  return { account: c.account.id, label: c.account.label, operator: c.account.permissions.operator, unread: (await e.unread(c)).unread };
+}
+
+/** POST /web/api/inbox: without a cursor the newest mail; with one, a live update. */
+export async function webInbox(e: MailEngine, c: Caller, i: z.output<typeof WW.WebInboxRequest>, signal: AbortSignal): Promise<WW.WebInboxResponse> {
+  if (i.after === undefined || i.after === null) return recent(e, c);
+  const r = await e.inbox(c, { after: i.after, include_acked: true, limit: PAGE, wait_secs: Math.min(i.wait_secs ?? 0, LIVE_WAIT_SECS) }, { maxWaitSecs: LIVE_WAIT_SECS, signal });
+  return { ...r, messages: r.messages.map(preview) };
+}
+
+/** POST /web/api/admin/overview: read only; the engine checks the operator permission. */
+export async function webOverview(x: { admin: AdminOps; wake?: WakeChains | undefined }, c: Caller): Promise<WW.WebOverviewResponse> {
+  const [accounts, rooms, listeners] = [await x.admin.accountList(c), await x.admin.roomList(c), await x.admin.listenerList(c)];
+  const wake = x.wake ? (await x.wake.list(c)).chains : [];
+  return { accounts: accounts.accounts, rooms: rooms.rooms, listeners, wake };
+}
+
+const WEB_OPERATIONS = new Map(
+  OPERATION_NAMES.flatMap((n): [string, OperationName][] => {
+    const p = webPathOf(n);
+    return p ? [[p.slice('/web/api/'.length), n]] : [];
+  }),
+);
+
+/** The browser names an operation by its web path; only operations persons may call have one. */
+export async function runWebApi(name: string, ctx: WebApiContext, c: Caller, body: unknown, signal: AbortSignal): Promise<unknown> {
+  const op = WEB_OPERATIONS.get(name);
+  if (!op) throw new MailError('unknown_route', `no route /web/api/${name}`);
+  const spec: OperationSpec = OPERATIONS[op];
+  const input: unknown = parseInput(spec.input, body);
+  if (spec.callers.includes('operator')) await refuseOperatorEscalation(ctx.engine, spec.path.slice('/admin/'.length), input);
+  const x: OpContext = { engine: ctx.engine, admin: ctx.admin, wake: ctx.chains, door: 'web', signal, afterAnswer: () => undefined };
+  return runOperation(op, x, c, input as never);
 }

@@ -14,7 +14,7 @@ import type { AdminOps } from '../../engine/admin-ops.js';
 import type { WebAuth } from '../../engine/web-auth.js';
 import type { Logger } from '../../engine/log.js';
 import { readJsonBody } from '../http/body.js';
-import { isClientGone, sendJson, toMailError } from '../http/respond.js';
+import { clientGoneSignal, isClientGone, sendJson, toMailError } from '../http/respond.js';
 import { loadWebAssetsAtStart, webAssets, type Asset } from './assets/index.js';
 import { runWebApi } from './web-api.js';
 import { clientAddress } from './client-address.js';
@@ -139,6 +139,6 @@ export class WebDoor {
       return sendJson(res, 200, answer, noStore);
     }
     const body = await readJsonBody(req, name.startsWith('admin/') ? undefined : API_BODY_CAP);
-    return sendJson(res, 200, await runWebApi(name, this.o, caller, body), noStore);
+    return sendJson(res, 200, await runWebApi(name, this.o, caller, body, clientGoneSignal(res)), noStore);
   }
 }

@@ -93,6 +93,7 @@ export function createMemoryStore(): Store {
 
 class MemoryStore implements Store {
   readonly kind = 'memory' as const;
+  readonly shared = false;
   private readonly meta = new Map<string, string>();
   private readonly accounts = new Map<string, AccountRecord>();
   private readonly rooms = new Map<string, Room>();

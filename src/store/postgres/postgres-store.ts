@@ -112,6 +112,7 @@ const RETRIED: ReadonlySet<string> = new Set(STORE_READS);
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
+  readonly shared = true;
   private readonly feed: CommitFeed;
   private readonly appends: AppendBatch;
   private readonly heartbeat: HostHeartbeat;

@@ -70,6 +70,7 @@ export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
+  readonly shared = false;
   private readonly db: Database.Database;
   private readonly st: Statements;
   private readonly pages: PageStatements;

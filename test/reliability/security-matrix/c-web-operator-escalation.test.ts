@@ -5,8 +5,11 @@
 // operator route the browser reaches is classified here; no secret the browser hands out sets a chain.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_ROUTES } from '../../../src/doors/admin-ops.js';
-import { WAKE_ADMIN_ROUTES } from '../../../src/doors/wake-admin-ops.js';
+import { OPERATIONS, OPERATION_NAMES } from '../../../src/wire/operations.js';
+
+/** Operator routes (bearer) and wake routes (operator on this machine), from the table. */
+const ADMIN_PATHS = OPERATION_NAMES.filter((n) => OPERATIONS[n].callers.includes('operator')).map((n) => OPERATIONS[n].path);
+const WAKE_PATHS = OPERATION_NAMES.filter((n) => OPERATIONS[n].callers.includes('local')).map((n) => OPERATIONS[n].path);
 import { startTestDaemon, type TestDaemon } from '../../support/test-daemon.js';
 import { PASSWORD, call, createPerson, login, type Login } from '../../web/web-helpers.js';
 import { assertEnvelope, assertUnchanged, http, storeSnapshot } from '../helpers.js';
@@ -86,9 +89,9 @@ describe('C: the browser door cannot mint an operator credential', () => {
       '/admin/user/passwd': { id: 'person-b', password: 'another password' },
       '/admin/user/revoke-sessions': { id: 'person-b' },
     };
-    const unclassified = ADMIN_ROUTES.map((r) => r.path).filter((p) => !(p in harmless));
+    const unclassified = ADMIN_PATHS.filter((p) => p !== '/admin/daemon/stop' && !(p in harmless));
     assert.deepEqual(unclassified, [], 'every operator route is classified for the browser door');
-    const existing = new Set(ADMIN_ROUTES.map((r) => r.path));
+    const existing = new Set(ADMIN_PATHS);
     for (const [path, body] of Object.entries(harmless)) {
       if (!existing.has(path)) continue;
       const before = await storeSnapshot(d.store);
@@ -104,7 +107,7 @@ describe('C: the browser door cannot mint an operator credential', () => {
     // Wake chains and the daemon's stop are never routes here,
     // nor is any permission change (there is none in the registry at all).
     const invented = ['admin/account/update', 'admin/account/permissions', 'admin/account/grant', 'admin/user/operator', 'admin/daemon/stop', 'admin//admin/wake/set'];
-    for (const name of [...WAKE_ADMIN_ROUTES.map((r) => r.path.slice(1)), ...invented]) {
+    for (const name of [...WAKE_PATHS.map((p) => p.slice(1)), ...invented]) {
       const before = await storeSnapshot(d.store);
       const wakeBefore = await chains();
       const r = await call(d.url, olga, name, name.includes('wake') ? COMMAND_CHAIN('codex') : { id: 'codex', permissions: { operator: true }, operator: true });

@@ -104,7 +104,7 @@ describe('security matrix F: a name used again is a new participant', () => {
     const mail = await bob.send({ to: 'temp1', subject: 'for the new temp1', body: 'z' });
     await sleep(600);
     assert.equal(existsSync(marker), false, 'the old wake chain did not run');
-    assert.deepEqual((await fresh.inbox()).messages.map((m) => m.id), [mail.message_id]);
+    assert.deepEqual((await fresh.inbox()).messages.map((m) => m.message_id), [mail.message_id]);
   });
 
   /** Starts a long-poll inbox read of `c` and resolves once the daemon holds it parked. */
@@ -123,7 +123,7 @@ describe('security matrix F: a name used again is a new participant', () => {
   const isRefusal = (r: Outcome | 'pending', code: string): boolean => r !== 'pending' && r.err instanceof MailError && r.err.code === code;
   const untouched = async (fresh: MailClient, id: string): Promise<void> => {
     const inbox = await fresh.inbox();
-    assert.deepEqual(inbox.messages.map((m) => m.id), [id], 'the mail waits for the new account, unread');
+    assert.deepEqual(inbox.messages.map((m) => m.message_id), [id], 'the mail waits for the new account, unread');
     const [rc] = (await bob.receipts(id)).receipts;
     assert.equal(rc?.surfaced_at !== null && rc?.surfaced_at !== undefined, true, 'surfaced by the read just made');
   };
@@ -180,7 +180,7 @@ describe('security matrix F: a name used again is a new participant', () => {
       const [rc] = (await d.operator.receipts(m.message_id)).receipts;
       assert.deepEqual(rc?.signalled, [], 'no wake attempt at all');
     }
-    assert.equal((await fresh.inbox()).messages[0]?.id, mail.message_id);
+    assert.equal((await fresh.inbox()).messages[0]?.message_id, mail.message_id);
 
     // The rule is about age, not form: a chain of that form set after the account was made is its own.
     await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: Date.now() });
@@ -231,7 +231,7 @@ describe('security matrix F: a name used again is a new participant', () => {
     const now = await bob.send({ to: '#reviewers', subject: 'new room', body: 'c' }).catch((e: unknown) => e);
     assert.ok(now instanceof MailError && now.code === 'permission_denied', 'bob is not a member of the new room');
     const post = await carol.send({ to: '#reviewers', subject: 'new room', body: 'c' });
-    assert.deepEqual((await alice.inbox()).messages.map((m) => m.id), [post.message_id]);
+    assert.deepEqual((await alice.inbox()).messages.map((m) => m.message_id), [post.message_id]);
     assert.equal((await alice.unread()).unread, 1);
   });
 });

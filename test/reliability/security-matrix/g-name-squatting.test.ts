@@ -53,12 +53,12 @@ describe('security matrix G: an alias cannot squat a session\'s name', () => {
     const second = await agent('other/billing-service');
     assert.equal(second.slug, 'billing-service-2');
     const sent = await codex.send({ to: 'claude/billing-service', subject: 'invoice run', body: 'for the billing service' });
-    assert.equal(sent.to, real.address, 'mail to the slug goes to the real session');
-    assert.equal((await codex.send({ to: 'claude/billing-service-2', subject: 'x', body: '' })).to, second.address);
-    assert.equal((await codex.send({ to: 'claude/@billing-service', subject: 'x', body: '' })).to, squatter.address, 'the alias is reached only by its own, visibly different, name');
+    assert.equal(sent.to, `claude/${real.slug}`, 'mail to the slug goes to the real session (printed by its slug)');
+    assert.equal((await codex.send({ to: 'claude/billing-service-2', subject: 'x', body: '' })).to, `claude/${second.slug}`);
+    assert.equal((await codex.send({ to: 'claude/@billing-service', subject: 'x', body: '' })).to, `claude/${squatter.slug}`, 'the alias is reached only by its own, visibly different, name');
     assert.deepEqual(set.body.aliases, ['@billing-service'], 'the alias carries its @');
-    const inbox = (await squatter.p.call('/mail/inbox', {})).body as { messages: { id: string }[] };
-    assert.ok(!inbox.messages.some((m) => m.id === sent.message_id), 'the squatter never sees the slug\'s mail');
+    const inbox = (await squatter.p.call('/mail/inbox', {})).body as { messages: { message_id: string }[] };
+    assert.ok(!inbox.messages.some((m) => m.message_id === sent.message_id), 'the squatter never sees the slug\'s mail');
   });
 
   it('no working directory gives a slug that looks like an alias, and a taken alias is refused without a change', async () => {

@@ -165,7 +165,7 @@ describe('security matrix H: Unicode structure in text models read', () => {
     const subject = EMOJI.join(' ');
     const s = await codex.send({ to: 'claude', subject, body: subject });
     assert.equal((await codex.get(s.message_id)).message.subject, subject);
-    const text = wakeText([{ id: 'm-emoji', from: 'codex', subject, priority: 'normal' }], false);
+    const text = wakeText([{ message_id: 'm-emoji', from: 'codex', subject, priority: 'normal' }], false);
     assert.ok(text.includes(subject), 'the wake text shows the emoji, not escapes');
     const reason = await stopHook();
     assert.ok(reason?.includes(subject), 'the Stop hook reason shows the emoji');
@@ -177,7 +177,7 @@ describe('security matrix H: Unicode structure in text models read', () => {
     assert.equal((await codex.get(s.message_id)).message.body, body, 'the body is stored verbatim');
     for (const [cp] of INVISIBLE) {
       const subject = `a${ch(cp)}b`;
-      const text = wakeText([{ id: 'm-1', from: `codex${ch(cp)}`, subject, priority: 'normal' }], false);
+      const text = wakeText([{ message_id: 'm-1', from: `codex${ch(cp)}`, subject, priority: 'normal' }], false);
       assert.ok(!RAW_INVISIBLE.test(text), `${u(cp)} raw in the wake text`);
       assert.equal(quotedSubject(text, 'm-1'), subject);
     }
@@ -231,10 +231,10 @@ describe('security matrix H: Unicode structure in text models read', () => {
   it('wake texts (Codex turns, webhooks) neutralise every character in subjects and senders', () => {
     for (const cp of CHARS) {
       const subject = `a${ch(cp)}${FAKE}"`;
-      const text = wakeText([{ id: 'm-1', from: `codex${ch(cp)}${FAKE}`, subject, priority: 'normal' }], false);
+      const text = wakeText([{ message_id: 'm-1', from: `codex${ch(cp)}${FAKE}`, subject, priority: 'normal' }], false);
       assert.ok(!RAW.test(text), `${u(cp)} raw in the wake text`);
       noFakeLine(text, `wake text ${u(cp)}`);
-      assert.equal(text.split(LINES).length, 4, 'exactly the four lines of the wake text');
+      assert.equal(text.split(LINES).length, 3, 'exactly the three lines of the wake text');
       assert.equal(quotedSubject(text, 'm-1'), subject);
     }
   });

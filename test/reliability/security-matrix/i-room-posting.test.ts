@@ -62,7 +62,7 @@ describe('security matrix I: posting into a room', () => {
   it('admin room set --open lets anyone post, --closed takes it back; admin room add --open makes an open room', async () => {
     assert.match(await ok(['admin', 'room', 'set', 'reviewers', '--open']), /anyone may post/);
     const open = await carol.send({ to: '#reviewers', subject: 'from outside', body: 'x' });
-    assert.ok((await alice.inbox()).messages.some((m) => m.id === open.message_id));
+    assert.ok((await alice.inbox()).messages.some((m) => m.message_id === open.message_id));
     assert.equal((await d.operator.admin.roomList()).rooms.find((r) => r.name === 'reviewers')?.open, true);
     assert.match(await ok(['admin', 'room', 'list']), /#reviewers\s+anyone\s+alice/);
     assert.match(await ok(['admin', 'room', 'set', 'reviewers', '--closed']), /members only may post/);

@@ -9,22 +9,29 @@ export interface Ref {
   locator: string;
 }
 
+/** A message item: what is default or implied is left out of it (docs/protocol.md). */
 export interface Message {
-  id: string;
-  thread_id: string;
+  message_id: string;
+  thread_id?: string;
   from: string;
-  from_kind: AccountKind;
-  to: string;
+  from_kind?: AccountKind;
+  to?: string;
   subject: string;
   body?: string;
   refs?: Ref[];
-  priority: 'normal' | 'urgent';
+  priority?: 'normal' | 'urgent';
   created_at: string;
-  acked_at: string | null;
+  acked_at?: string | null;
 }
 
 /** The one place the page reads a message's id: every other line goes through it. */
-export const messageId = (m: Pick<Message, 'id'>): string => m.id;
+export const messageId = (m: Pick<Message, 'message_id'>): string => m.message_id;
+/** Its thread: left out when it is the message itself (a thread's first message). */
+export const threadOf = (m: Message): string => m.thread_id ?? m.message_id;
+/** Where it went: left out when it is the reader's own account. */
+export const toOf = (m: Message, account: string): string => m.to ?? account;
+/** Who wrote it: left out for agents. */
+export const kindOf = (m: Message): AccountKind => m.from_kind ?? 'agent';
 
 export interface InboxAnswer {
   messages: Message[];
@@ -91,8 +98,10 @@ export interface Session {
   card: Card;
 }
 
+/** The directory with detail: true and include_ended: true (label and kind are left out when
+ *  they are the id and 'agent'). */
 export interface Directory {
-  accounts: { id: string; label: string; kind: AccountKind; sessions: Session[] }[];
+  accounts: { id: string; label?: string; kind?: AccountKind; sessions: Session[] }[];
   rooms: { name: string; member: boolean }[];
 }
 

@@ -1,6 +1,6 @@
 // Live updates: one long-poll parked on the daemon's own wait, asked again as soon as it answers;
 // no polling loop. A failure backs off up to 30 s; a new login or a logout ends the old loop.
-import { messageId, type ApiError, type InboxAnswer, type Message } from './answers.js';
+import { messageId, threadOf, type ApiError, type InboxAnswer, type Message } from './answers.js';
 import { api } from './api.js';
 import { $, announce, clear, shellPart } from './dom.js';
 import { loadDirectory, loadInbox, who } from './mail-data.js';
@@ -50,5 +50,5 @@ function arrived(msgs: Message[]): void {
   if (state.view === '/web/inbox') drawInboxList();
   const open = $('thread');
   const thread = open?.getAttribute('data-thread');
-  if (open && msgs.some((m) => m.thread_id === thread)) pageThread(clear(shellPart('main')), open.getAttribute('data-open') || '', true);
+  if (open && msgs.some((m) => threadOf(m) === thread)) pageThread(clear(shellPart('main')), open.getAttribute('data-open') || '', true);
 }

@@ -15,7 +15,7 @@ export function loadInbox(): Promise<void> {
 }
 
 export function loadDirectory(): Promise<Directory> {
-  return api<Directory>('directory', {}).then((d) => {
+  return api<Directory>('directory', { detail: true, include_ended: true }).then((d) => {
     state.dir = d;
     return d;
   });

@@ -13,7 +13,7 @@ function addressOptions(dir: Directory): [string, string][] {
   for (const r of dir.rooms) opts.push(['#' + r.name, 'room' + (r.member ? ' (you are a member)' : '')]);
   for (const a of dir.accounts) {
     if (a.id === account) continue;
-    opts.push([a.id, a.label + ' (' + (a.kind === 'human' ? 'person' : a.kind) + ')']);
+    opts.push([a.id, (a.label ?? a.id) + ' (' + (a.kind === 'human' ? 'person' : (a.kind ?? 'agent')) + ')']);
     for (const s of a.sessions) {
       if (!s.live) continue;
       const what = s.card.declared.working_on ? ': ' + s.card.declared.working_on : '';

@@ -82,7 +82,7 @@ export function pageDirectory(main: HTMLElement): void {
       const sessions = a.sessions.filter((s) => s.live || ended.checked);
       box.appendChild(
         h('section', { class: 'account card', 'aria-label': 'account ' + a.id }, [
-          h('h3', {}, [h('span', { text: a.id }), ' ', kindBadge(a.kind), a.label !== a.id ? h('span', { class: 'label', text: ' ' + a.label }) : null]),
+          h('h3', {}, [h('span', { text: a.id }), ' ', kindBadge(a.kind ?? 'agent'), a.label !== undefined ? h('span', { class: 'label', text: ' ' + a.label }) : null]),
           a.id !== me().account ? h('a', { href: '/web/compose?to=' + encodeURIComponent(a.id), 'data-nav': true, text: 'Write to ' + a.id }) : null,
           sessions.length
             ? h('div', { class: 'sessions' }, sessions.map(sessionCard))

@@ -1,10 +1,10 @@
 // The inbox: newest first, live-updated; opening a message does not acknowledge it.
-import { messageId, type AckAnswer, type ApiError } from './answers.js';
+import { kindOf, messageId, toOf, type AckAnswer, type ApiError } from './answers.js';
 import { api } from './api.js';
 import { $, announce, clear, errorText, h, kindBadge, when } from './dom.js';
 import { addr } from './mail-data.js';
 import { pageTitle, setUnread } from './nav.js';
-import { state } from './state.js';
+import { me, state } from './state.js';
 
 export function pageInbox(main: HTMLElement): void {
   pageTitle(main, 'Inbox');
@@ -43,9 +43,9 @@ export function drawInboxList(): void {
           unread ? h('span', { class: 'dot', title: 'unread' }, [h('span', { class: 'sr-only', text: 'unread: ' })]) : null,
           addr(m.from, 'from'),
           ' ',
-          kindBadge(m.from_kind),
+          kindBadge(kindOf(m)),
           m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
-          h('span', { class: 'to' }, ['to ', addr(m.to, '')]),
+          h('span', { class: 'to' }, ['to ', addr(toOf(m, me().account), '')]),
           when(m.created_at),
         ]),
         h('span', { class: 'subject', text: m.subject || '(no subject)' }),

@@ -1,5 +1,5 @@
 // One thread, with acknowledging and a reply form. Bodies are untrusted text (body-text.ts).
-import { messageId, type ApiError, type GetAnswer, type Message } from './answers.js';
+import { kindOf, messageId, threadOf, toOf, type ApiError, type GetAnswer, type Message } from './answers.js';
 import { api } from './api.js';
 import { bodyNodes } from './body-text.js';
 import { $, announce, clear, errorText, field, h, kindBadge, shellPart, when } from './dom.js';
@@ -20,7 +20,7 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
   api<GetAnswer>('get', { message_id: id, thread: true }).then(
     (r) => {
       const msgs = r.thread || [r.message];
-      box.setAttribute('data-thread', r.message.thread_id);
+      box.setAttribute('data-thread', threadOf(r.message));
       const root = msgs[0] || r.message;
       title.textContent = root.subject || '(no subject)';
       document.title = title.textContent + ' · mail4agent';
@@ -29,7 +29,8 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
       for (const m of msgs) {
         const mid = messageId(m);
         const mine = m.from === account;
-        const readable = !mine || m.to === account || m.to.charAt(0) === '#';
+        const to = toOf(m, account);
+        const readable = !mine || to === account || to.charAt(0) === '#';
         if (!m.acked_at && !mine) pending.push(mid);
         const ackBtn =
           !mine && !m.acked_at
@@ -40,9 +41,9 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
             h('header', {}, [
               addr(m.from, 'from'),
               ' ',
-              kindBadge(m.from_kind),
+              kindBadge(kindOf(m)),
               m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
-              h('span', { class: 'to' }, ['to ', addr(m.to, '')]),
+              h('span', { class: 'to' }, ['to ', addr(to, '')]),
               when(m.created_at),
               m.acked_at ? h('span', { class: 'acked', text: 'handled' }) : readable && !mine ? h('span', { class: 'badge unread', text: 'unread' }) : null,
               ackBtn,
@@ -75,7 +76,8 @@ function replyForm(msgs: Message[], root: Message): HTMLFormElement {
   const account = me().account;
   const others = msgs.filter((m) => m.from !== account);
   const target = (others.length ? others[others.length - 1] : msgs[msgs.length - 1]) ?? root;
-  const to = target.from === account ? target.to : target.to.charAt(0) === '#' ? target.to : target.from;
+  const dest = toOf(target, account);
+  const to = target.from === account ? dest : dest.charAt(0) === '#' ? dest : target.from;
   const subject = /^re:/i.test(root.subject) ? root.subject : 'Re: ' + root.subject;
   const body = h('textarea', { name: 'body', rows: '5', required: true });
   const send = h('button', { type: 'submit', text: 'Send reply' });

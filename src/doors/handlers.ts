@@ -1,0 +1,102 @@
+// Each operation of wire/operations.ts bound to the engine call that serves it: the one place a
+// door learns what an operation does. The mapped type makes a missing binding a type error.
+import { MailError } from '../wire/errors.js';
+import { LIMITS } from '../wire/limits.js';
+import { OPERATIONS, OPERATION_NAMES, type OpInput, type OperationName } from '../wire/operations.js';
+import type { Caller, MailEngine } from '../engine/mail-engine.js';
+import type { AdminOps } from '../engine/admin-ops.js';
+import type { WakeChains } from '../engine/wake-chains.js';
+import { webInbox, webMe, webOverview } from './web/web-api.js';
+
+export type Door = 'http' | 'mcp' | 'web';
+
+/** What a handler may use beyond the caller and its input. */
+export interface OpContext {
+  engine: MailEngine;
+  admin: AdminOps;
+  /** Delivery chains; absent when the daemon runs without wake dispatch. */
+  wake?: WakeChains | undefined;
+  door: Door;
+  /** Aborted when the client goes away before its answer: parked waits end at once. */
+  signal: AbortSignal;
+  /** Runs once the answer has been written (a stop must not cut its own answer off). */
+  afterAnswer(fn: () => void): void;
+  onStopRequest?: ((when: 'now' | 'idle') => void) | undefined;
+}
+
+type Handler<K extends OperationName> = (x: OpContext, c: Caller, i: OpInput<K>) => Promise<unknown>;
+
+const chains = (x: OpContext): WakeChains => {
+  if (!x.wake) throw new MailError('unknown_route', 'this daemon runs no delivery chains');
+  return x.wake;
+};
+
+export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
+  send: (x, c, i) => x.engine.send(c, i),
+  reply: (x, c, i) => x.engine.reply(c, i),
+  inbox: (x, c, i) =>
+    x.engine.inbox(
+      c,
+      i,
+      x.door === 'mcp' ? { maxWaitSecs: LIMITS.waitSecsMcp, budgetBytes: LIMITS.mcpInboxBudgetBytes, signal: x.signal } : { maxWaitSecs: LIMITS.waitSecsHttp, signal: x.signal },
+    ),
+  ack: (x, c, i) => x.engine.ack(c, i),
+  get: (x, c, i) => x.engine.get(c, i),
+  unread: (x, c) => x.engine.unread(c),
+  whoami: (x, c) => x.engine.whoami(c),
+  status: (x, c, i) => x.engine.status(c, i),
+  directory: (x, c, i) => x.engine.directory(c, i),
+  remind: (x, c, i) => x.engine.remind(c, i),
+
+  notice: (x, c, i) => x.engine.notice(c, i, { signal: x.signal }),
+  listen: (x, c, i) => x.engine.listen(c, i.on),
+  'timer.list': (x, c) => x.engine.timerList(c),
+  'timer.snooze': (x, c, i) => x.engine.timerSnooze(c, i),
+  'timer.clear': (x, c, i) => x.engine.timerClear(c, i),
+  receipts: (x, c, i) => x.engine.receiptsOf(c, i),
+
+  'account.add': (x, c, i) => x.admin.accountAdd(c, i),
+  'account.rotate': (x, c, i) => x.admin.accountRotate(c, i.id),
+  'account.remove': (x, c, i) => x.admin.accountRemove(c, i.id),
+  'account.list': (x, c) => x.admin.accountList(c),
+  'room.add': (x, c, i) => x.admin.roomAdd(c, i.name, { everyone: i.everyone ?? false, open: i.open ?? false }),
+  'room.set': (x, c, i) => x.admin.roomSet(c, i.name, i.open),
+  'room.remove': (x, c, i) => x.admin.roomRemove(c, i.name),
+  'room.list': (x, c) => x.admin.roomList(c),
+  'room.member.add': (x, c, i) => x.admin.memberAdd(c, i.room, i.account),
+  'room.member.remove': (x, c, i) => x.admin.memberRemove(c, i.room, i.account),
+  'listener.set': (x, c, i) => x.admin.listenerSet(c, i.account, i.url),
+  'listener.remove': (x, c, i) => x.admin.listenerRemove(c, i.account),
+  'user.create': (x, c, i) => x.admin.userCreate(c, i),
+  'user.passwd': (x, c, i) => x.admin.userPassword(c, i),
+  'user.revoke-sessions': (x, c, i) => x.admin.userRevokeSessions(c, i.id),
+  'daemon.stop': (x, c, i) => {
+    if (!c.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
+    x.afterAnswer(() => x.onStopRequest?.(i.when ?? 'now'));
+    return Promise.resolve({ ok: true });
+  },
+
+  'wake.set': (x, c, i) => chains(x).set(c, i),
+  'wake.list': (x, c) => chains(x).list(c),
+  'wake.clear': (x, c, i) => chains(x).clear(c, i),
+
+  'web.me': (x, c) => webMe(x.engine, c),
+  'web.inbox': (x, c, i) => webInbox(x.engine, c, i, x.signal),
+  'web.overview': (x, c) => webOverview(x, c),
+};
+
+/** Runs operation `name` for a caller whose door already checked it may call it. */
+export function runOperation<K extends OperationName>(name: K, x: OpContext, c: Caller, input: OpInput<K>): Promise<unknown> {
+  return (HANDLERS[name] as Handler<K>)(x, c, input);
+}
+
+/** The operation served at an HTTP path (POST), and the one an MCP tool name calls. */
+export const OPERATION_BY_PATH = new Map<string, OperationName>(
+  OPERATION_NAMES.filter((n) => !OPERATIONS[n].path.startsWith('/web/api/')).map((n) => [OPERATIONS[n].path, n]),
+);
+export const OPERATION_BY_TOOL = new Map<string, OperationName>(
+  OPERATION_NAMES.flatMap((n): [string, OperationName][] => {
+    const tool = OPERATIONS[n].tool;
+    return tool ? [[tool, n]] : [];
+  }),
+);

@@ -1,0 +1,345 @@
+// Every operation of the daemon, declared once by name: its HTTP path, MCP tool, summary, who may
+// call it, and whether it only reads or may be retried. Its schemas are in operations.ts under the
+// same name (a name missing there fails the typecheck); the doors route from both, and the MCP tool
+// list and its annotations, the client's paths, `m4a capabilities` and docs/protocol.md derive from
+// them. This file loads no zod, so the CLI can read it without paying for the schemas.
+
+/** Who may call: an agent's bearer (`/mail/*`, `/mcp`), a person logged in to the browser
+ *  (`/web/api/*`), the operator credential (`/admin/*`), or the operator from this machine only. */
+export type CallerKind = 'agent' | 'person' | 'operator' | 'local';
+
+export interface OperationFacts {
+  /** HTTP path (POST). Browser-only operations live under /web/api/. */
+  readonly path: string;
+  /** One or two sentences: the MCP tool description and the docs' summary. */
+  readonly summary: string;
+  readonly callers: readonly CallerKind[];
+  /** Changes nothing (MCP readOnlyHint). */
+  readonly readOnly: boolean;
+  /** Running it twice has the effect of running it once (MCP idempotentHint; clients may retry). */
+  readonly retrySafe: boolean;
+  /** The MCP tool name, when the operation is one. */
+  readonly tool?: string;
+}
+
+const AGENT = ['agent'] as const;
+const AGENT_PERSON = ['agent', 'person'] as const;
+const OPERATOR = ['operator'] as const;
+const OPERATOR_PERSON = ['operator', 'person'] as const;
+const LOCAL = ['local'] as const;
+const PERSON = ['person'] as const;
+
+export const OPERATION_FACTS = {
+  // ---- mail: agents (MCP tools and /mail/*), most also for persons in the browser
+  send: {
+    path: '/mail/send',
+    summary: 'Send mail; the sender is always your own session.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+    tool: 'm4a_mail_send',
+  },
+  reply: {
+    path: '/mail/reply',
+    summary: 'Answer a message: to its sender (room mail: the room), in its thread; acknowledges it unless ack is false.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+    tool: 'm4a_mail_reply',
+  },
+  inbox: {
+    path: '/mail/inbox',
+    summary: 'Your unacknowledged mail, oldest first, with a cursor and the unread count.',
+    callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_mail_inbox',
+  },
+  ack: {
+    path: '/mail/ack',
+    summary: 'Mark mail handled; account and room mail for your whole account.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: true,
+    tool: 'm4a_mail_ack',
+  },
+  get: {
+    path: '/mail/get',
+    summary: 'One message in full, or its whole thread.',
+    callers: AGENT_PERSON,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_mail_get',
+  },
+  unread: {
+    path: '/mail/unread',
+    summary: 'Count your unacknowledged mail.',
+    callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_mail_unread',
+  },
+  whoami: {
+    path: '/mail/whoami',
+    summary: 'Your address, account, rooms and session card.',
+    callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_mail_whoami',
+  },
+  status: {
+    path: '/mail/status',
+    summary: 'Say what you work on, your role, parent or an alias; peers shows it.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: true,
+    tool: 'm4a_mail_status',
+  },
+  directory: {
+    path: '/mail/directory',
+    summary: 'Who is here: live sessions by account, and rooms.',
+    callers: AGENT_PERSON,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_mail_peers',
+  },
+  remind: {
+    path: '/mail/remind',
+    summary: 'Remind yourself: in in_secs mail from mailbox arrives and wakes you; survives restarts.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: false,
+    tool: 'm4a_mail_remind',
+  },
+
+  // ---- agents over HTTP only: hooks, timers, receipts
+  notice: {
+    path: '/mail/notice',
+    summary: 'For hooks: mail this session has not been shown yet (ids, senders, subjects), and whether a Stop hook should block.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: false,
+  },
+  listen: {
+    path: '/mail/listen',
+    summary: 'Turn listen mode on or off for this session: its Stop hook then waits for mail instead of letting the agent go idle.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'timer.list': {
+    path: '/mail/timer/list',
+    summary: "Your account's timers, soonest first.",
+    callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'timer.snooze': {
+    path: '/mail/timer/snooze',
+    summary: 'Move a timer of your account to in_secs from now.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'timer.clear': {
+    path: '/mail/timer/clear',
+    summary: 'Remove a timer of your account; it will not fire.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: true,
+  },
+  receipts: {
+    path: '/mail/receipts',
+    summary: 'Delivery facts of one message per recipient: stored, signalled (adapter, when), surfaced (first inbox read), acknowledged. For its sender, its recipients and the operator.',
+    callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+  },
+
+  // ---- the operator's registry (/admin/*); most also for an operator person in the browser
+  'account.add': {
+    path: '/admin/account/add',
+    summary: 'Create an account; the secret is returned once.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'account.rotate': {
+    path: '/admin/account/rotate',
+    summary: 'Issue a new secret; the old one stops working at once.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'account.remove': {
+    path: '/admin/account/remove',
+    summary: 'Remove an account and delete its mail, sessions, wake chains and timers; a new account of the name inherits none of it.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'account.list': {
+    path: '/admin/account/list',
+    summary: 'Every account, never a secret or digest.',
+    callers: OPERATOR,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'room.add': {
+    path: '/admin/room/add',
+    summary: 'Create a room; with everyone, every account is a member (the only broadcast); with open, non-members may post too.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'room.set': {
+    path: '/admin/room/set',
+    summary: 'Open a room to posts from non-members, or close it to members only.',
+    callers: OPERATOR,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'room.remove': {
+    path: '/admin/room/remove',
+    summary: 'Remove a room with its memberships and delete its mail; a room created again under the name starts empty.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'room.list': {
+    path: '/admin/room/list',
+    summary: 'Every room with its members.',
+    callers: OPERATOR,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'room.member.add': {
+    path: '/admin/room/member/add',
+    summary: 'Grant an account membership of a room.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'room.member.remove': {
+    path: '/admin/room/member/remove',
+    summary: "Revoke a membership; the account loses the room's history.",
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'listener.set': {
+    path: '/admin/listener',
+    summary: 'Set the loopback URL rung after mail for an account commits.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'listener.remove': {
+    path: '/admin/listener/remove',
+    summary: "Clear an account's listener.",
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'user.create': {
+    path: '/admin/user/create',
+    summary: 'Create a person (a human account) with a password for the browser door.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'user.passwd': {
+    path: '/admin/user/passwd',
+    summary: "Set a person's password; every browser login of theirs ends.",
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'user.revoke-sessions': {
+    path: '/admin/user/revoke-sessions',
+    summary: 'End every browser login of a person.',
+    callers: OPERATOR_PERSON,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'daemon.stop': {
+    path: '/admin/daemon/stop',
+    summary: 'Stop the daemon: `{"when":"now"}` (default) or `{"when":"idle"}` (once no request is in flight and no wait is parked; clients use it to replace an older auto-started daemon).',
+    callers: OPERATOR,
+    readOnly: false,
+    retrySafe: true,
+  },
+
+  // ---- wake chains run programs: the operator from this machine only
+  'wake.set': {
+    path: '/admin/wake/set',
+    summary: 'Set the delivery chain of an account (or of one session lineage with session). Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'wake.list': {
+    path: '/admin/wake/list',
+    summary: 'Every delivery chain. Local operator only.',
+    callers: LOCAL,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'wake.clear': {
+    path: '/admin/wake/clear',
+    summary: 'Remove the delivery chain of an account (or of one lineage). Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+
+  // ---- the browser only
+  'web.me': {
+    path: '/web/api/me',
+    summary: 'The logged-in person: account, label, operator or not, unread count.',
+    callers: PERSON,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'web.inbox': {
+    path: '/web/api/inbox',
+    summary: 'Without after: the newest mail first, acknowledged or not. With after: a live update that parks until newer mail (at most 30 s).',
+    callers: PERSON,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'web.overview': {
+    path: '/web/api/admin/overview',
+    summary: "The operator's overview: accounts, rooms, listeners and delivery chains (read only).",
+    callers: PERSON,
+    readOnly: true,
+    retrySafe: true,
+  },
+} as const satisfies Record<string, OperationFacts>;
+
+export type OperationName = keyof typeof OPERATION_FACTS;
+export const OPERATION_NAMES = Object.keys(OPERATION_FACTS) as OperationName[];
+
+export const factsOf = (name: OperationName): OperationFacts => OPERATION_FACTS[name];
+
+/** Where a person's browser reaches an operation: browser-only ones at their own path, mail ones
+ *  at /web/api/<name>, operator ones at /web/api/admin/<name>. */
+export function webPathOf(name: OperationName): string | null {
+  const s = factsOf(name);
+  if (!s.callers.includes('person')) return null;
+  if (s.path.startsWith('/web/api/')) return s.path;
+  if (s.path.startsWith('/mail/')) return `/web/api/${s.path.slice('/mail/'.length)}`;
+  return `/web/api/admin/${s.path.slice('/admin/'.length)}`;
+}
+
+/** The MCP tools, in table order. */
+export const MCP_TOOL_NAMES: readonly string[] = OPERATION_NAMES.flatMap((n) => {
+  const t = factsOf(n).tool;
+  return t ? [t] : [];
+});
+
+/** Every HTTP path a bearer (agent or operator) can POST to. */
+export const HTTP_PATHS: readonly string[] = OPERATION_NAMES.filter((n) => factsOf(n).callers.some((c) => c !== 'person')).map((n) => factsOf(n).path);
+
+/** The path of an operation, for clients. */
+export const pathOf = (name: OperationName): string => OPERATION_FACTS[name].path;

@@ -1,0 +1,80 @@
+// The schemas of every operation of operation-facts.ts, by the same name: the request, the answer,
+// and for MCP tools a narrower request for models where it differs (a plain-string address, the
+// shorter wait). `OPERATIONS` joins facts and schemas for the doors and the docs.
+import type { z } from 'zod';
+import * as W from './ops.js';
+import * as A from './admin.js';
+import * as H from './hooks.js';
+import * as WK from './wake.js';
+import * as WW from './web.js';
+import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
+
+export * from './operation-facts.js';
+
+export interface OperationSchemas {
+  readonly input: z.ZodType;
+  readonly output: z.ZodType;
+  readonly mcpInput?: z.ZodType;
+}
+
+/** Over MCP an address is a plain string, and the correlation (a string for scripts, never read by
+ *  the mailbox) is left out; both stay over HTTP. */
+const McpSend = W.SendRequest.omit({ correlation: true }).extend({ to: W.AddressString });
+
+export const OPERATION_SCHEMAS = {
+  // ---- mail: agents (MCP tools and /mail/*), most also for persons in the browser
+  send: { input: W.SendRequest, output: W.SendResponse, mcpInput: McpSend },
+  reply: { input: W.ReplyRequest, output: W.ReplyResponse },
+  inbox: { input: W.InboxRequest, output: W.InboxResponse, mcpInput: W.McpInboxRequest },
+  ack: { input: W.AckRequest, output: W.AckResponse },
+  get: { input: W.GetRequest, output: W.GetResponse, mcpInput: W.McpGetRequest },
+  unread: { input: W.EmptyRequest, output: W.UnreadResponse },
+  whoami: { input: W.EmptyRequest, output: W.WhoamiResponse },
+  status: { input: W.StatusRequest, output: W.StatusResponse },
+  directory: { input: W.DirectoryRequest, output: W.DirectoryResponse },
+  remind: { input: WK.TimerSetRequest, output: WK.TimerOut },
+
+  // ---- agents over HTTP only: hooks, timers, receipts
+  notice: { input: H.NoticeRequest, output: H.NoticeResponse },
+  listen: { input: H.ListenRequest, output: H.ListenResponse },
+  'timer.list': { input: W.EmptyRequest, output: WK.TimerListResponse },
+  'timer.snooze': { input: WK.TimerSnoozeRequest, output: WK.TimerOut },
+  'timer.clear': { input: WK.TimerIdRequest, output: WK.OkResponse },
+  receipts: { input: WK.ReceiptsRequest, output: WK.ReceiptsResponse },
+
+  // ---- the operator's registry (/admin/*); most also for an operator person in the browser
+  'account.add': { input: A.AccountAddRequest, output: A.AccountSecretResponse },
+  'account.rotate': { input: A.AccountIdRequest, output: A.AccountSecretResponse },
+  'account.remove': { input: A.AccountIdRequest, output: A.RemovedResponse },
+  'account.list': { input: A.AccountIdRequest.partial(), output: A.AccountListResponse },
+  'room.add': { input: A.RoomAddRequest, output: A.OkResponse },
+  'room.set': { input: A.RoomSetRequest, output: A.OkResponse },
+  'room.remove': { input: A.RoomRequest, output: A.RemovedResponse },
+  'room.list': { input: A.RoomRequest.partial(), output: A.RoomListResponse },
+  'room.member.add': { input: A.MemberRequest, output: A.OkResponse },
+  'room.member.remove': { input: A.MemberRequest, output: A.OkResponse },
+  'listener.set': { input: A.ListenerSetRequest, output: A.OkResponse },
+  'listener.remove': { input: A.ListenerRemoveRequest, output: A.OkResponse },
+  'user.create': { input: WW.UserCreateRequest, output: WW.UserCreateResponse },
+  'user.passwd': { input: WW.UserPasswordRequest, output: A.OkResponse },
+  'user.revoke-sessions': { input: WW.UserIdRequest, output: WW.UserRevokeResponse },
+  'daemon.stop': { input: A.DaemonStopRequest, output: A.OkResponse },
+
+  // ---- wake chains run programs: the operator from this machine only
+  'wake.set': { input: WK.WakeSetRequest, output: WK.WakeSetResponse },
+  'wake.list': { input: WK.WakeTargetRequest.partial(), output: WK.WakeListResponse },
+  'wake.clear': { input: WK.WakeTargetRequest, output: WK.OkResponse },
+
+  // ---- the browser only
+  'web.me': { input: W.EmptyRequest, output: WW.WebMeResponse },
+  'web.inbox': { input: WW.WebInboxRequest, output: WW.WebInboxResponse },
+  'web.overview': { input: W.EmptyRequest, output: WW.WebOverviewResponse },
+} as const satisfies { readonly [K in OperationName]: OperationSchemas };
+
+export type OperationSpec = OperationFacts & OperationSchemas;
+export type OpInput<K extends OperationName> = z.output<(typeof OPERATION_SCHEMAS)[K]['input']>;
+export type OpOutput<K extends OperationName> = z.infer<(typeof OPERATION_SCHEMAS)[K]['output']>;
+
+export const OPERATIONS = Object.fromEntries(OPERATION_NAMES.map((n) => [n, { ...OPERATION_FACTS[n], ...OPERATION_SCHEMAS[n] }])) as unknown as {
+  readonly [K in OperationName]: OperationSpec;
+};
