@@ -28,7 +28,7 @@ function session(over: Partial<WakeSession> = {}): WakeSession {
 }
 let n = 0;
 function request(s: WakeSession | null, urgent = false): WakeRequest {
-  return { eventId: `ev-${++n}`, account: 'codex', session: s, mail: [{ id: 'm-1', from: 'claude', subject: 'hello', priority: urgent ? 'urgent' : 'normal', thread_id: 'm-1' }], urgent, text: TEXT };
+  return { eventId: `ev-${++n}`, account: 'codex', session: s, mail: [{ message_id: 'm-1', from: 'claude', subject: 'hello', priority: urgent ? 'urgent' : 'normal', thread_id: 'm-1' }], urgent, text: TEXT };
 }
 const signal = (): AbortSignal => new AbortController().signal;
 

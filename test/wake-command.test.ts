@@ -67,8 +67,8 @@ const request = (eventId: string, o: Partial<WakeRequest> = {}): WakeRequest => 
   account: 'bob',
   session: session(),
   mail: [
-    { id: 'm-1', from: 'alice/s-9', subject: '$(touch pwned) `id` ; rm -rf ~', priority: 'normal', thread_id: 'm-1' },
-    { id: 'm-2', from: 'carol', subject: 'second', priority: 'urgent', thread_id: 'm-1' },
+    { message_id: 'm-1', from: 'alice/s-9', subject: '$(touch pwned) `id` ; rm -rf ~', priority: 'normal', thread_id: 'm-1' },
+    { message_id: 'm-2', from: 'carol', subject: 'second', priority: 'urgent', thread_id: 'm-1' },
   ],
   urgent: true,
   text: 'You have new mail … "$(touch pwned)"',
@@ -173,8 +173,8 @@ describe('command wakes', () => {
         account: 'bob',
         session: { id: rec.id, lineage: rec.lineage, slug: rec.slug, pid: rec.pid, live: false, provider: 'claude', providerSessionId: 'conv-b-7', cwd: me1.card.corroborated.cwd, listening: false },
         mail: [
-          { id: toSession.message_id, from: 'alice', subject: 'please review $(touch pwned)', priority: 'normal', thread_id: toSession.message_id },
-          { id: toAccount.message_id, from: 'alice', subject: 'and this', priority: 'normal', thread_id: toAccount.message_id },
+          { message_id: toSession.message_id, from: 'alice', subject: 'please review $(touch pwned)', priority: 'normal', thread_id: toSession.message_id },
+          { message_id: toAccount.message_id, from: 'alice', subject: 'and this', priority: 'normal', thread_id: toAccount.message_id },
         ],
         urgent: false,
         text: 'unused by the command line',

@@ -81,7 +81,7 @@ describe('wake dispatcher races', () => {
       assert.ok(sent.quiet, 'the loop guard quieted it');
       await w.dispatcher.idle();
       assert.deepEqual(
-        w.woken.flatMap((r) => r.mail.map((m) => m.id)),
+        w.woken.flatMap((r) => r.mail.map((m) => m.message_id)),
         [],
         'quieted mail named in no wake',
       );

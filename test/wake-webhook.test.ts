@@ -54,7 +54,7 @@ function wakeReq(eventId: string): WakeRequest {
     eventId,
     account: 'bob',
     session: { id: 's-abc', lineage: 's-abc', slug: 'bob/web', pid: 123, live: false, provider: 'claude', providerSessionId: 'conv-1', cwd: '/tmp', listening: false },
-    mail: [{ id: 'm-1', from: 'alice/s-1', subject: 'review "x"; rm -rf /', priority: 'normal', thread_id: 'm-1' }],
+    mail: [{ message_id: 'm-1', from: 'alice/s-1', subject: 'review "x"; rm -rf /', priority: 'normal', thread_id: 'm-1' }],
     urgent: false,
     text: 'You have new mail in mail4agent (1 message)',
   };
@@ -131,7 +131,7 @@ describe('webhook wakes', () => {
       assert.equal(payload.type, 'mail.wake');
       assert.equal(payload.account, 'bob');
       assert.deepEqual(payload.session, { id: 's-abc', lineage: 's-abc', slug: 'bob/web' });
-      assert.deepEqual(payload.mail, [{ id: 'm-1', from: 'alice/s-1', subject: 'review "x"; rm -rf /', priority: 'normal', thread_id: 'm-1' }]);
+      assert.deepEqual(payload.mail, [{ message_id: 'm-1', from: 'alice/s-1', subject: 'review "x"; rm -rf /', priority: 'normal', thread_id: 'm-1' }]);
       assert.equal(payload.urgent, false);
       assert.ok(!Number.isNaN(Date.parse(payload.created_at)));
       assert.ok(!('body' in payload.mail[0]!), 'a wake never carries a body');

@@ -250,7 +250,7 @@ export class CommandAdapter implements WakeAdapter {
       M4A_WAKE_ACCOUNT: req.account,
       M4A_WAKE_SESSION: req.session?.id ?? '',
       M4A_WAKE_LINEAGE: req.session?.lineage ?? '',
-      M4A_WAKE_MESSAGE_IDS: req.mail.map((m) => m.id).join(','),
+      M4A_WAKE_MESSAGE_IDS: req.mail.map((m) => m.message_id).join(','),
       M4A_WAKE_SENDERS: [...new Set(req.mail.map((m) => m.from))].join(','),
       M4A_WAKE_URGENT: req.urgent ? '1' : '0',
     });

@@ -173,13 +173,16 @@ export class WakeDispatcher {
     }
 
     this.stats.runs++;
-    const shown = mail.slice(0, WAKE_LIST_MAX).map((m) => ({ id: m.id, from: senderAddress(m), subject: m.subject, priority: m.priority, thread_id: m.threadId }));
+    const listed = mail.slice(0, WAKE_LIST_MAX);
+    // Senders as every answer prints them (account/slug …): the form the agent writes back.
+    const names = await e.printAddresses(listed.map(senderAddress));
+    const shown = listed.map((m) => ({ message_id: m.id, from: names.get(senderAddress(m)) ?? senderAddress(m), subject: m.subject, priority: m.priority, thread_id: m.threadId }));
     const base: Omit<WakeRequest, 'eventId'> = {
       account: p.target.account,
       session: session?.wake ?? null,
       mail: shown,
       urgent: mail.some((m) => m.priority === 'urgent'),
-      text: wakeText(shown, mail.length > shown.length),
+      text: wakeText(shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority })), mail.length > shown.length),
     };
     // Every attempt of this run is written in one transaction at its end (one fsync, not one per step).
     const attempts: AttemptRecord[] = [];

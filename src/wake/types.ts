@@ -4,7 +4,7 @@
 import type { Priority } from '../store/types.js';
 
 export interface WakeMail {
-  id: string;
+  message_id: string;
   /** The sender's compact address (`claude/s-…`, `alice`). */
   from: string;
   subject: string;

@@ -21,7 +21,7 @@ export interface WebhookPayload {
   type: 'mail.wake';
   account: string;
   session: { id: string; lineage: string; slug: string | null } | null;
-  mail: Array<{ id: string; from: string; subject: string; priority: string; thread_id: string }>;
+  mail: Array<{ message_id: string; from: string; subject: string; priority: string; thread_id: string }>;
   urgent: boolean;
   text: string;
   created_at: string;
@@ -33,7 +33,7 @@ export function webhookPayload(req: WakeRequest, createdAtMs: number): WebhookPa
     type: 'mail.wake',
     account: req.account,
     session: req.session ? { id: req.session.id, lineage: req.session.lineage, slug: req.session.slug } : null,
-    mail: req.mail.map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority, thread_id: m.thread_id })),
+    mail: req.mail.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority, thread_id: m.thread_id })),
     urgent: req.urgent,
     text: req.text,
     created_at: new Date(createdAtMs).toISOString(),

@@ -25,7 +25,7 @@ function wakeRequest(threadId: string, cwd: string, urgent: boolean, text: strin
     eventId: `ev-${Math.random().toString(36).slice(2)}`,
     account: 'codex',
     session: { id: 's-codex', lineage: 's-codex', slug: 'codex/project', pid: 1, live: true, provider: 'codex', providerSessionId: threadId, cwd, listening: false },
-    mail: [{ id: 'm-1', from: 'claude', subject: 'status?', priority: urgent ? 'urgent' : 'normal', thread_id: 'm-1' }],
+    mail: [{ message_id: 'm-1', from: 'claude', subject: 'status?', priority: urgent ? 'urgent' : 'normal', thread_id: 'm-1' }],
     urgent,
     text,
   };
