@@ -2,7 +2,8 @@
 // knows about HTTP, MCP or SQL.
 import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
-import { formatAddress } from '../wire/address.js';
+import { formatAddress, parseCompactAddress } from '../wire/address.js';
+import { utf8Bytes } from '../wire/text.js';
 import { LIMITS } from '../wire/limits.js';
 import type * as W from '../wire/ops.js';
 import {
@@ -21,7 +22,8 @@ import type { Clock, Ids } from './clock.js';
 import { CredentialCheck } from './credentials.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { silentLogger, type Logger } from './log.js';
-import { iso, presentCard, presentMessage, presentPaged, presentSession, senderAddress } from './present.js';
+import { iso, presentCard, presentMessage, presentPaged, presentPeer, presentSession, senderAddress, type ReaderView } from './present.js';
+import { ShortAddresses } from './short-address.js';
 import { resolveRecipient } from './recipients.js';
 import { SessionBook } from './sessions.js';
 import { guardStore } from './store-guard.js';
@@ -29,8 +31,7 @@ import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
 import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import { fitToBudget } from './inbox-budget.js';
 import { WakeBatcher } from './wake-batch.js';
-import { MAX_CONSECUTIVE_BLOCKS, NoticeBook, TOOL_NOTICE_EVERY_MS, type NoticeState } from './notices.js';
-import { REC } from './wake-records.js';
+import { NOTICE_LIMIT, NoticeBook, shownKey } from './notices.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { aliasName } from './names.js';
@@ -70,6 +71,50 @@ const DAY_MS = 24 * 3600 * 1000;
 const accountGone = (c: Caller): MailError =>
   new MailError('unauthenticated', `account ${c.account.id} was removed while this read waited: the secret names no account`);
 
+/** Nobody reads this: the client of a parked wait closed its connection (the door's signal). */
+const clientGone = (): MailError => new MailError('malformed', 'the client closed the connection while its read waited', { field: '(request)', reason: 'client_gone' });
+
+/** What a door says about an inbox read: its longest wait, its byte budget, and a signal that
+ *  aborts when its client has gone away (a parked wait is then dropped at once). */
+export interface InboxDoor {
+  maxWaitSecs: number;
+  budgetBytes?: number;
+  signal?: AbortSignal;
+}
+
+interface AnswerOptions {
+  budgetBytes?: number | undefined;
+  /** A wait without a cursor: its answer must keep some mail above this mark (the shown mark). */
+  newAbove: number | null;
+  /** Where the answer is marked shown (null: a hook notice marks what it told itself). */
+  shown: { key: string; thread: string | null } | null;
+}
+
+/** A wait's answer: the shown, still unacknowledged mail and the new, oldest first; when both do
+ *  not fit in `limit`, the oldest shown mail makes room, so the new mail is always in it. */
+function withShown(old: PagedMessage[], fresh: PagedMessage[], limit: number): PagedMessage[] {
+  const kept = fresh.slice(0, limit);
+  return [...old.slice(0, limit - kept.length), ...kept];
+}
+
+/** Where a reply goes: the sender (the session that wrote it, or its account), the room for room
+ *  mail unless `toSender`, and for a follow-up to one's own message its recipient. */
+function replyTarget(m: StoredMessage, addressedToCaller: boolean, toSender: boolean): Address {
+  if (!addressedToCaller) {
+    const r = parseCompactAddress(m.toAddress);
+    if (r.ok) return r.address;
+  }
+  if (m.toKey.startsWith('r:') && !toSender) return { kind: 'room', room: m.toKey.slice(2) };
+  return m.fromSession ? { kind: 'session', participant: m.fromAccount, session: m.fromSession } : { kind: 'direct', participant: m.fromAccount };
+}
+
+/** `Re: ` once, within the subject limit. */
+function replySubject(subject: string): string {
+  if (/^re:\s/i.test(subject)) return subject;
+  const s = `Re: ${subject}`;
+  return utf8Bytes(s) <= LIMITS.subjectBytes ? s : subject;
+}
+
 export class MailEngine {
   readonly store: Store;
   readonly clock: Clock;
@@ -80,9 +125,11 @@ export class MailEngine {
   readonly log: Logger;
   private doorbell: Doorbell | undefined;
   readonly wakes: WakeBatcher;
-  readonly notices = new NoticeBook();
+  readonly notices: NoticeBook;
   readonly loops: LoopGuard;
   readonly receipts: Receipts;
+  /** Printed forms of session addresses (account/slug …), looked up per answer. */
+  private addresses: ShortAddresses;
   readonly timers: TimerBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
@@ -104,8 +151,10 @@ export class MailEngine {
     this.doorbell = o.doorbell;
     this.idemWindow = o.idempotencyWindowMs ?? DAY_MS;
     this.wakes = new WakeBatcher(this.store);
+    this.notices = new NoticeBook(this.store, o.clock, this.log);
     this.loops = new LoopGuard(o.clock, o.loopGuard ?? DEFAULT_LOOP_GUARD);
     this.receipts = new Receipts(this.store, o.clock, this.log);
+    this.addresses = new ShortAddresses(this.store, o.clock, o.sessionRetentionMs ?? DAY_MS);
     this.timers = new TimerBook(this.store, o.clock, this.log, (t, to, key) => this.deliverTimer(t, to, key), o.timerPollMs);
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
@@ -179,7 +228,14 @@ export class MailEngine {
   async receiptsOf(c: Caller, req: { message_id: string }): Promise<WK.ReceiptsResponse> {
     const scope = await this.scope(c);
     const m = await this.store.getMessage(req.message_id);
-    return this.receipts.receipts({ account: c.account, operator: c.account.permissions.operator, scope }, m, req.message_id);
+    const r = await this.receipts.receipts({ account: c.account, operator: c.account.permissions.operator, scope }, m, req.message_id);
+    const names = await this.addresses.printAll(r.receipts.map((x) => x.recipient), [c.session]);
+    return { ...r, receipts: r.receipts.map((x) => ({ ...x, recipient: names.get(x.recipient) ?? x.recipient })) };
+  }
+
+  /** The printed form of each address (account/slug, account/s-…; engine/short-address.ts). */
+  async printAddresses(compacts: Iterable<string>): Promise<Map<string, string>> {
+    return this.addresses.printAll(compacts);
   }
 
   /** The caller for a verified account and, when the connection is attested, the session it is. */
@@ -262,11 +318,12 @@ export class MailEngine {
     if (outcome.kind === 'conflict')
       throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
     if (outcome.kind === 'created' && !quiet) void this.ring(target.accounts, m);
+    const [from, to] = await Promise.all([this.addresses.print(senderAddress(m), [c.session]), this.addresses.print(m.toAddress, [target.session])]);
     return {
       message_id: m.id,
-      from: senderAddress(m),
+      from,
       thread_id: m.threadId,
-      to: m.toAddress,
+      to,
       redirected: outcome.kind === 'created' ? target.redirected : m.toAddress !== formatAddress(req.to),
       duplicate: outcome.kind === 'duplicate',
       ...(quiet ? { quiet: `stored but wakes nobody: ${quiet} (loop guard; do not send acknowledgement-only replies)` } : {}),
@@ -298,8 +355,14 @@ export class MailEngine {
     }
   }
 
-  /** A page of readable mail, oldest first; with wait_secs, parks until mail commits or time runs out. */
-  async inbox(c: Caller, req: W.InboxRequest, door: { maxWaitSecs: number; budgetBytes?: number } = { maxWaitSecs: LIMITS.waitSecsHttp }): Promise<W.InboxResponse> {
+  /** A page of readable mail, oldest first. With wait_secs and a cursor, parks until mail after it
+   *  commits; without one, until there is mail this reader has not been shown (notices.ts). */
+  async inbox(c: Caller, req: W.InboxRequest, door: InboxDoor = { maxWaitSecs: LIMITS.waitSecsHttp }): Promise<W.InboxResponse> {
+    return this.read(c, req, door, true);
+  }
+
+  /** The inbox; `mark`: the answer counts as shown (a hook notice decides that itself). */
+  private async read(c: Caller, req: W.InboxRequest, door: InboxDoor, mark: boolean): Promise<W.InboxResponse> {
     const maxWaitSecs = door.maxWaitSecs;
     this.need(c, 'read');
     const limit = req.limit ?? LIMITS.inboxLimitDefault;
@@ -309,42 +372,63 @@ export class MailEngine {
     const waitMs = Math.round(Math.min(Math.max(req.wait_secs ?? 0, 0), maxWaitSecs) * 1000);
     const deadline = this.clock.now() + waitMs;
     const owner = c.session ? `${c.account.id}/${c.session.id}` : c.account.id;
-    const includeBodies = req.include_bodies ?? true;
+    const look: ReaderView = { includeBody: req.include_bodies ?? true, reader: c.account.id, verbose: req.verbose === true, self: c.session };
+    const thread = req.thread_id ?? null;
+    const key = shownKey(c.account.id, c.session?.lineage ?? null);
+    const q = { after, pendingOnly: !req.include_acked, limit, threadId: thread };
 
-    let scope = await this.scope(c);
+    const [first, st] = await Promise.all([this.scope(c), this.notices.state(key)]);
+    let scope = first;
     let waited = false;
     for (;;) {
       const remaining = deadline - this.clock.now();
+      // Without a cursor a wait ends only on mail above the shown mark; what it was shown stays in
+      // the answer (unacknowledged), so `old` is that part of the page.
+      const shown = after === null ? this.notices.shownFor(st, thread) : null;
       // Register before the query so a commit in between still wakes us, and remember the head this
       // query is sure to see: woken readers are then answered in batches (wake-batch.ts).
-      const bound = this.lastSeq >= 0 ? Math.max(after ?? 0, this.lastSeq) : null;
-      const parked = remaining > 0 ? this.waits.park(owner, c.account.id, readKeys(scope), remaining) : null;
+      const bound = this.lastSeq >= 0 ? Math.max(after ?? 0, shown ?? 0, this.lastSeq) : null;
+      const parked = remaining > 0 ? this.waits.park(owner, c.account.id, readKeys(scope), remaining, door.signal) : null;
       let rows: PagedMessage[];
+      let old: PagedMessage[] = [];
       try {
-        rows = await this.store.page(scope, { after, pendingOnly: !req.include_acked, limit, threadId: req.thread_id ?? null });
+        rows = await this.store.page(scope, q);
+        if (parked && shown !== null) {
+          old = rows.filter((m) => m.seq <= shown);
+          let fresh = rows.slice(old.length);
+          // A full page may hold back new mail behind shown mail: read on after the mark.
+          if (rows.length >= limit && old.length > 0) fresh = await this.store.page(scope, { ...q, after: shown });
+          rows = fresh.length > 0 ? withShown(old, fresh, limit) : [];
+        }
       } catch (err) {
         parked?.cancel();
         throw err;
       }
+      const answer = (rows: PagedMessage[]): Promise<W.InboxResponse> =>
+        this.answer(scope, rows, after, look, { budgetBytes: door.budgetBytes, newAbove: parked ? shown : null, shown: mark ? { key, thread } : null });
       if (rows.length > 0 || !parked) {
         parked?.cancel();
         if (waited) await this.stillSameAccount(c);
-        return this.answer(scope, rows, after, includeBodies, door.budgetBytes);
+        return answer(rows);
       }
       const end = await parked.ended;
       waited = true;
+      if (end === 'gone') throw clientGone();
       if (end === 'removed') throw accountGone(c);
       let checked = false;
       if (end === 'woken' && bound !== null && !req.thread_id) {
-        const fresh = await this.wakes.page({ scope, keys: readKeys(scope), bound, limit });
-        if (fresh && fresh.length > 0) {
+        const woke = await this.wakes.page({ scope, keys: readKeys(scope), bound, limit });
+        if (woke && woke.length > 0) {
           // Checked after the mail was read: mail of a new account of the name would be newer than it.
           await this.stillSameAccount(c);
           checked = true;
-          // New mail can be acknowledged already (a sibling session read it first): the store says.
-          const acked = await this.store.ackedAt(scope, fresh.map((m) => ({ seq: m.seq, toKey: m.toKey })));
-          const rows = fresh.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
-          if (rows.length > 0) return this.answer(scope, rows, after, includeBodies, door.budgetBytes);
+          // New mail can be acknowledged already (a sibling session read it first), and so can the
+          // shown mail kept in the answer: the store says.
+          const acked = await this.store.ackedAt(scope, [...old, ...woke].map((m) => ({ seq: m.seq, toKey: m.toKey })));
+          const now = <T extends StoredMessage>(list: T[]): PagedMessage[] =>
+            list.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
+          const fresh = now(woke);
+          if (fresh.length > 0) return answer(withShown(now(old), fresh, limit));
         }
       }
       // Whatever follows reads the account's mail, counts it or parks on it again: only for the
@@ -365,12 +449,24 @@ export class MailEngine {
     if (!(await this.incarnations.same(c.account))) throw accountGone(c);
   }
 
-  private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, includeBodies: boolean, budgetBytes?: number): Promise<W.InboxResponse> {
+  private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, look: ReaderView, o: AnswerOptions): Promise<W.InboxResponse> {
     const unread = await this.store.unread(scope);
-    this.receipts.noteSurfaced(scope, rows);
-    let messages = rows.map((m) => presentPaged(m, includeBodies));
-    if (budgetBytes !== undefined) messages = fitToBudget(messages, budgetBytes, 80);
+    // One lookup per distinct sender or recipient of the page, not per message.
+    const printed = await this.addresses.forMessages(rows, [look.self]);
+    const show = (m: PagedMessage): W.MessageOut => presentPaged(m, { ...look, printed });
+    let messages = rows.map(show);
+    if (o.budgetBytes !== undefined) {
+      messages = fitToBudget(messages, o.budgetBytes, 80);
+      // A wait's answer cut down to shown mail only would be given again at once: drop that instead.
+      const above = o.newAbove;
+      if (above != null && !rows.slice(0, messages.length).some((m) => m.seq > above)) {
+        rows = rows.filter((m) => m.seq > above);
+        messages = fitToBudget(rows.map(show), o.budgetBytes, 80);
+      }
+    }
+    this.receipts.noteSurfaced(scope, rows.slice(0, messages.length));
     const last = rows[messages.length - 1];
+    if (last && o.shown) this.notices.markShown(o.shown.key, last.seq, o.shown.thread);
     const next = last ? last.seq : (after ?? (await this.store.headSeq()));
     return { messages, next_cursor: encodeCursor(next), unread };
   }
@@ -408,8 +504,10 @@ export class MailEngine {
       scope,
       visible.filter((x) => keys.includes(x.toKey)).map((x) => ({ seq: x.seq, toKey: x.toKey })),
     );
-    const out = (x: StoredMessage) => presentMessage(x, acked.get(x.seq) ?? null);
-    return req.thread ? { message: out(m), thread: visible.map(out) } : { message: out(m) };
+    const printed = await this.addresses.forMessages(visible, [c.session]);
+    const out = (x: StoredMessage, fromSession = false) =>
+      presentMessage(x, acked.get(x.seq) ?? null, { reader: c.account.id, printed, verbose: req.verbose === true, fromSession });
+    return req.thread ? { message: out(m, true), thread: visible.map((x) => out(x)) } : { message: out(m, true) };
   }
 
   async unread(c: Caller): Promise<W.UnreadResponse> {
@@ -448,6 +546,7 @@ export class MailEngine {
       throw new MailError('already_exists', `${c.account.id}/${alias} is taken by another session`, { field: 'alias', kind: owner?.kind ?? 'alias' });
     }
     if (unalias !== undefined) await this.store.removeAlias(c.account.id, session.lineage, unalias);
+    if (alias !== undefined || unalias !== undefined) this.addresses.clear();
     const d = { ...session.declared };
     if (req.working_on !== undefined) d.workingOn = req.working_on || undefined;
     if (req.role !== undefined) d.role = req.role || undefined;
@@ -461,7 +560,29 @@ export class MailEngine {
     return { address: callerAddress(c), slug: (rec ?? session).slug, aliases: await this.aliasesOf(rec ?? session), card: presentCard(rec ?? session) };
   }
 
-  async directory(c: Caller): Promise<W.DirectoryResponse> {
+  /** Answers a message: to its sender (room mail: to the room unless to_sender), in its thread,
+   *  subject `Re: …` once, and acknowledges it unless ack is false. */
+  async reply(c: Caller, req: W.ReplyRequest): Promise<W.ReplyResponse> {
+    this.need(c, 'send');
+    const m = await this.store.getMessage(req.message_id);
+    if (!m) throw new MailError('unknown_message', `no message ${req.message_id}`, { message_id: req.message_id });
+    const scope = await this.scope(c);
+    const mine = readKeys(scope).includes(m.toKey);
+    if (!mine && !sentBy(c.account, m)) throw new MailError('not_addressed_to_you', `you may not reply to ${req.message_id}`, { message_id: req.message_id });
+    const to = replyTarget(m, mine, req.to_sender ?? false);
+    const sent = await this.send(c, {
+      to,
+      subject: replySubject(m.subject),
+      body: req.body,
+      reply_to: m.id,
+      ...(req.idempotency_key !== undefined ? { idempotency_key: req.idempotency_key } : {}),
+    });
+    const ack = mine && req.ack !== false;
+    if (ack) await this.store.ack(scope, [{ seq: m.seq, toKey: m.toKey }], this.clock.now());
+    return { ...sent, acked: ack };
+  }
+
+  async directory(c: Caller, req: W.DirectoryRequest = {}): Promise<W.DirectoryResponse> {
     const [accounts, sessions, rooms, mine, names] = await Promise.all([
       this.store.listAccounts(),
       this.store.listSessions(),
@@ -471,82 +592,55 @@ export class MailEngine {
     ]);
     const aliases = new Map<string, string[]>();
     for (const n of names) if (n.kind === 'alias') aliases.set(`${n.account}/${n.lineage}`, [...(aliases.get(`${n.account}/${n.lineage}`) ?? []), n.name]);
-    const byAccount = new Map<string, W.SessionOut[]>();
-    for (const s of sessions) {
+    const byAccount = new Map<string, W.DirectoryResponse['accounts'][number]['sessions']>();
+    const listed = sessions.filter((s) => req.include_ended || this.sessions.isLive(s));
+    // Without detail a session is its printed address (the one mail shows and `to` takes back).
+    const printed = req.detail ? new Map<string, string>() : await this.addresses.printAll(listed.map((s) => `${s.account}/${s.id}`), listed);
+    for (const s of listed) {
+      const live = this.sessions.isLive(s);
       const list = byAccount.get(s.account) ?? [];
-      list.push(presentSession(s, this.sessions.isLive(s), aliases.get(`${s.account}/${s.lineage}`) ?? []));
+      const own = aliases.get(`${s.account}/${s.lineage}`) ?? [];
+      const full = `${s.account}/${s.id}`;
+      list.push(req.detail ? presentSession(s, live, own) : presentPeer(s, live, printed.get(full) ?? full));
       byAccount.set(s.account, list);
     }
     return {
-      accounts: accounts.map((a) => ({ id: a.id, label: a.label, kind: a.kind, sessions: byAccount.get(a.id) ?? [] })),
+      accounts: accounts.map((a) => ({
+        id: a.id,
+        ...(a.label !== a.id ? { label: a.label } : {}),
+        ...(a.kind !== 'agent' ? { kind: a.kind } : {}),
+        sessions: byAccount.get(a.id) ?? [],
+      })),
       rooms: rooms.map((r) => ({ name: r.name, member: mine.includes(r.name) })),
     };
   }
 
-  /** For hooks: mail new since this session was last told, and whether a Stop hook should block. */
-  async notice(c: Caller, req: H.NoticeRequest): Promise<H.NoticeResponse> {
+  /** For hooks: mail this session has not been shown, and whether a Stop hook should block
+   *  (the rules are in notices.ts). `signal` ends a listening Stop hook's wait when it has gone. */
+  async notice(c: Caller, req: H.NoticeRequest, door: { signal?: AbortSignal } = {}): Promise<H.NoticeResponse> {
     this.need(c, 'read');
     const session = c.session;
     if (!session) throw new MailError('permission_denied', 'hooks speak for an attested session', { need: 'session' });
-    const key = keyOfLineage(c.account.id, session.lineage);
-    const st = await this.noticeState(key);
-    const before = { noticed: st.noticed, listening: st.listening };
-    try {
-      return await this.noticeWith(c, req, st);
-    } finally {
-      if (st.noticed !== before.noticed || st.listening !== before.listening) await this.saveNotice(key, st);
-    }
-  }
-
-  /** What a lineage was last told, from memory or (after a restart, or from another daemon) the store. */
-  private async noticeState(key: string): Promise<NoticeState> {
-    if (!this.notices.known(key)) {
-      const r = await this.store.getRecord(REC.notice, key);
-      const st = this.notices.get(key);
-      if (r) {
-        const saved = JSON.parse(r.value) as { noticed: number; listening: boolean };
-        st.noticed = Math.max(st.noticed, saved.noticed);
-        st.listening = saved.listening;
-      }
-    }
-    return this.notices.get(key);
-  }
-
-  private async saveNotice(key: string, st: NoticeState): Promise<void> {
-    await this.store.putRecord({ kind: REC.notice, id: key, value: JSON.stringify({ noticed: st.noticed, listening: st.listening }), updatedAt: this.clock.now() });
-  }
-
-  private async noticeWith(c: Caller, req: H.NoticeRequest, st: NoticeState): Promise<H.NoticeResponse> {
-    const now = this.clock.now();
-    if (req.event === 'prompt') st.blocks = 0;
-    const answer = (mail: H.NoticeItem[], more: boolean, block: boolean): H.NoticeResponse => ({ mail, more, block, listening: st.listening, consecutive_blocks: st.blocks });
-    if (req.event === 'tool' && now - st.lastToolNotice < TOOL_NOTICE_EVERY_MS) return answer([], false, false);
-    const waitSecs = req.event === 'stop' ? (req.wait_secs ?? 0) : 0;
-    const page = await this.inbox(c, { after: encodeCursor(st.noticed), limit: 20, include_bodies: false, wait_secs: waitSecs });
-    // Mail the loop guard quieted is in the inbox but wakes nobody.
-    const quiet = await Promise.all(page.messages.map((m) => this.loops.verdict(m.id)));
-    const mail = page.messages.filter((_, i) => !quiet[i]).map((m) => ({ id: m.id, from: m.from, subject: m.subject, priority: m.priority }));
-    if (mail.length === 0) {
-      // Only quieted mail (or none): pass over it silently, so a listening hook waits for real news.
-      if (req.event !== 'peek' && page.next_cursor) st.noticed = Math.max(st.noticed, decodeCursor(page.next_cursor));
-      if (req.event === 'stop') st.blocks = 0; // the agent stops: the chain of blocks is over
-      return answer([], false, false);
-    }
-    if (req.event === 'peek') return answer(mail, mail.length === 20, false);
-    if (req.event === 'stop' && st.blocks >= MAX_CONSECUTIVE_BLOCKS) return answer(mail, mail.length === 20, false);
-    st.noticed = Math.max(st.noticed, decodeCursor(page.next_cursor ?? encodeCursor(st.noticed)));
-    if (req.event === 'tool') st.lastToolNotice = now;
-    if (req.event === 'stop') st.blocks++;
-    return answer(mail, mail.length === 20, req.event === 'stop');
+    return this.notices.notice(shownKey(c.account.id, session.lineage), req, {
+      page: async (afterSeq, waitSecs) => {
+        const inboxDoor: InboxDoor = { maxWaitSecs: LIMITS.waitSecsHttp, ...(door.signal ? { signal: door.signal } : {}) };
+        const page = await this.read(c, { after: encodeCursor(afterSeq), limit: NOTICE_LIMIT, include_bodies: false, wait_secs: waitSecs }, inboxDoor, false);
+        const items = page.messages.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, ...(m.priority ? { priority: m.priority } : {}) }));
+        return { items, nextSeq: page.next_cursor ? decodeCursor(page.next_cursor) : null };
+      },
+      quiet: (id) => this.loops.verdict(id),
+    });
   }
 
   async listen(c: Caller, on: boolean): Promise<{ address: string; listening: boolean }> {
     if (!c.session) throw new MailError('permission_denied', 'listen mode belongs to an attested session', { need: 'session' });
-    const key = keyOfLineage(c.account.id, c.session.lineage);
-    const st = await this.noticeState(key);
-    st.listening = on;
-    await this.saveNotice(key, st);
+    await this.notices.listen(shownKey(c.account.id, c.session.lineage), on);
     return { address: callerAddress(c), listening: on };
+  }
+
+  /** How many inbox reads are parked on this daemon (for tests and metrics). */
+  parkedWaits(): number {
+    return this.waits.size;
   }
 
   /** Shutdown: answer every parked wait, flush session touches. */
@@ -555,6 +649,7 @@ export class MailEngine {
     this.waits.closeAll();
     this.unsubscribe();
     await this.sessions.flushTouches().catch(() => undefined);
+    await this.notices.close();
     await this.receipts.settled();
   }
 }
