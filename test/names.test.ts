@@ -189,7 +189,7 @@ describe('printed addresses', () => {
 
     // Past the retention time the old lineage is pruned and its slug is free: a third one takes it.
     shift += RETENTION_MS + 60_000;
-    await d.engine.sessions.sweep();
+    await d.engine.sweepSessions();
     const third = await agent();
     assert.equal(third.me.slug, 'reuse', 'the freed slug is given again');
     const viaName = await code(codex.send({ to: seen.from, subject: 'Re: question', body: 'c', reply_to: q.message_id }));

@@ -111,7 +111,7 @@ describe('sessions', () => {
     const me = (await p.call('/mail/whoami')).body;
     const m = await codex.send({ to: 'claude', subject: 'kept', body: '' });
     await p.exit();
-    await d.engine.sessions.sweep();
+    await d.engine.sweepSessions();
     const listed = (await codex.directory({ detail: true, include_ended: true })).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address);
     assert.equal(listed?.live, false);
     assert.ok(listed?.ended_at);

@@ -215,7 +215,7 @@ describe('timers: races and dead ends', () => {
       const t = { id: 't-0123456789ab', account: 'bob', lineage: 'l-gone', session: `s-${'a'.repeat(64)}`, due, note: 'after the session was pruned', createdAt: w.clock.now() };
       await w.store.putRecord({ kind: 'timer', id: `bob|${t.id}`, value: JSON.stringify(t), updatedAt: w.clock.now() });
       w.clock.advance(2 * 24 * 60 * MIN);
-      await w.engine.timers.tick();
+      await w.engine.tickTimers();
       const got = await w.inbox();
       assert.equal(got.length, 1, 'delivered to the account');
       assert.equal(got[0]!.to, undefined, 'to the account (left out for its reader)');
@@ -230,7 +230,7 @@ describe('timers: races and dead ends', () => {
       await w.engine.remind(w.bob, { in_secs: 60, note: 'orphan', account: true });
       await w.store.removeAccount('bob');
       w.clock.advance(MIN);
-      await w.engine.timers.tick();
+      await w.engine.tickTimers();
       assert.deepEqual(await w.store.listRecords('timer', '', 10), [], 'dropped');
     } finally {
       await w.engine.close();

@@ -131,12 +131,12 @@ describe('waits (manual clock)', () => {
     // a's third wait displaces a's oldest (w4) instead of counting against the total
     const w6 = a.inbox({ wait_secs: 30, after: aCur });
     assert.deepEqual((await w4).messages, [], 'w4 answered empty by its own session\'s newer wait');
-    assert.equal(d.engine.waits.size, 4);
+    assert.equal(d.engine.parkedWaits(), 4);
     const c = (await d.account('c')).client;
     const refusedWait = await c.inbox({ wait_secs: 30, after: aCur }).catch((e: unknown) => e);
     assert.ok(refusedWait instanceof MailError && refusedWait.code === 'rate_limited', 'over the total cap: rate_limited');
     assert.equal(typeof refusedWait.details.retry_after, 'number');
-    assert.equal(d.engine.waits.size, 4, 'the refused wait parked nothing');
+    assert.equal(d.engine.parkedWaits(), 4, 'the refused wait parked nothing');
     clock.advance(30_000);
     await Promise.all([w2, w3, w5, w6]);
   });
@@ -168,8 +168,8 @@ describe('waits woken together are answered in batches', () => {
   it('one send to a room answers every parked member from one query', async () => {
     const cursors = await Promise.all(members.map(async (m) => (await m.inbox({ include_acked: true })).next_cursor!));
     const waits = members.map((m, i) => (i % 2 ? m.inbox({ wait_secs: 30, after: cursors[i]! }) : m.inbox({ wait_secs: 30 })));
-    while (d.engine.waits.size < members.length) await tick();
-    const before = { ...d.engine.wakes.stats };
+    while (d.engine.parkedWaits() < members.length) await tick();
+    const before = { ...d.engine.wakeStats() };
     const s = await sender.send({ to: '#crowd', subject: 'to all of you', body: 'b' });
     const pages = await Promise.all(waits);
     for (const p of pages) {
@@ -177,8 +177,8 @@ describe('waits woken together are answered in batches', () => {
       assert.equal(p.messages[0]?.acked_at, undefined, 'unacknowledged (acked_at left out)');
       assert.equal(p.unread >= 1, true);
     }
-    assert.equal(d.engine.wakes.stats.readers - before.readers, members.length, 'every reader answered by the batch');
-    assert.equal(d.engine.wakes.stats.fetches - before.fetches, 1, 'one query for the whole room');
+    assert.equal(d.engine.wakeStats().readers - before.readers, members.length, 'every reader answered by the batch');
+    assert.equal(d.engine.wakeStats().fetches - before.fetches, 1, 'one query for the whole room');
     // A cursor from a batched answer continues exactly where it should.
     const next = await members[1]!.inbox({ after: pages[1]!.next_cursor! });
     assert.deepEqual(next.messages, []);

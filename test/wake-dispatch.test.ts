@@ -73,7 +73,7 @@ describe('wake chains', () => {
 
     const page = await carol.inbox();
     assert.equal(page.messages[0]?.message_id, sent.message_id);
-    await d.engine.receipts.settled();
+    await d.engine.receiptsSettled();
     const mid = (await alice.receipts(sent.message_id)).receipts[0]!;
     assert.ok(mid.surfaced_at, 'surfaced by the first inbox read');
     assert.equal(mid.acked_at, null, 'reading changes no acknowledgement state');
@@ -102,7 +102,7 @@ describe('wake chains', () => {
     const erin = (await d.account('erin')).client;
     await commandChain('erin', out);
     const waiting = erin.inbox({ wait_secs: 10 });
-    await until('the wait parked', () => d.engine.waits.size > 0);
+    await until('the wait parked', () => d.engine.parkedWaits() > 0);
     const sent = await alice.send({ to: 'erin', subject: 'while you wait', body: 'x' });
     assert.equal((await waiting).messages[0]?.message_id, sent.message_id);
     const r = await until('the attempt recorded', async () => {

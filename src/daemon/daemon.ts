@@ -98,8 +98,8 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.timerPollMs ? { timerPollMs: o.timerPollMs } : {}),
     });
     // Wake chains: subscribed before the engine starts, so reminders due at start wake too.
-    const adapters = new AdapterRegistry({ store: engine.store, clock: engine.clock, log, notices: engine.notices, dataDir: cfg.dataDir, version: VERSION, ...(o.commandCap ? { commandCap: o.commandCap } : {}) });
-    const chains = new WakeChains(engine.store, engine.clock, (s) => engine.sessions.isLive(s), (steps) => adapters.check(steps));
+    const adapters = new AdapterRegistry({ store: engine.store, clock: engine.clock, log, hookState: (a, l) => engine.hookState(a, l), dataDir: cfg.dataDir, version: VERSION, ...(o.commandCap ? { commandCap: o.commandCap } : {}) });
+    const chains = new WakeChains(engine.store, engine.clock, (s) => engine.isLive(s), (steps) => adapters.check(steps));
     const wake = new WakeDispatcher({ engine, chains, adapterFor: (step) => adapters.adapterFor(step), hostId });
     wake.start();
     await adapters.start();
@@ -135,14 +135,14 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const infoPath = join(cfg.dataDir, FILES.daemonInfo);
     writeSecretFile(infoPath, JSON.stringify({ pid: process.pid, url, port, host: cfg.host, version: VERSION, auto: !!o.auto, started_at: new Date().toISOString() }) + '\n');
 
-    const sweep = setInterval(() => void engine.sessions.sweep().catch((err: unknown) => log.warn({ err: String(err) }, 'session sweep failed')), o.sweepMs ?? 30_000);
+    const sweep = setInterval(() => void engine.sweepSessions().catch((err: unknown) => log.warn({ err: String(err) }, 'session sweep failed')), o.sweepMs ?? 30_000);
     sweep.unref();
     log.info({ url, dataDir: cfg.dataDir, store: store.kind, attestation: attestor.supported, version: VERSION }, 'mail4agent listening');
 
     let closing: Promise<void> | null = null;
     const s = store;
     return {
-      idle: () => door.busy === 0 && engine.waits.size === 0,
+      idle: () => door.busy === 0 && engine.parkedWaits() === 0,
       port,
       url,
       dataDir: cfg.dataDir,

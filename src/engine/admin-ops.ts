@@ -1,7 +1,7 @@
 // The operator registry: accounts, rooms, memberships, listeners. Operator callers only.
 import { MailError } from '../wire/errors.js';
 import type * as A from '../wire/admin.js';
-import { lineageKeyPrefix, type NewAccount, type Permissions } from '../store/types.js';
+import { type NewAccount, type Permissions } from '../store/types.js';
 import { digestSecret } from './credentials.js';
 import { iso } from './present.js';
 import { checkListenerUrl } from './listener-url.js';
@@ -42,7 +42,7 @@ export class AdminOps {
 
   /** Also used at first start to create the operator itself. */
   async createAccount(req: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> {
-    const secret = this.e.ids.secret();
+    const secret = this.e.newSecret();
     const rec: NewAccount = {
       id: req.id,
       kind: req.kind ?? 'agent',
@@ -65,9 +65,9 @@ export class AdminOps {
   async rotate(id: string): Promise<{ account: A.AccountOut; secret: string }> {
     const acc = await this.e.store.getAccount(id);
     if (!acc) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
-    const secret = this.e.ids.secret();
+    const secret = this.e.newSecret();
     await this.e.store.setAccountSecret(id, digestSecret(secret));
-    this.e.credentials.clear();
+    this.e.credentialsChanged();
     return { account: presentAccount(acc), secret };
   }
 
@@ -79,11 +79,7 @@ export class AdminOps {
     if (id === MAILBOX_ACCOUNT) throw new MailError('malformed', 'mailbox is reserved: reminders come from it', { field: 'id', reason: 'reserved' });
     const removed = await this.e.store.removeAccount(id, accountSweep(id));
     if (!removed) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
-    this.e.credentials.clear();
-    this.e.sessions.forget(id);
-    this.e.notices.forget(lineageKeyPrefix(id));
-    this.e.receipts.forget(id);
-    this.e.waits.removed(id);
+    this.e.accountRemoved(id);
     return { ok: true, deleted_messages: removed.messages };
   }
 
@@ -95,7 +91,7 @@ export class AdminOps {
   async roomAdd(c: Caller, name: string, opts: { everyone?: boolean; open?: boolean } = {}): Promise<{ ok: true }> {
     this.operatorOnly(c);
     if ((await this.e.store.addRoom(name, this.e.clock.now(), opts)) === 'exists') throw new MailError('already_exists', `room #${name} exists`, { field: 'name' });
-    if (opts.everyone) this.e.waits.refresh();
+    if (opts.everyone) this.e.roomsChanged();
     return { ok: true };
   }
 
@@ -105,7 +101,7 @@ export class AdminOps {
     const removed = await this.e.store.removeRoom(name, roomSweep());
     if (!removed) throw new MailError('unknown_room', `no room #${name}`, { room: name });
     // Parked readers must stop watching the room at once (they re-query with their new rooms).
-    this.e.waits.refresh();
+    this.e.roomsChanged();
     return { ok: true, deleted_messages: removed.messages };
   }
 
@@ -126,7 +122,7 @@ export class AdminOps {
     const r = await this.e.store.addMember(room, account);
     if (r === 'no_room') throw new MailError('unknown_room', `no room #${room}`, { room });
     if (r === 'no_account') throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
-    this.e.waits.refresh(account);
+    this.e.roomsChanged(account);
     return { ok: true };
   }
 
@@ -136,7 +132,7 @@ export class AdminOps {
     if (!r) throw new MailError('unknown_room', `no room #${room}`, { room });
     if (r.everyone) throw new MailError('malformed', `#${room} includes every account; remove the room instead`, { field: 'room', reason: 'everyone room' });
     await this.e.store.removeMember(room, account);
-    this.e.waits.refresh(account);
+    this.e.roomsChanged(account);
     return { ok: true };
   }
 

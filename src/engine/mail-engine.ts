@@ -7,8 +7,8 @@ import { utf8Bytes } from '../wire/text.js';
 import { LIMITS } from '../wire/limits.js';
 import type * as W from '../wire/ops.js';
 import {
-  ackKeyFor,
   keyOfLineage,
+  lineageKeyPrefix,
   readKeys,
   type AccountRecord,
   type PagedMessage,
@@ -116,21 +116,24 @@ function replySubject(subject: string): string {
 }
 
 export class MailEngine {
+  // The substrate every part shares: the store (wrapped by store-guard.ts), the clock, the log.
   readonly store: Store;
   readonly clock: Clock;
-  readonly ids: Ids;
-  readonly credentials: CredentialCheck;
-  readonly sessions: SessionBook;
-  readonly waits: WaitRoom;
   readonly log: Logger;
+  // Collaborators are private: doors, the wake dispatcher and the registry reach them through the
+  // operations below, so each rule has one owner.
+  private ids: Ids;
+  private credentials: CredentialCheck;
+  private sessions: SessionBook;
+  private waits: WaitRoom;
   private doorbell: Doorbell | undefined;
-  readonly wakes: WakeBatcher;
-  readonly notices: NoticeBook;
-  readonly loops: LoopGuard;
-  readonly receipts: Receipts;
+  private wakes: WakeBatcher;
+  private notices: NoticeBook;
+  private loops: LoopGuard;
+  private receipts: Receipts;
   /** Printed forms of session addresses (account/slug …), looked up per answer. */
   private addresses: ShortAddresses;
-  readonly timers: TimerBook;
+  private timers: TimerBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -146,7 +149,7 @@ export class MailEngine {
     this.ids = o.ids;
     this.credentials = new CredentialCheck(this.store, o.clock);
     this.incarnations = new IncarnationCheck(this.store);
-    this.sessions = new SessionBook(this.store, o.clock, { hostId: o.hostId, isAlive: o.isAlive, retentionMs: o.sessionRetentionMs ?? DAY_MS });
+    this.sessions = new SessionBook(this.store, o.clock, { hostId: o.hostId, isAlive: (pid, startTime) => o.isAlive(pid, startTime), retentionMs: o.sessionRetentionMs ?? DAY_MS });
     this.waits = new WaitRoom(o.clock, o.waitCaps ?? DEFAULT_WAIT_CAPS);
     this.doorbell = o.doorbell;
     this.idemWindow = o.idempotencyWindowMs ?? DAY_MS;
@@ -639,6 +642,74 @@ export class MailEngine {
   }
 
   /** How many inbox reads are parked on this daemon (for tests and metrics). */
+  // ---- what the other layers may ask of the collaborators
+
+  /** The account a bearer secret names (1 s digest cache), or unauthenticated. */
+  verify(secret: string | undefined): Promise<AccountRecord> {
+    return this.credentials.verify(secret);
+  }
+
+  /** The session's process is running (pid and start time), or its host's heartbeat is fresh. */
+  isLive(s: SessionRecord): boolean {
+    return this.sessions.isLive(s);
+  }
+
+  /** Ends sessions whose process is gone and prunes the directory. */
+  sweepSessions(): ReturnType<SessionBook['sweep']> {
+    return this.sessions.sweep();
+  }
+
+  /** The loop guard's verdict on a message: true when it is stored but wakes nobody. */
+  loopVerdict(messageId: string): ReturnType<LoopGuard['verdict']> {
+    return this.loops.verdict(messageId);
+  }
+
+  /** A hook of this lineage has called this daemon, and whether it is in listen mode. */
+  hookState(account: string, lineage: string): { hooked: boolean; listening: boolean } {
+    const key = keyOfLineage(account, lineage);
+    return this.notices.known(key) ? { hooked: true, listening: this.notices.get(key).listening } : { hooked: false, listening: false };
+  }
+
+  /** A fresh bearer secret. */
+  newSecret(): string {
+    return this.ids.secret();
+  }
+
+  /** A secret changed: the digest cache forgets at once. */
+  credentialsChanged(): void {
+    this.credentials.clear();
+  }
+
+  /** An account was removed: nothing of it stays cached, its waits end ('removed'). */
+  accountRemoved(id: string): void {
+    this.credentials.clear();
+    this.sessions.forget(id);
+    this.notices.forget(lineageKeyPrefix(id));
+    this.receipts.forget(id);
+    this.waits.removed(id);
+    this.addresses.clear();
+  }
+
+  /** Room memberships changed (of one account, or of everyone): parked readers re-query in full. */
+  roomsChanged(account?: string): void {
+    this.waits.refresh(account);
+  }
+
+  /** Counters of the batched wake path (for tests and benchmarks). */
+  wakeStats(): WakeBatcher['stats'] {
+    return this.wakes.stats;
+  }
+
+  /** Sends the reminders due now (the timer loop calls it; tests too). */
+  tickTimers(): ReturnType<TimerBook['tick']> {
+    return this.timers.tick();
+  }
+
+  /** Resolves once the receipts written behind have reached the store. */
+  receiptsSettled(): Promise<void> {
+    return this.receipts.settled();
+  }
+
   parkedWaits(): number {
     return this.waits.size;
   }

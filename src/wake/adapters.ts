@@ -7,7 +7,6 @@ import { MailError } from '../wire/errors.js';
 import type { WakeStep } from '../wire/wake.js';
 import type { Clock } from '../engine/clock.js';
 import type { Logger } from '../engine/log.js';
-import type { NoticeBook } from '../engine/notices.js';
 import type { Store } from '../store/types.js';
 import { createHooksAdapter } from './hooks-adapter.js';
 import { createCodexAdapter, type CodexAdapter } from './codex-app-server.js';
@@ -22,7 +21,8 @@ export interface AdapterRegistryOptions {
   store: Store;
   clock: Clock;
   log: Logger;
-  notices: NoticeBook;
+  /** Whether a hook of the lineage has called this daemon (hooks can only wake such a session). */
+  hookState(account: string, lineage: string): { hooked: boolean };
   dataDir: string;
   /** Command runs at once across every chain (default 4). */
   commandCap?: number;
@@ -36,7 +36,7 @@ export class AdapterRegistry {
   private outbox: WebhookOutbox | null = null;
 
   constructor(private o: AdapterRegistryOptions) {
-    this.hooks = createHooksAdapter(o.notices);
+    this.hooks = createHooksAdapter(o.hookState);
     this.pool = new CommandPool({ maxConcurrent: o.commandCap ?? 4 });
   }
 

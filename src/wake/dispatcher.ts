@@ -5,7 +5,7 @@
 // loses nothing, and the agent fetches the mail itself with its own credential.
 import { wakeText } from '../wire/wake-text.js';
 import type { WakeStep } from '../wire/wake.js';
-import { keyOfLineage, type SessionRecord, type StoredMessage } from '../store/types.js';
+import { type SessionRecord, type StoredMessage } from '../store/types.js';
 import type { MailEngine } from '../engine/mail-engine.js';
 import type { WakeChains } from '../engine/wake-chains.js';
 import { senderAddress } from '../engine/present.js';
@@ -148,7 +148,7 @@ export class WakeDispatcher {
     let mail = [...p.mail.values()].sort((a, b) => a.seq - b.seq);
     // The loop guard stored these but lets them wake nobody.
     // The commit that queued them can come before the verdict (debounce 0): wait for it.
-    const verdicts = await Promise.all(mail.map((m) => e.loops.verdict(m.id)));
+    const verdicts = await Promise.all(mail.map((m) => e.loopVerdict(m.id)));
     const quiet = mail.filter((_, i) => verdicts[i]);
     if (quiet.length > 0) await this.record(quiet, recipient, { eventId: this.eventId(), adapter: 'loop-guard', at: e.clock.now(), ok: false, detail: 'loop guard: stored, wakes nobody' });
     mail = mail.filter((_, i) => !verdicts[i]);
@@ -216,8 +216,8 @@ export class WakeDispatcher {
     if (t.lineage) sessions = await e.store.lineageSessions(t.account, t.lineage);
     else sessions = (await e.store.listSessions()).filter((s) => s.account === t.account);
     if (sessions.length === 0) return null;
-    const listening = (s: SessionRecord) => e.notices.known(keyOfLineage(s.account, s.lineage)) && e.notices.get(keyOfLineage(s.account, s.lineage)).listening;
-    const live = sessions.filter((s) => e.sessions.isLive(s));
+    const listening = (s: SessionRecord) => e.hookState(s.account, s.lineage).listening;
+    const live = sessions.filter((s) => e.isLive(s));
     const byRecent = (a: SessionRecord, b: SessionRecord) => b.lastSeen - a.lastSeen || b.createdAt - a.createdAt;
     const chosen = live.find(listening) ?? [...live].sort(byRecent)[0] ?? [...sessions].sort((a, b) => b.createdAt - a.createdAt)[0]!;
     return {
@@ -227,7 +227,7 @@ export class WakeDispatcher {
         lineage: chosen.lineage,
         slug: chosen.slug,
         pid: chosen.pid,
-        live: e.sessions.isLive(chosen),
+        live: e.isLive(chosen),
         provider: chosen.corroborated.provider ?? null,
         providerSessionId: chosen.corroborated.providerSessionId ?? null,
         cwd: chosen.corroborated.cwd ?? null,

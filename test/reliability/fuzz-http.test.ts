@@ -204,7 +204,7 @@ describe('fuzz: HTTP routes and MCP', () => {
   after(async () => {
     const h = await http(d.url, '/health', { method: 'GET' });
     assert.equal(h.status, 200, 'the daemon still answers /health after the fuzzing');
-    assert.equal(d.engine.waits.size, 0, 'no wait left parked');
+    assert.equal(d.engine.parkedWaits(), 0, 'no wait left parked');
     await d.stop();
   });
 

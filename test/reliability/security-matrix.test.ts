@@ -318,24 +318,24 @@ describe('security matrix', () => {
   it('a flood of waits from one account is bounded per account (rate_limited) while another account can still wait', async () => {
     const sessions = [await agent(floodSecret), await agent(floodSecret), await agent(floodSecret), await agent(floodSecret)];
     for (const s of sessions) assert.equal((await s.call('/mail/whoami')).status, 200);
-    const base = d.engine.waits.size;
+    const base = d.engine.parkedWaits();
     // Three sessions of one account park one wait each: the account's cap is 3.
     const parked = sessions.slice(0, 3).map((s) => s.call('/mail/inbox', { wait_secs: 30 }));
-    for (let i = 0; i < 1000 && d.engine.waits.size < base + 3; i++) await sleep(10);
-    assert.equal(d.engine.waits.size, base + 3);
+    for (let i = 0; i < 1000 && d.engine.parkedWaits() < base + 3; i++) await sleep(10);
+    assert.equal(d.engine.parkedWaits(), base + 3);
     const fourth = await sessions[3]!.call('/mail/inbox', { wait_secs: 30 });
     assert.equal(fourth.status, 429);
     assert.equal(fourth.body.error.code, 'rate_limited');
     assert.equal(typeof fourth.body.error.retry_after, 'number');
-    assert.equal(d.engine.waits.size, base + 3, 'the refused wait parked nothing');
+    assert.equal(d.engine.parkedWaits(), base + 3, 'the refused wait parked nothing');
     // The Retry-After header travels with the 429 (checked on a raw call from this process's session).
     const raw = await http(d.url, '/mail/inbox', { token: floodSecret, body: JSON.stringify({ wait_secs: 30 }) });
     assert.equal(assertEnvelope(raw, 'raw wait'), 'rate_limited');
     // Another account is not affected by the flood.
     const bobHead = (await bob.inbox({ include_acked: true, limit: 256 })).next_cursor!;
     const bobWait = bob.inbox({ wait_secs: 30, after: bobHead });
-    for (let i = 0; i < 1000 && d.engine.waits.size < base + 4; i++) await sleep(10);
-    assert.equal(d.engine.waits.size, base + 4, 'bob parked');
+    for (let i = 0; i < 1000 && d.engine.parkedWaits() < base + 4; i++) await sleep(10);
+    assert.equal(d.engine.parkedWaits(), base + 4, 'bob parked');
     // Mail for the account answers its parked waits; mail for bob answers bob's.
     const m = await alice.send({ to: 'flood', subject: 'wake up', body: '' });
     for (const p of parked) {
@@ -345,11 +345,11 @@ describe('security matrix', () => {
     }
     const mb = await alice.send({ to: 'bob', subject: 'wake bob', body: '' });
     assert.deepEqual((await bobWait).messages.map((x) => x.message_id), [mb.message_id]);
-    assert.equal(d.engine.waits.size, base, 'no wait left parked');
+    assert.equal(d.engine.parkedWaits(), base, 'no wait left parked');
     // The cap bounds concurrent waits, it is not a ban: the fourth session can wait now.
     const cur = (await sessions[3]!.call('/mail/inbox', { include_acked: true, limit: 256 })).body.next_cursor;
     const again = sessions[3]!.call('/mail/inbox', { wait_secs: 30, after: cur });
-    for (let i = 0; i < 1000 && d.engine.waits.size < base + 1; i++) await sleep(10);
+    for (let i = 0; i < 1000 && d.engine.parkedWaits() < base + 1; i++) await sleep(10);
     const m2 = await alice.send({ to: 'flood', subject: 'again', body: '' });
     assert.deepEqual((await again).body.messages.map((x: any) => x.message_id), [m2.message_id]);
   });

@@ -43,7 +43,7 @@ export class CallerResolver {
 
   /** A mail caller: verified account plus attested session. */
   async mail(req: IncomingMessage): Promise<Caller> {
-    const account = await this.engine.credentials.verify(bearer(req));
+    const account = await this.engine.verify(bearer(req));
     const att = await this.attested(req);
     this.onProven(req.socket);
     return this.engine.callerFor(account, att.attestation);
@@ -51,7 +51,7 @@ export class CallerResolver {
 
   /** An operator caller: a verified account; where attestation exists, the peer must be ours. */
   async admin(req: IncomingMessage): Promise<Caller> {
-    const account = await this.engine.credentials.verify(bearer(req));
+    const account = await this.engine.verify(bearer(req));
     if (this.attestor.supported) await this.attested(req);
     this.onProven(req.socket);
     return { account, session: null };

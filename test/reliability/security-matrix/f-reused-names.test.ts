@@ -110,13 +110,13 @@ describe('security matrix F: a name used again is a new participant', () => {
   /** Starts a long-poll inbox read of `c` and resolves once the daemon holds it parked. */
   type Outcome = { ok?: unknown; err?: unknown };
   const parkedWait = async (c: MailClient): Promise<{ ended: Promise<Outcome> }> => {
-    const before = d.engine.waits.size;
+    const before = d.engine.parkedWaits();
     const p = c.inbox({ wait_secs: 20 }).then(
       (ok) => ({ ok }),
       (err: unknown) => ({ err }),
     );
-    for (let i = 0; i < 200 && d.engine.waits.size <= before; i++) await sleep(10);
-    assert.ok(d.engine.waits.size > before, 'the wait is parked');
+    for (let i = 0; i < 200 && d.engine.parkedWaits() <= before; i++) await sleep(10);
+    assert.ok(d.engine.parkedWaits() > before, 'the wait is parked');
     return { ended: p };
   };
   const settled = <T>(p: Promise<T>, ms: number): Promise<T | 'pending'> => Promise.race([p, sleep(ms).then(() => 'pending' as const)]);
