@@ -159,7 +159,7 @@ describe('sqlite store', () => {
   it('writes the aliases of a database made at migration 4 with their leading @', async () => {
     const path = freshPath();
     const old = new Database(path);
-    for (const sql of MIGRATIONS.slice(0, 4)) old.exec(sql as string);
+    for (const sql of MIGRATIONS.slice(0, 4)) old.exec(sql);
     old.pragma('user_version = 4');
     const name = old.prepare('INSERT INTO names (account, name, lineage, kind) VALUES (?, ?, ?, ?)');
     name.run('alice', 'web', 's1', 'slug');

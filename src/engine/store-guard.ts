@@ -9,7 +9,7 @@ export function guardStore(store: Store, log: Logger): Store {
       const v = Reflect.get(target, prop, receiver) as unknown;
       // Subscribing touches no data and answers synchronously (an unsubscribe function): not guarded.
       const role = typeof prop === 'string' && Object.hasOwn(STORE_METHODS, prop) ? STORE_METHODS[prop as StoreMethod] : null;
-      if (typeof v !== 'function' || role === 'subscribe') return typeof v === 'function' ? v.bind(target) : v;
+      if (typeof v !== 'function' || role === 'subscribe') return typeof v === 'function' ? ((v as (...a: unknown[]) => unknown).bind(target) as unknown) : v;
       const fn = v as (...a: unknown[]) => unknown;
       return (...args: unknown[]) => {
         const fail = (err: unknown): never => {

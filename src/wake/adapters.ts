@@ -36,7 +36,7 @@ export class AdapterRegistry {
   private outbox: WebhookOutbox | null = null;
 
   constructor(private o: AdapterRegistryOptions) {
-    this.hooks = createHooksAdapter(o.hookState);
+    this.hooks = createHooksAdapter((account, lineage) => o.hookState(account, lineage));
     this.pool = new CommandPool({ maxConcurrent: o.commandCap ?? 4 });
   }
 

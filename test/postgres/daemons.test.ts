@@ -221,7 +221,7 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
             } catch (err) {
               // store_unavailable while the connections are down: retry with the same key
               refused++;
-              if (attempt >= 100) throw new Error(`send ${key} still refused after ${attempt} attempts: ${String(err)}`);
+              if (attempt >= 100) throw new Error(`send ${key} still refused after ${attempt} attempts: ${String(err)}`, { cause: err });
               await sleep(20);
             }
           }

@@ -169,7 +169,7 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
         postgres(url, { max: 1, onnotice: () => undefined, connection: { search_path: `"${schema}"`, application_name: 'm4a-migrate-race' } }),
       );
       try {
-        const applied = await Promise.all(clients.map((c) => migrate(c as unknown as postgres.Sql, schema)));
+        const applied = await Promise.all(clients.map((c) => migrate(c, schema)));
         const all = applied.flat().sort((a, b) => a - b);
         assert.deepEqual(all, MIGRATIONS.map((_, i) => i + 1), 'each migration applied by exactly one caller');
         assert.equal(applied.filter((a) => a.length > 0).length, 1, 'one caller did all the work');
@@ -177,7 +177,7 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
         assert.deepEqual(rows.map((r) => r.version), MIGRATIONS.map((_, i) => i + 1));
         // Stores opening at once on the migrated schema all work.
         const stores = await Promise.all([open(specFor(schema)), open(specFor(schema)), open(specFor(schema))]);
-        assert.equal((await send(stores[1]!, A('bob'))).seq, 1);
+        assert.equal((await send(stores[1], A('bob'))).seq, 1);
       } finally {
         for (const c of clients) await c.end();
       }

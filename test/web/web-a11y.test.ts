@@ -8,7 +8,7 @@ import { chromiumMissing, launchChromium } from './browser.js';
 import { PASSWORD, createPerson } from './web-helpers.js';
 
 const skip = chromiumMissing() ?? false;
-type Page$ = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Page$ = any;  
 
 /** Controls of the current page without an accessible name (label, aria-label(ledby), or text). */
 const unnamed = (page: Page): Promise<string[]> =>

@@ -19,7 +19,7 @@ const SLUG = slugFromCwd(process.cwd()) ?? 'session';
 const T = { timeout: 30_000 };
 // Callbacks below run in the page, where globalThis is the window (this file is compiled without
 // the DOM library, and string predicates would need eval, which the door's CSP forbids).
-type Page$ = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Page$ = any;  
 
 describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
   let d: TestDaemon;
