@@ -11,7 +11,6 @@ import {
   lineageKeyPrefix,
   readKeys,
   type AccountRecord,
-  type PagedMessage,
   type ReaderScope,
   type SessionRecord,
   type Store,
@@ -22,19 +21,19 @@ import type { Clock, Ids } from './clock.js';
 import { CredentialCheck } from './credentials.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { silentLogger, type Logger } from './log.js';
-import { iso, presentCard, presentMessage, presentPaged, presentPeer, presentSession, senderAddress, type ReaderView } from './present.js';
+import { iso, presentMessage, senderAddress } from './present.js';
 import { ShortAddresses } from './short-address.js';
 import { resolveRecipient } from './recipients.js';
 import { SessionBook } from './sessions.js';
 import { guardStore } from './store-guard.js';
 import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
 import { checkListenerUrl, type Doorbell } from './listener-url.js';
-import { fitToBudget } from './inbox-budget.js';
 import { WakeBatcher } from './wake-batch.js';
+import { InboxReader, type InboxDoor } from './inbox-reader.js';
+import { Directory } from './directory.js';
 import { NOTICE_LIMIT, NoticeBook, shownKey } from './notices.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
-import { aliasName } from './names.js';
 import { accountSweep, IncarnationCheck, sentBy } from './incarnation.js';
 import { Receipts } from './receipts.js';
 import { MAILBOX_ACCOUNT, TimerBook, type TimerRecord } from './timers.js';
@@ -68,35 +67,6 @@ export const callerAddress = (c: Caller): string => (c.session ? `${c.account.id
 
 const DAY_MS = 24 * 3600 * 1000;
 
-const accountGone = (c: Caller): MailError =>
-  new MailError('unauthenticated', `account ${c.account.id} was removed while this read waited: the secret names no account`);
-
-/** Nobody reads this: the client of a parked wait closed its connection (the door's signal). */
-const clientGone = (): MailError => new MailError('malformed', 'the client closed the connection while its read waited', { field: '(request)', reason: 'client_gone' });
-
-/** What a door says about an inbox read: its longest wait, its byte budget, and a signal that
- *  aborts when its client has gone away (a parked wait is then dropped at once). */
-export interface InboxDoor {
-  maxWaitSecs: number;
-  budgetBytes?: number;
-  signal?: AbortSignal;
-}
-
-interface AnswerOptions {
-  budgetBytes?: number | undefined;
-  /** A wait without a cursor: its answer must keep some mail above this mark (the shown mark). */
-  newAbove: number | null;
-  /** Where the answer is marked shown (null: a hook notice marks what it told itself). */
-  shown: { key: string; thread: string | null } | null;
-}
-
-/** A wait's answer: the shown, still unacknowledged mail and the new, oldest first; when both do
- *  not fit in `limit`, the oldest shown mail makes room, so the new mail is always in it. */
-function withShown(old: PagedMessage[], fresh: PagedMessage[], limit: number): PagedMessage[] {
-  const kept = fresh.slice(0, limit);
-  return [...old.slice(0, limit - kept.length), ...kept];
-}
-
 /** Where a reply goes: the sender (the session that wrote it, or its account), the room for room
  *  mail unless `toSender`, and for a follow-up to one's own message its recipient. */
 function replyTarget(m: StoredMessage, addressedToCaller: boolean, toSender: boolean): Address {
@@ -114,6 +84,8 @@ function replySubject(subject: string): string {
   const s = `Re: ${subject}`;
   return utf8Bytes(s) <= LIMITS.subjectBytes ? s : subject;
 }
+
+export type { InboxDoor };
 
 export class MailEngine {
   // The substrate every part shares: the store (wrapped by store-guard.ts), the clock, the log.
@@ -134,6 +106,8 @@ export class MailEngine {
   /** Printed forms of session addresses (account/slug …), looked up per answer. */
   private addresses: ShortAddresses;
   private timers: TimerBook;
+  private reader: InboxReader;
+  private dir: Directory;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -159,6 +133,19 @@ export class MailEngine {
     this.receipts = new Receipts(this.store, o.clock, this.log);
     this.addresses = new ShortAddresses(this.store, o.clock, o.sessionRetentionMs ?? DAY_MS);
     this.timers = new TimerBook(this.store, o.clock, this.log, (t, to, key) => this.deliverTimer(t, to, key), o.timerPollMs);
+    this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses });
+    this.reader = new InboxReader({
+      store: this.store,
+      clock: o.clock,
+      waits: this.waits,
+      wakes: this.wakes,
+      notices: this.notices,
+      receipts: this.receipts,
+      addresses: this.addresses,
+      incarnations: this.incarnations,
+      scope: (c) => this.scope(c),
+      head: () => this.lastSeq,
+    });
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
       if (e.seq > this.lastSeq && this.lastSeq >= 0) this.lastSeq = e.seq;
@@ -364,114 +351,10 @@ export class MailEngine {
     return this.read(c, req, door, true);
   }
 
-  /** The inbox; `mark`: the answer counts as shown (a hook notice decides that itself). */
-  private async read(c: Caller, req: W.InboxRequest, door: InboxDoor, mark: boolean): Promise<W.InboxResponse> {
-    const maxWaitSecs = door.maxWaitSecs;
+  /** The inbox read (inbox-reader.ts); `mark`: the answer counts as shown (a hook notice decides that itself). */
+  private read(c: Caller, req: W.InboxRequest, door: InboxDoor, mark: boolean): Promise<W.InboxResponse> {
     this.need(c, 'read');
-    const limit = req.limit ?? LIMITS.inboxLimitDefault;
-    if (limit > LIMITS.inboxLimitMax)
-      throw new MailError('too_large', `limit is over ${LIMITS.inboxLimitMax}`, { field: 'limit', limit: LIMITS.inboxLimitMax, actual: limit });
-    const after = req.after !== undefined ? decodeCursor(req.after) : null;
-    const waitMs = Math.round(Math.min(Math.max(req.wait_secs ?? 0, 0), maxWaitSecs) * 1000);
-    const deadline = this.clock.now() + waitMs;
-    const owner = c.session ? `${c.account.id}/${c.session.id}` : c.account.id;
-    const look: ReaderView = { includeBody: req.include_bodies ?? true, reader: c.account.id, verbose: req.verbose === true, self: c.session };
-    const thread = req.thread_id ?? null;
-    const key = shownKey(c.account.id, c.session?.lineage ?? null);
-    const q = { after, pendingOnly: !req.include_acked, limit, threadId: thread };
-
-    const [first, st] = await Promise.all([this.scope(c), this.notices.state(key)]);
-    let scope = first;
-    let waited = false;
-    for (;;) {
-      const remaining = deadline - this.clock.now();
-      // Without a cursor a wait ends only on mail above the shown mark; what it was shown stays in
-      // the answer (unacknowledged), so `old` is that part of the page.
-      const shown = after === null ? this.notices.shownFor(st, thread) : null;
-      // Register before the query so a commit in between still wakes us, and remember the head this
-      // query is sure to see: woken readers are then answered in batches (wake-batch.ts).
-      const bound = this.lastSeq >= 0 ? Math.max(after ?? 0, shown ?? 0, this.lastSeq) : null;
-      const parked = remaining > 0 ? this.waits.park(owner, c.account.id, readKeys(scope), remaining, door.signal) : null;
-      let rows: PagedMessage[];
-      let old: PagedMessage[] = [];
-      try {
-        rows = await this.store.page(scope, q);
-        if (parked && shown !== null) {
-          old = rows.filter((m) => m.seq <= shown);
-          let fresh = rows.slice(old.length);
-          // A full page may hold back new mail behind shown mail: read on after the mark.
-          if (rows.length >= limit && old.length > 0) fresh = await this.store.page(scope, { ...q, after: shown });
-          rows = fresh.length > 0 ? withShown(old, fresh, limit) : [];
-        }
-      } catch (err) {
-        parked?.cancel();
-        throw err;
-      }
-      const answer = (rows: PagedMessage[]): Promise<W.InboxResponse> =>
-        this.answer(scope, rows, after, look, { budgetBytes: door.budgetBytes, newAbove: parked ? shown : null, shown: mark ? { key, thread } : null });
-      if (rows.length > 0 || !parked) {
-        parked?.cancel();
-        if (waited) await this.stillSameAccount(c);
-        return answer(rows);
-      }
-      const end = await parked.ended;
-      waited = true;
-      if (end === 'gone') throw clientGone();
-      if (end === 'removed') throw accountGone(c);
-      let checked = false;
-      if (end === 'woken' && bound !== null && !req.thread_id) {
-        const woke = await this.wakes.page({ scope, keys: readKeys(scope), bound, limit });
-        if (woke && woke.length > 0) {
-          // Checked after the mail was read: mail of a new account of the name would be newer than it.
-          await this.stillSameAccount(c);
-          checked = true;
-          // New mail can be acknowledged already (a sibling session read it first), and so can the
-          // shown mail kept in the answer: the store says.
-          const acked = await this.store.ackedAt(scope, [...old, ...woke].map((m) => ({ seq: m.seq, toKey: m.toKey })));
-          const now = <T extends StoredMessage>(list: T[]): PagedMessage[] =>
-            list.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
-          const fresh = now(woke);
-          if (fresh.length > 0) return answer(withShown(now(old), fresh, limit));
-        }
-      }
-      // Whatever follows reads the account's mail, counts it or parks on it again: only for the
-      // account that parked (removed through another daemon sharing the store, it is not).
-      if (!checked) await this.stillSameAccount(c);
-      if (end !== 'woken' && end !== 'refresh') {
-        return { messages: [], next_cursor: encodeCursor(after ?? (await this.store.headSeq())), unread: await this.store.unread(scope) };
-      }
-      scope = await this.scope(c);
-    }
-  }
-
-  /** Refuses a parked reader whose account another daemon sharing the store removed (and perhaps
-   *  created again) meanwhile. A removal through this daemon ends its waits itself ('removed'), so a
-   *  woken wait on a store no other daemon shares costs no account read. */
-  private async stillSameAccount(c: Caller): Promise<void> {
-    if (!this.store.shared) return;
-    if (!(await this.incarnations.same(c.account))) throw accountGone(c);
-  }
-
-  private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, look: ReaderView, o: AnswerOptions): Promise<W.InboxResponse> {
-    const unread = await this.store.unread(scope);
-    // One lookup per distinct sender or recipient of the page, not per message.
-    const printed = await this.addresses.forMessages(rows, [look.self]);
-    const show = (m: PagedMessage): W.MessageOut => presentPaged(m, { ...look, printed });
-    let messages = rows.map(show);
-    if (o.budgetBytes !== undefined) {
-      messages = fitToBudget(messages, o.budgetBytes, 80);
-      // A wait's answer cut down to shown mail only would be given again at once: drop that instead.
-      const above = o.newAbove;
-      if (above != null && !rows.slice(0, messages.length).some((m) => m.seq > above)) {
-        rows = rows.filter((m) => m.seq > above);
-        messages = fitToBudget(rows.map(show), o.budgetBytes, 80);
-      }
-    }
-    this.receipts.noteSurfaced(scope, rows.slice(0, messages.length));
-    const last = rows[messages.length - 1];
-    if (last && o.shown) this.notices.markShown(o.shown.key, last.seq, o.shown.thread);
-    const next = last ? last.seq : (after ?? (await this.store.headSeq()));
-    return { messages, next_cursor: encodeCursor(next), unread };
+    return this.reader.read(c, req, door, mark);
   }
 
   async ack(c: Caller, req: W.AckRequest): Promise<W.AckResponse> {
@@ -518,49 +401,16 @@ export class MailEngine {
     return { unread: await this.store.unread(await this.scope(c)) };
   }
 
-  /** The aliases of the caller's lineage. */
-  private async aliasesOf(s: SessionRecord | null): Promise<string[]> {
-    if (!s) return [];
-    return (await this.store.namesOf(s.account)).filter((n) => n.kind === 'alias' && n.lineage === s.lineage).map((n) => n.name);
+  whoami(c: Caller): Promise<W.WhoamiResponse> {
+    return this.dir.whoami(c);
   }
 
-  async whoami(c: Caller): Promise<W.WhoamiResponse> {
-    return {
-      address: callerAddress(c),
-      account: c.account.id,
-      label: c.account.label,
-      kind: c.account.kind,
-      session: c.session?.id ?? null,
-      slug: c.session?.slug ?? null,
-      aliases: await this.aliasesOf(c.session),
-      rooms: (await this.store.roomsOf(c.account.id)).map((r) => `#${r}`),
-      card: presentCard(c.session),
-    };
+  status(c: Caller, req: W.StatusRequest): Promise<W.StatusResponse> {
+    return this.dir.status(c, req);
   }
 
-  async status(c: Caller, req: W.StatusRequest): Promise<W.StatusResponse> {
-    const session = c.session;
-    if (!session) throw new MailError('permission_denied', 'only an attested session has a card', { need: 'session' });
-    // Both names are checked before either changes anything.
-    const alias = req.alias === undefined ? undefined : aliasName(req.alias);
-    const unalias = req.unalias === undefined ? undefined : aliasName(req.unalias, 'unalias');
-    if (alias !== undefined && (await this.store.addAlias(c.account.id, session.lineage, alias)) === 'taken') {
-      const owner = await this.store.resolveName(c.account.id, alias);
-      throw new MailError('already_exists', `${c.account.id}/${alias} is taken by another session`, { field: 'alias', kind: owner?.kind ?? 'alias' });
-    }
-    if (unalias !== undefined) await this.store.removeAlias(c.account.id, session.lineage, unalias);
-    if (alias !== undefined || unalias !== undefined) this.addresses.clear();
-    const d = { ...session.declared };
-    if (req.working_on !== undefined) d.workingOn = req.working_on || undefined;
-    if (req.role !== undefined) d.role = req.role || undefined;
-    if (req.parent !== undefined) d.parent = req.parent || undefined;
-    const changed = req.working_on !== undefined || req.role !== undefined || req.parent !== undefined;
-    const rec = changed ? await this.store.setDeclared(c.account.id, session.id, d) : session;
-    if (rec) {
-      this.sessions.remember(rec);
-      c.session = rec;
-    }
-    return { address: callerAddress(c), slug: (rec ?? session).slug, aliases: await this.aliasesOf(rec ?? session), card: presentCard(rec ?? session) };
+  directory(c: Caller, req: W.DirectoryRequest = {}): Promise<W.DirectoryResponse> {
+    return this.dir.directory(c, req);
   }
 
   /** Answers a message: to its sender (room mail: to the room unless to_sender), in its thread,
@@ -583,39 +433,6 @@ export class MailEngine {
     const ack = mine && req.ack !== false;
     if (ack) await this.store.ack(scope, [{ seq: m.seq, toKey: m.toKey }], this.clock.now());
     return { ...sent, acked: ack };
-  }
-
-  async directory(c: Caller, req: W.DirectoryRequest = {}): Promise<W.DirectoryResponse> {
-    const [accounts, sessions, rooms, mine, names] = await Promise.all([
-      this.store.listAccounts(),
-      this.store.listSessions(),
-      this.store.listRooms(),
-      this.store.roomsOf(c.account.id),
-      this.store.listNames(),
-    ]);
-    const aliases = new Map<string, string[]>();
-    for (const n of names) if (n.kind === 'alias') aliases.set(`${n.account}/${n.lineage}`, [...(aliases.get(`${n.account}/${n.lineage}`) ?? []), n.name]);
-    const byAccount = new Map<string, W.DirectoryResponse['accounts'][number]['sessions']>();
-    const listed = sessions.filter((s) => req.include_ended || this.sessions.isLive(s));
-    // Without detail a session is its printed address (the one mail shows and `to` takes back).
-    const printed = req.detail ? new Map<string, string>() : await this.addresses.printAll(listed.map((s) => `${s.account}/${s.id}`), listed);
-    for (const s of listed) {
-      const live = this.sessions.isLive(s);
-      const list = byAccount.get(s.account) ?? [];
-      const own = aliases.get(`${s.account}/${s.lineage}`) ?? [];
-      const full = `${s.account}/${s.id}`;
-      list.push(req.detail ? presentSession(s, live, own) : presentPeer(s, live, printed.get(full) ?? full));
-      byAccount.set(s.account, list);
-    }
-    return {
-      accounts: accounts.map((a) => ({
-        id: a.id,
-        ...(a.label !== a.id ? { label: a.label } : {}),
-        ...(a.kind !== 'agent' ? { kind: a.kind } : {}),
-        sessions: byAccount.get(a.id) ?? [],
-      })),
-      rooms: rooms.map((r) => ({ name: r.name, member: mine.includes(r.name) })),
-    };
   }
 
   /** For hooks: mail this session has not been shown, and whether a Stop hook should block

@@ -224,7 +224,7 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
   assert.equal(sendA?.isError, false, sendA?.result ?? '');
   // Answers print a session short (account/slug); `m4a listen` and peers --json name it in full.
   const fullA = listenOn!.result!.match(/claude\/s-[0-9a-f]+/)![0];
-  const peersNow = JSON.parse(await w.m4a(['peers', '--json', '--account', 'claude']));
+  const peersNow = JSON.parse(await w.m4a(['peers', '--json', '--ended', '--account', 'claude']));
   const printed = (full: string): string => {
     const [account] = full.split('/');
     const s = (peersNow.accounts as any[]).find((a) => a.id === account)?.sessions?.find((x: any) => x.address === full);
@@ -293,7 +293,7 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
   assert.ok(toA.surfaced_at !== null, 'the reply surfaced to A');
 
   // ---- attestation: each sender is its own program -------------------------------------------------
-  const peers = JSON.parse(await w.m4a(['peers', '--json', '--account', 'claude']));
+  const peers = JSON.parse(await w.m4a(['peers', '--json', '--ended', '--account', 'claude']));
   const card = (address: string): any => {
     const [account] = address.split('/');
     const s = (peers.accounts as any[]).find((a) => a.id === account)?.sessions?.find((x: any) => x.address === address);
