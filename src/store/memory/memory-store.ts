@@ -6,7 +6,6 @@ import {
   isKeyOfAccount,
   keyOfAccount,
   keyOfRoom,
-  readKeys,
   recordNamesRecipient,
   type AccountRecord,
   type AckItem,
@@ -33,6 +32,7 @@ import {
   type StoredMessage,
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
+import { countUnread, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
 
 interface Room {
   createdAt: number;
@@ -321,7 +321,7 @@ class MemoryStore implements Store {
 
   private recordsOf(kind: string): Map<string, RecordRow> {
     let m = this.records.get(kind);
-    if (!m) this.records.set(kind, (m = new Map()));
+    if (!m) this.records.set(kind, (m = new Map<string, RecordRow>()));
     return m;
   }
 
@@ -388,7 +388,7 @@ class MemoryStore implements Store {
   /** The first free of `base`, `base-2`, `base-3` … in the account's namespace, for the lineage. */
   private allocateSlug(account: string, lineage: string, base: string): void {
     let names = this.names.get(account);
-    if (!names) this.names.set(account, (names = new Map()));
+    if (!names) this.names.set(account, (names = new Map<string, NameRecord>()));
     let name = base;
     for (let n = 2; names.has(name); n++) name = `${base}-${n}`;
     names.set(name, { account, name, lineage, kind: 'slug' });
@@ -420,7 +420,7 @@ class MemoryStore implements Store {
     let names = this.names.get(account);
     const held = names?.get(name);
     if (held) return held.lineage === lineage ? 'ok' : 'taken';
-    if (!names) this.names.set(account, (names = new Map()));
+    if (!names) this.names.set(account, (names = new Map<string, NameRecord>()));
     names.set(name, { account, name, lineage, kind: 'alias' });
     return 'ok';
   }
@@ -559,11 +559,12 @@ class MemoryStore implements Store {
   async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
     if (q.limit <= 0) return [];
     const out: PagedMessage[] = [];
-    for (const key of new Set(readKeys(scope))) {
+    for (const key of scopeKeys(scope)) {
       const acks = this.acks.get(ackKeyFor(scope, key));
       const list = this.byKey.get(key) ?? [];
       let taken = 0;
-      for (let i = firstAfter(list, q.after ?? 0); i < list.length && taken < q.limit; i++) {
+      // No ack floors here: a pending page skips the acknowledged messages one by one.
+      for (let i = firstAfter(list, pageLowerBound(q, 0)); i < list.length && taken < q.limit; i++) {
         const m = list[i] as StoredMessage;
         if (q.threadId !== null && m.threadId !== q.threadId) continue;
         const ackedAt = acks?.get(m.seq)?.ackedAt ?? null;
@@ -576,34 +577,37 @@ class MemoryStore implements Store {
   }
 
   async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {
-    return items.map((item) => {
+    const fresh: AckItem[] = [];
+    const results = items.map((item): AckResult => {
       const ackKey = ackKeyFor(scope, item.toKey);
       let acks = this.acks.get(ackKey);
-      if (!acks) this.acks.set(ackKey, (acks = new Map()));
+      if (!acks) this.acks.set(ackKey, (acks = new Map<number, Ack>()));
       const prior = acks.get(item.seq);
       if (prior) return { seq: item.seq, ackedAt: prior.ackedAt, fresh: false };
       acks.set(item.seq, { ackedAt: at, toKey: item.toKey });
-      if (ackKey === item.toKey) {
-        const c = this.mailboxCounts.get(item.toKey);
-        if (c) c.unacked--;
-      } else if (item.toKey.startsWith('r:')) {
-        const members = this.rooms.get(item.toKey.slice(2))?.members;
-        const n = members?.get(scope.account);
-        if (members && n !== undefined) members.set(scope.account, n + 1);
-      }
+      fresh.push(item);
       return { seq: item.seq, ackedAt: at, fresh: true };
     });
+    const t = tallyAcks(scope, fresh); // its floors: none kept here
+    for (const [key, n] of t.mailboxes) {
+      const c = this.mailboxCounts.get(key);
+      if (c) c.unacked -= n;
+    }
+    // A non-member's ack of room mail matches no membership and changes no counter.
+    for (const [room, n] of t.members) {
+      const members = this.rooms.get(room)?.members;
+      const acked = members?.get(scope.account);
+      if (members && acked !== undefined) members.set(scope.account, acked + n);
+    }
+    return results;
   }
 
   async unread(scope: ReaderScope): Promise<number> {
-    let n = 0;
-    for (const key of new Set(readKeys(scope))) {
-      const c = this.mailboxCounts.get(key);
-      if (key.startsWith('r:')) {
-        n += (c?.total ?? 0) - (this.rooms.get(key.slice(2))?.members.get(scope.account) ?? 0);
-      } else n += c?.unacked ?? 0;
-    }
-    return n;
+    return countUnread(scope, {
+      unacked: (key) => this.mailboxCounts.get(key)?.unacked ?? 0,
+      total: (key) => this.mailboxCounts.get(key)?.total ?? 0,
+      memberAcked: (room) => this.rooms.get(room)?.members.get(scope.account) ?? 0,
+    });
   }
 
   async ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>> {

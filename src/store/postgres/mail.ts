@@ -1,18 +1,9 @@
 // The mail of the PostgreSQL store once it is committed: reading it (pages, threads, woken keys),
 // acknowledging it, and the counters and ack floors that keep unread and pending pages cheap at
 // any mailbox size. Appends are append-batch.ts.
-import {
-  ackKeyFor,
-  readKeys,
-  type AckItem,
-  type AckResult,
-  type MailKey,
-  type PagedMessage,
-  type PageQuery,
-  type ReaderScope,
-  type StoredMessage,
-} from '../types.js';
+import { ackKeyFor, type AckItem, type AckResult, type MailKey, type PagedMessage, type PageQuery, type ReaderScope, type StoredMessage } from '../types.js';
 import { toMessage, toPaged, type MessageRow, type PagedRow } from '../sqlite/rows.js';
+import { FLOOR_STEP, floorStep, scopeKeys, tallyAcks, unreadTerms } from '../reading-rules.js';
 import { memberLock } from './locks.js';
 import { pgArray, type Sql, type Tx } from './pg-sql.js';
 
@@ -40,10 +31,11 @@ export class PgMail {
     return rows.map(toMessage);
   }
 
-  /** Like the SQLite page query: one index range scan per key, each stopping at `limit`, merged. */
+  /** Like the SQLite page query: one index range scan per key, each stopping at `limit`, merged.
+   *  Each key's lower bound is pageLowerBound's (reading-rules.ts), with the floor read in the query. */
   async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
     if (q.limit <= 0) return [];
-    const keys = [...new Set(readKeys(scope))];
+    const keys = scopeKeys(scope);
     const params: (string | number)[] = [];
     const p = (v: string | number): string => {
       params.push(v);
@@ -64,9 +56,7 @@ export class PgMail {
         ` ORDER BY m.seq LIMIT ${p(q.limit)}::bigint) AS k${params.length}`
       );
     });
-    const text =
-      `SELECT m.*, p.acked_at FROM (${parts.join(' UNION ALL ')} ORDER BY seq LIMIT ${p(q.limit)}::bigint) AS p` +
-      ' JOIN messages AS m ON m.seq = p.seq ORDER BY p.seq';
+    const text = `SELECT m.*, p.acked_at FROM (${parts.join(' UNION ALL ')} ORDER BY seq LIMIT ${p(q.limit)}::bigint) AS p` + ' JOIN messages AS m ON m.seq = p.seq ORDER BY p.seq';
     return (await this.sql.unsafe<PagedRow[]>(text, params, { prepare: true })).map(toPaged);
   }
 
@@ -78,9 +68,7 @@ export class PgMail {
       const order = items
         .map((item, i) => ({ item, i, ackKey: ackKeyFor(scope, item.toKey) }))
         .sort((a, b) => (a.ackKey < b.ackKey ? -1 : a.ackKey > b.ackKey ? 1 : a.item.seq - b.item.seq));
-      const counted = new Map<string, number>();
-      const memberBumps = new Map<string, number>();
-      const touched = new Map<string, [ackKey: string, toKey: string]>();
+      const fresh: AckItem[] = [];
       for (const { item, i, ackKey } of order) {
         const ins = await tx<{ acked_at: number }[]>`INSERT INTO acks (ack_key, seq, to_key, acked_at)
           VALUES (${ackKey}, ${item.seq}, ${item.toKey}, ${at}) ON CONFLICT (ack_key, seq) DO NOTHING RETURNING acked_at`;
@@ -89,37 +77,31 @@ export class PgMail {
           results[i] = { seq: item.seq, ackedAt: prior?.acked_at ?? at, fresh: false };
           continue;
         }
-        if (ackKey === item.toKey) counted.set(item.toKey, (counted.get(item.toKey) ?? 0) + 1);
-        else if (item.toKey.startsWith('r:')) memberBumps.set(item.toKey.slice(2), (memberBumps.get(item.toKey.slice(2)) ?? 0) + 1);
-        touched.set(`${ackKey}\n${item.toKey}`, [ackKey, item.toKey]);
+        fresh.push(item);
         results[i] = { seq: item.seq, ackedAt: at, fresh: true };
       }
-      for (const key of [...counted.keys()].sort()) {
-        await tx`UPDATE mailbox_counts SET unacked = unacked - ${counted.get(key) as number} WHERE to_key = ${key}`;
-      }
-      // A non-member's ack of room mail matches no membership row and changes no counter.
-      for (const room of [...memberBumps.keys()].sort()) {
+      // Counters and floors in key order (tallyAcks), so overlapping acks never wait in a cycle.
+      const t = tallyAcks(scope, fresh);
+      for (const [key, n] of t.mailboxes) await tx`UPDATE mailbox_counts SET unacked = unacked - ${n} WHERE to_key = ${key}`;
+      for (const [room, n] of t.members) {
         await memberLock(tx, room, scope.account, true);
-        await tx`UPDATE members SET acked = acked + ${memberBumps.get(room) as number} WHERE room = ${room} AND account = ${scope.account}`;
+        await tx`UPDATE members SET acked = acked + ${n} WHERE room = ${room} AND account = ${scope.account}`;
       }
-      for (const [ackKey, toKey] of [...touched.values()].sort()) await this.advanceFloor(tx, ackKey, toKey);
+      for (const [ackKey, toKey] of t.floors) await this.advanceFloor(tx, ackKey, toKey);
       return results;
     });
   }
 
-  /** Moves the ack floor past every consecutive acked message; amortised over the acks made. */
+  /** Moves the ack floor past every consecutive acked message (floorStep). */
   private async advanceFloor(tx: Tx, ackKey: string, toKey: string): Promise<void> {
     const [f] = await tx<{ floor: number }[]>`SELECT floor FROM ack_floors WHERE ack_key = ${ackKey} AND to_key = ${toKey} FOR UPDATE`;
     const start = f?.floor ?? 0;
     let floor = start;
-    for (;;) {
+    for (let done = false; !done;) {
       const rows = await tx<{ seq: number; acked: boolean }[]>`SELECT m.seq, (a.seq IS NOT NULL) AS acked
         FROM messages AS m LEFT JOIN acks AS a ON a.ack_key = ${ackKey} AND a.seq = m.seq
-        WHERE m.to_key = ${toKey} AND m.seq > ${floor} ORDER BY m.seq LIMIT 64`;
-      const gap = rows.findIndex((r) => !r.acked);
-      const upTo = gap < 0 ? rows.length : gap;
-      if (upTo > 0) floor = (rows[upTo - 1] as { seq: number }).seq;
-      if (gap >= 0 || rows.length === 0) break;
+        WHERE m.to_key = ${toKey} AND m.seq > ${floor} ORDER BY m.seq LIMIT ${FLOOR_STEP}`;
+      ({ floor, done } = floorStep(floor, rows));
     }
     if (floor !== start) {
       await tx`INSERT INTO ack_floors (ack_key, to_key, floor) VALUES (${ackKey}, ${toKey}, ${floor})
@@ -128,9 +110,7 @@ export class PgMail {
   }
 
   async unread(scope: ReaderScope): Promise<number> {
-    const keys = [...new Set(readKeys(scope))];
-    const rooms = keys.filter((k) => k.startsWith('r:'));
-    const direct = keys.filter((k) => !k.startsWith('r:'));
+    const { mailboxes: direct, rooms } = unreadTerms(scope);
     const [r] = await this.sql<{ n: number }[]>`SELECT
         COALESCE((SELECT sum(unacked) FROM mailbox_counts WHERE to_key = ANY(${pgArray(direct)}::text[])), 0)::bigint
       + COALESCE((SELECT sum(COALESCE(c.total, 0) - COALESCE(mb.acked, 0))

@@ -8,7 +8,6 @@ import {
   ackKeyFor,
   keyOfAccount,
   keyOfRoom,
-  readKeys,
   type AccountRecord,
   type AckItem,
   type AckResult,
@@ -33,6 +32,7 @@ import {
   type StoredMessage,
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
+import { countUnread, floorStep, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
 import { GroupCommit } from './group-commit.js';
 import { isCorruptionError, openDatabase, storeCorrupt } from './open-db.js';
 import { PageStatements } from './page-query.js';
@@ -466,13 +466,12 @@ export class SqliteStore implements Store {
 
   async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
     if (q.limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
-    const keys = [...new Set(readKeys(scope))];
+    const keys = scopeKeys(scope);
     const params: unknown[] = [];
     for (const key of keys) {
       const ackKey = ackKeyFor(scope, key);
-      let lower = q.after ?? 0;
-      if (q.pendingOnly) lower = Math.max(lower, this.st.getFloor.get(ackKey, key)?.floor ?? 0);
-      params.push(ackKey, key, lower);
+      const floor = q.pendingOnly ? (this.st.getFloor.get(ackKey, key)?.floor ?? 0) : 0;
+      params.push(ackKey, key, pageLowerBound(q, floor));
       if (q.threadId !== null) params.push(q.threadId);
       params.push(q.limit);
     }
@@ -485,7 +484,7 @@ export class SqliteStore implements Store {
     if (items.length === 0) return [];
     return this.tx(() => {
       const results: AckResult[] = [];
-      const touched = new Map<string, [ackKey: string, toKey: string]>();
+      const fresh: AckItem[] = [];
       for (const item of items) {
         const ackKey = ackKeyFor(scope, item.toKey);
         const prior = this.st.getAck.get(ackKey, item.seq);
@@ -494,39 +493,35 @@ export class SqliteStore implements Store {
           continue;
         }
         this.st.insertAck.run(ackKey, item.seq, item.toKey, at);
-        if (ackKey === item.toKey) this.st.countAcked.run(item.toKey);
-        // A non-member's ack of room mail matches no membership row and changes no counter.
-        else if (item.toKey.startsWith('r:')) this.st.bumpMemberAcked.run(item.toKey.slice(2), scope.account);
-        touched.set(`${ackKey}\n${item.toKey}`, [ackKey, item.toKey]);
+        fresh.push(item);
         results.push({ seq: item.seq, ackedAt: at, fresh: true });
       }
-      for (const [ackKey, toKey] of touched.values()) this.advanceFloor(ackKey, toKey);
+      const t = tallyAcks(scope, fresh);
+      for (const [key, n] of t.mailboxes) this.st.countAcked.run(n, key);
+      // A non-member's ack of room mail matches no membership row and changes no counter.
+      for (const [room, n] of t.members) this.st.bumpMemberAcked.run(n, room, scope.account);
+      for (const [ackKey, toKey] of t.floors) this.advanceFloor(ackKey, toKey);
       return results;
     });
   }
 
-  /** Moves the ack floor past every consecutive acked message; amortised over the acks made. */
+  /** Moves the ack floor past every consecutive acked message (floorStep). */
   private advanceFloor(ackKey: string, toKey: string): void {
     const start = this.st.getFloor.get(ackKey, toKey)?.floor ?? 0;
     let floor = start;
-    for (;;) {
-      const rows = this.st.nextAboveFloor.all(ackKey, toKey, floor);
-      const gap = rows.findIndex((r) => r.acked === 0);
-      const upTo = gap < 0 ? rows.length : gap;
-      if (upTo > 0) floor = (rows[upTo - 1] as { seq: number }).seq;
-      if (gap >= 0 || rows.length === 0) break;
+    for (let done = false; !done; ) {
+      const rows = this.st.nextAboveFloor.all(ackKey, toKey, floor).map((r) => ({ seq: r.seq, acked: r.acked === 1 }));
+      ({ floor, done } = floorStep(floor, rows));
     }
     if (floor !== start) this.st.setFloor.run(ackKey, toKey, floor);
   }
 
   async unread(scope: ReaderScope): Promise<number> {
-    let n = 0;
-    for (const key of new Set(readKeys(scope))) {
-      n += key.startsWith('r:')
-        ? (this.st.roomUnread.get(key, key.slice(2), scope.account)?.n ?? 0)
-        : (this.st.unackedOf.get(key)?.unacked ?? 0);
-    }
-    return n;
+    return countUnread(scope, {
+      unacked: (key) => this.st.countsOf.get(key)?.unacked ?? 0,
+      total: (key) => this.st.countsOf.get(key)?.total ?? 0,
+      memberAcked: (room) => this.st.memberAcked.get(room, scope.account)?.acked ?? 0,
+    });
   }
 
   async ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>> {

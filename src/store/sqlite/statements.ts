@@ -1,6 +1,7 @@
 // Every fixed statement, prepared once per connection. (The page query varies with the number
 // of keys and lives in page-query.ts.)
 import type Database from 'better-sqlite3';
+import { FLOOR_STEP } from '../reading-rules.js';
 import type { AccountRow, MessageRow, NameRow, SessionOutRow } from './rows.js';
 
 /** Sessions with their lineage's slug; callers add WHERE / ORDER BY on `s`. */
@@ -66,7 +67,8 @@ export function prepareStatements(db: Database.Database) {
     insertMember: p('INSERT INTO members (room, account, acked) VALUES (?, ?, ?)'),
     deleteMember: p('DELETE FROM members WHERE room = ? AND account = ?'),
     countAcksOfKey: p<{ n: number }>('SELECT COUNT(*) AS n FROM acks WHERE ack_key = ? AND to_key = ?'),
-    bumpMemberAcked: p('UPDATE members SET acked = acked + 1 WHERE room = ? AND account = ?'),
+    bumpMemberAcked: p('UPDATE members SET acked = acked + ? WHERE room = ? AND account = ?'),
+    memberAcked: p<{ acked: number }>('SELECT acked FROM members WHERE room = ? AND account = ?'),
 
     setListener: p('INSERT INTO listeners (account, url) VALUES (?, ?) ON CONFLICT (account) DO UPDATE SET url = excluded.url'),
     deleteListener: p('DELETE FROM listeners WHERE account = ?'),
@@ -146,12 +148,8 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO mailbox_counts (to_key, total, unacked) VALUES (?, 1, 1)
        ON CONFLICT (to_key) DO UPDATE SET total = total + 1, unacked = unacked + 1`,
     ),
-    countAcked: p('UPDATE mailbox_counts SET unacked = unacked - 1 WHERE to_key = ?'),
-    unackedOf: p<{ unacked: number }>('SELECT unacked FROM mailbox_counts WHERE to_key = ?'),
-    roomUnread: p<{ n: number }>(
-      `SELECT COALESCE((SELECT total FROM mailbox_counts WHERE to_key = ?), 0)
-            - COALESCE((SELECT acked FROM members WHERE room = ? AND account = ?), 0) AS n`,
-    ),
+    countAcked: p('UPDATE mailbox_counts SET unacked = unacked - ? WHERE to_key = ?'),
+    countsOf: p<{ total: number; unacked: number }>('SELECT total, unacked FROM mailbox_counts WHERE to_key = ?'),
 
     getAck: p<{ acked_at: number }>('SELECT acked_at FROM acks WHERE ack_key = ? AND seq = ?'),
     insertAck: p('INSERT INTO acks (ack_key, seq, to_key, acked_at) VALUES (?, ?, ?, ?)'),
@@ -165,7 +163,7 @@ export function prepareStatements(db: Database.Database) {
       `SELECT m.seq AS seq, (a.seq IS NOT NULL) AS acked
        FROM messages AS m INDEXED BY messages_by_key
        LEFT JOIN acks AS a ON a.ack_key = ? AND a.seq = m.seq
-       WHERE m.to_key = ? AND m.seq > ? ORDER BY m.seq LIMIT 64`,
+       WHERE m.to_key = ? AND m.seq > ? ORDER BY m.seq LIMIT ${FLOOR_STEP}`,
     ),
   };
 }
