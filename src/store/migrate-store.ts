@@ -70,7 +70,7 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
       let n = 0;
       for (let i = 0; i < rows.length; i += CHUNK) {
         const part = rows.slice(i, i + CHUNK);
-        const r = await tx`INSERT INTO ${tx(table)} ${tx(part as Record<string, unknown>[])} ${tx.unsafe(conflict)}`;
+        const r = await tx`INSERT INTO ${tx(table)} ${tx(part)} ${tx.unsafe(conflict)}`;
         n += r.count;
       }
       return n;

@@ -170,9 +170,7 @@ export class AppendBatch {
           priors.set(`${k.m.fromAccount}\n${k.m.idempotencyKey}\n${k.since}`, row);
         }
       }
-      const taken = new Set(
-        (await tx<{ id: string }[]>`SELECT id FROM messages WHERE id = ANY(${pgArray(inputs.map((i) => i.m.id))}::text[])`).map((r) => r.id),
-      );
+      const taken = new Set((await tx<{ id: string }[]>`SELECT id FROM messages WHERE id = ANY(${pgArray(inputs.map((i) => i.m.id))}::text[])`).map((r) => r.id));
       let head = prevHead;
       const outcomes: (AppendOutcome | Error)[] = [];
       const created: StoredMessage[] = [];
@@ -180,7 +178,9 @@ export class AppendBatch {
         if (m.idempotencyKey !== null) {
           // Later entries of the batch see earlier ones (which are newer than any stored prior).
           const inBatch = created.findLast((c) => c.fromAccount === m.fromAccount && c.idempotencyKey === m.idempotencyKey && c.createdAt >= since);
-          const prior = inBatch ?? (priors.has(`${m.fromAccount}\n${m.idempotencyKey}\n${since}`) ? toMessage(priors.get(`${m.fromAccount}\n${m.idempotencyKey}\n${since}`) as MessageRow) : null);
+          const prior =
+            inBatch ??
+            (priors.has(`${m.fromAccount}\n${m.idempotencyKey}\n${since}`) ? toMessage(priors.get(`${m.fromAccount}\n${m.idempotencyKey}\n${since}`) as MessageRow) : null);
           if (prior) {
             outcomes.push({ kind: prior.fingerprint === m.fingerprint ? 'duplicate' : 'conflict', message: { ...prior, refs: prior.refs.map((r) => ({ ...r })) } });
             continue;

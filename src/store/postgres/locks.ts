@@ -22,9 +22,7 @@ export async function lockHead(tx: Q): Promise<number> {
  *  before it, and every ack made after it bumps the new member row. */
 export function memberLock(tx: Q, room: string, account: string, shared: boolean) {
   const key = `member:${room}\n${account}`;
-  return shared
-    ? tx`SELECT pg_advisory_xact_lock_shared(${LOCK_NAMESPACE}::int, hashtext(${key}))`
-    : tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, hashtext(${key}))`;
+  return shared ? tx`SELECT pg_advisory_xact_lock_shared(${LOCK_NAMESPACE}::int, hashtext(${key}))` : tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, hashtext(${key}))`;
 }
 
 /** Name changes of one account (slugs and aliases) take turns: one namespace, no races. */
