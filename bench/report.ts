@@ -75,11 +75,15 @@ export function latencySvg(points: SizePoint[], title: string): string {
     series.forEach((s, si) => {
       const v = s.get(p);
       const x = gx + si * barW;
-      out.push(`<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${(barW - 3).toFixed(1)}" height="${(y(0) - y(v)).toFixed(1)}" fill="${s.color}"><title>${s.label}: ${v} ms</title></rect>`);
+      out.push(
+        `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${(barW - 3).toFixed(1)}" height="${(y(0) - y(v)).toFixed(1)}" fill="${s.color}"><title>${s.label}: ${v} ms</title></rect>`,
+      );
       out.push(`<text x="${(x + (barW - 3) / 2).toFixed(1)}" y="${(y(v) - 3).toFixed(1)}" text-anchor="middle" font-size="10">${v.toFixed(2)}</text>`);
     });
     out.push(`<text x="${L + gi * groupW + groupW / 2}" y="${H - B + 18}" text-anchor="middle">${p.stored.toLocaleString('en-US')} stored</text>`);
-    out.push(`<text x="${L + gi * groupW + groupW / 2}" y="${H - B + 32}" text-anchor="middle" fill="#666" font-size="10">reader holds ${p.readerMailbox.toLocaleString('en-US')}</text>`);
+    out.push(
+      `<text x="${L + gi * groupW + groupW / 2}" y="${H - B + 32}" text-anchor="middle" fill="#666" font-size="10">reader holds ${p.readerMailbox.toLocaleString('en-US')}</text>`,
+    );
   });
   series.forEach((s, si) => {
     const x = L + si * 150;

@@ -84,7 +84,14 @@ async function main(): Promise<void> {
   const sizes = quick ? QUICK : FULL;
   const ctx = new Ctx(sizes, quick);
   const started = Date.now();
-  const meta = { started: new Date().toISOString(), quick, scenarios: names, sizes, machine: machine(), command: `node --import tsx bench/run.ts ${process.argv.slice(2).join(' ')}`.trim() };
+  const meta = {
+    started: new Date().toISOString(),
+    quick,
+    scenarios: names,
+    sizes,
+    machine: machine(),
+    command: `node --import tsx bench/run.ts ${process.argv.slice(2).join(' ')}`.trim(),
+  };
   const results: ScenarioResult[] = [];
   const failures: { scenario: string; error: string }[] = [];
   for (const n of names) {
@@ -97,7 +104,12 @@ async function main(): Promise<void> {
   }
   progress.done();
   const loadEnd = loadavg().map((x) => Math.round(x * 100) / 100);
-  const doc = { meta: { ...meta, finished: new Date().toISOString(), elapsedS: Math.round((Date.now() - started) / 1000), loadavgAtEnd: loadEnd }, results, failures, targets: results.flatMap((r) => r.targets) };
+  const doc = {
+    meta: { ...meta, finished: new Date().toISOString(), elapsedS: Math.round((Date.now() - started) / 1000), loadavgAtEnd: loadEnd },
+    results,
+    failures,
+    targets: results.flatMap((r) => r.targets),
+  };
   writeJson(out, doc);
   const lat = results.find((r) => r.name === 'latency');
   if (lat) {
@@ -108,7 +120,9 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`${printTable(results)}\n\n`);
   for (const f of failures) process.stdout.write(`FAILED ${f.scenario}: ${f.error}\n`);
-  process.stdout.write(`machine: ${meta.machine.cores} cores ${meta.machine.cpuModel}, ${meta.machine.memGiB} GiB, node ${meta.machine.node}, kernel ${meta.machine.kernel}; load average ${meta.machine.loadavgAtStart.join(' ')} at start, ${loadEnd.join(' ')} at end\n`);
+  process.stdout.write(
+    `machine: ${meta.machine.cores} cores ${meta.machine.cpuModel}, ${meta.machine.memGiB} GiB, node ${meta.machine.node}, kernel ${meta.machine.kernel}; load average ${meta.machine.loadavgAtStart.join(' ')} at start, ${loadEnd.join(' ')} at end\n`,
+  );
   process.stdout.write(`results: ${out} (${doc.meta.elapsedS} s)\n`);
   if (failures.length) process.exitCode = 1;
 }

@@ -132,19 +132,7 @@ function schemaSection(title: string, schema: z.ZodType, io: 'input' | 'output')
       ].join('\n')
     : '_No fields: send `{}`._';
   const strict = js.additionalProperties === false && io === 'input' ? ' Unknown fields are refused (`malformed`).' : '';
-  return [
-    `**${title}.**${strict}`,
-    '',
-    table,
-    '',
-    '<details><summary>JSON Schema</summary>',
-    '',
-    '```json',
-    compactJson(js),
-    '```',
-    '',
-    '</details>',
-  ].join('\n');
+  return [`**${title}.**${strict}`, '', table, '', '<details><summary>JSON Schema</summary>', '', '```json', compactJson(js), '```', '', '</details>'].join('\n');
 }
 
 // ---------------------------------------------------------------- sections
@@ -156,8 +144,10 @@ const OP_NOTES: Record<string, string> = {
   ack: `Give exactly one of \`message_id\` or \`message_ids\` (at most ${LIMITS.ackIdsMax}). Every id is checked before any is acknowledged: a refused request changes nothing. Acknowledging twice is harmless.`,
   get: 'You may fetch mail readable by you and mail your account sent. With `thread: true`, `thread` holds the part of the thread you may read.',
   status: 'Needs an attested session. An omitted field is kept; an empty string clears it.',
-  directory: 'By default only live sessions, each as its address and what it declared; `include_ended: true` adds the ended ones (`ended: true`), `detail: true` gives every session in full (session id, slug, aliases, last seen, successor, card). The directory never contains a secret or a secret digest.',
-  reply: 'The reply goes to the message\'s sender (the session that wrote it, or its account; an ended session is redirected exactly as a send with `reply_to` would be), for room mail to the room unless `to_sender: true`; a reply to mail your own account sent goes to its recipient. The subject is the original\'s with `Re: ` once; `reply_to` is set. The original is acknowledged after the reply is stored unless `ack: false` (`acked` says whether it was).',
+  directory:
+    'By default only live sessions, each as its address and what it declared; `include_ended: true` adds the ended ones (`ended: true`), `detail: true` gives every session in full (session id, slug, aliases, last seen, successor, card). The directory never contains a secret or a secret digest.',
+  reply:
+    "The reply goes to the message's sender (the session that wrote it, or its account; an ended session is redirected exactly as a send with `reply_to` would be), for room mail to the room unless `to_sender: true`; a reply to mail your own account sent goes to its recipient. The subject is the original's with `Re: ` once; `reply_to` is set. The original is acknowledged after the reply is stored unless `ack: false` (`acked` says whether it was).",
 };
 
 /** The operations of one group, in table order. */
@@ -171,7 +161,9 @@ const BROWSER = namesWhere((o) => o.callers.length === 1 && o.callers[0] === 'pe
 function factsLine(n: OperationName): string {
   const o = OPERATIONS[n];
   const web = webPathOf(n);
-  const who = o.callers.map((c) => ({ agent: 'agents', person: `persons in the browser (\`POST ${web ?? ''}\`)`, operator: 'the operator', local: 'the operator on this machine' })[c]);
+  const who = o.callers.map(
+    (c) => ({ agent: 'agents', person: `persons in the browser (\`POST ${web ?? ''}\`)`, operator: 'the operator', local: 'the operator on this machine' })[c],
+  );
   return `- ${o.readOnly ? 'Reads only' : 'Changes the mailbox'}; ${o.retrySafe ? 'safe to retry' : 'not safe to retry blindly (use an idempotency key where it has one)'}; for ${who.join(', ')}.`;
 }
 
@@ -189,7 +181,7 @@ function mailOpSection(n: OperationName): string {
     ...(note ? ['', note] : []),
     '',
     schemaSection('Request', o.input, 'input'),
-    ...(o.mcpInput ? ['', schemaSection('Request over MCP (the tool\'s schema)', o.mcpInput, 'input')] : []),
+    ...(o.mcpInput ? ['', schemaSection("Request over MCP (the tool's schema)", o.mcpInput, 'input')] : []),
     '',
     schemaSection('Response', o.output, 'output'),
   ].join('\n');
@@ -211,7 +203,9 @@ function adminSection(): string {
   const routes = ADMIN.map((n) => OPERATIONS[n]);
   const parts = ADMIN.map((n) => {
     const r = OPERATIONS[n];
-    return [`### \`POST ${r.path}\``, '', factsLine(n), '', r.summary, '', schemaSection('Request', r.input, 'input'), '', schemaSection('Response', r.output, 'output')].join('\n');
+    return [`### \`POST ${r.path}\``, '', factsLine(n), '', r.summary, '', schemaSection('Request', r.input, 'input'), '', schemaSection('Response', r.output, 'output')].join(
+      '\n',
+    );
   });
   return [
     '## Operator routes',

@@ -13,8 +13,7 @@ const files = [];
     // test/agents holds the slow tests with the real agent programs: `npm run test:agents`.
     if (statSync(p).isDirectory()) {
       if (name !== 'agents') walk(p);
-    }
-    else if (name.endsWith('.test.ts') && (only.length === 0 || only.some((o) => p.includes(o)))) files.push(p);
+    } else if (name.endsWith('.test.ts') && (only.length === 0 || only.some((o) => p.includes(o)))) files.push(p);
   }
 })(root);
 if (files.length === 0) {

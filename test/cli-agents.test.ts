@@ -39,7 +39,8 @@ describe('two agents with bash tools, the real CLI, an auto-started daemon', () 
   let env: Record<string, string>;
   let claude: ShellAgent;
   let codex: ShellAgent;
-  const cli = (args: string[], extra: Record<string, string> = {}) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env, ...extra }, timeout: 30_000 });
+  const cli = (args: string[], extra: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env, ...extra }, timeout: 30_000 });
 
   before(async () => {
     home = mkdtempSync(join(tmpdir(), 'm4a-home-'));
@@ -52,7 +53,10 @@ describe('two agents with bash tools, the real CLI, an auto-started daemon', () 
     mkdirSync(join(home, '.config', 'mail4agent'), { recursive: true });
     writeFileSync(
       join(home, '.config', 'mail4agent', 'credentials.json'),
-      JSON.stringify({ version: 1, accounts: { claude: { secret: JSON.parse(a.stdout).secret, provider: 'claude' }, codex: { secret: JSON.parse(b.stdout).secret, provider: 'codex' } } }),
+      JSON.stringify({
+        version: 1,
+        accounts: { claude: { secret: JSON.parse(a.stdout).secret, provider: 'claude' }, codex: { secret: JSON.parse(b.stdout).secret, provider: 'codex' } },
+      }),
       { mode: 0o600 },
     );
     // Each agent's bash tool inherits the variables its program sets; they pick the account.
@@ -104,7 +108,10 @@ describe('two agents with bash tools, the real CLI, an auto-started daemon', () 
     assert.equal(woke.messages[0]?.thread_id, m.message_id);
 
     const thread = W.GetResponse.parse(JSON.parse((await claude.run(`${m4a} thread ${m.message_id} --json`)).stdout));
-    assert.deepEqual(thread.thread?.map((x) => x.subject), ['review please', 'Re: review please']);
+    assert.deepEqual(
+      thread.thread?.map((x) => x.subject),
+      ['review please', 'Re: review please'],
+    );
     const read = W.GetResponse.parse(JSON.parse((await claude.run(`${m4a} read ${woke.messages[0].message_id} --json`)).stdout));
     assert.equal(read.message.body, 'Looks good.\nShip it.');
 
@@ -132,10 +139,17 @@ describe('two agents with bash tools, the real CLI, an auto-started daemon', () 
     const Check = z.object({ name: z.string(), status: z.enum(['ok', 'warn', 'fail']), detail: z.string(), todo: z.string().optional() });
     const doctor = z.object({ ok: z.boolean(), checks: z.array(Check) }).parse(JSON.parse((await claude.run(`${m4a} doctor --json`)).stdout));
     assert.ok(doctor.checks.some((c) => c.name === 'daemon' && c.status === 'ok'));
-    assert.ok(doctor.checks.some((c) => c.name === 'account claude' && c.status === 'ok'), JSON.stringify(doctor.checks));
-    const caps = z.object({ name: z.literal('mail4agent'), version: z.string(), mcp_tools: z.array(z.string()), setup_programs: z.array(z.string()) }).parse(JSON.parse((await claude.run(`${m4a} capabilities --json`)).stdout));
-    assert.deepEqual(caps.mcp_tools, [...MCP_TOOL_NAMES], 'capabilities name the operation table\'s tools');
-    const status = z.object({ running: z.boolean(), url: z.string(), pid: z.number().nullable(), version: z.string().nullable() }).parse(JSON.parse(cli(['daemon', 'status', '--json']).stdout));
+    assert.ok(
+      doctor.checks.some((c) => c.name === 'account claude' && c.status === 'ok'),
+      JSON.stringify(doctor.checks),
+    );
+    const caps = z
+      .object({ name: z.literal('mail4agent'), version: z.string(), mcp_tools: z.array(z.string()), setup_programs: z.array(z.string()) })
+      .parse(JSON.parse((await claude.run(`${m4a} capabilities --json`)).stdout));
+    assert.deepEqual(caps.mcp_tools, [...MCP_TOOL_NAMES], "capabilities name the operation table's tools");
+    const status = z
+      .object({ running: z.boolean(), url: z.string(), pid: z.number().nullable(), version: z.string().nullable() })
+      .parse(JSON.parse(cli(['daemon', 'status', '--json']).stdout));
     assert.equal(status.running, true);
   });
 
@@ -168,15 +182,17 @@ describe('auto-start race', () => {
     const env = { ...process.env, HOME: home, M4A_DATA_DIR: join(home, 'data'), M4A_PORT: String(await freePort()) };
     const { spawn } = await import('node:child_process');
     try {
-      const runs = Array.from({ length: 4 }, () =>
-        new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-          const c = spawn(process.execPath, [CLI, 'admin', 'account', 'list', '--json'], { env });
-          let out = '';
-          let err = '';
-          c.stdout.on('data', (d: Buffer) => (out += d.toString()));
-          c.stderr.on('data', (d: Buffer) => (err += d.toString()));
-          c.on('exit', (code) => resolve({ code, out, err }));
-        }),
+      const runs = Array.from(
+        { length: 4 },
+        () =>
+          new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+            const c = spawn(process.execPath, [CLI, 'admin', 'account', 'list', '--json'], { env });
+            let out = '';
+            let err = '';
+            c.stdout.on('data', (d: Buffer) => (out += d.toString()));
+            c.stderr.on('data', (d: Buffer) => (err += d.toString()));
+            c.on('exit', (code) => resolve({ code, out, err }));
+          }),
       );
       const results = await Promise.all(runs);
       for (const r of results) {

@@ -35,7 +35,7 @@ const SUBJECTS = [
 ];
 const BODIES = [
   'The diff is on branch fix-42. I changed the backoff to cap at 30 seconds.',
-  'It applies cleanly on a copy of yesterday\'s database. Please run it once against staging before we merge.',
+  "It applies cleanly on a copy of yesterday's database. Please run it once against staging before we merge.",
   'test/reliability/crash.test.ts failed once in ten runs. The log shows a timeout waiting for the lock file.',
   'The throttle is done; the docs still describe the old behaviour. Could you update docs/web.md?',
   'Send throughput went up by 12 percent. Wait latency is unchanged.',
@@ -59,7 +59,7 @@ async function toolText(c: Client, name: string, args: Record<string, unknown> =
   return r.content[0]!.text;
 }
 
-describe('the agents\' contract in tokens (o200k_base)', () => {
+describe("the agents' contract in tokens (o200k_base)", () => {
   let d: TestDaemon;
   let dir: string;
   let reader: Client;

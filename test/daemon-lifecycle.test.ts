@@ -72,7 +72,11 @@ describe('daemon lifecycle (built CLI, separate processes)', () => {
       try {
         const c2 = new MailClient({ url: d2.url, token: codexSecret });
         const page = await c2.inbox();
-        assert.deepEqual(page.messages.map((m) => m.message_id), [sent.message_id], 'acknowledged mail survives a restart');
+        assert.deepEqual(
+          page.messages.map((m) => m.message_id),
+          [sent.message_id],
+          'acknowledged mail survives a restart',
+        );
         const cl2 = new MailClient({ url: d2.url, token: secret });
         assert.equal((await cl2.whoami()).address, me.address, 'the same process is the same session across daemon restarts');
         c2.close();
@@ -112,10 +116,16 @@ describe('operator credentials with a shared store', () => {
       const b = await startDaemon({ dataDir: join(root, 'b'), store, port: 0, log: silentLogger });
       assert.notEqual(b.operatorToken, tokenA);
       const list = await new MailClient({ url: b.url, token: b.operatorToken }).admin.accountList();
-      assert.deepEqual(list.accounts.filter((x) => x.permissions.operator).map((x) => x.id).sort(), ['operator', `operator-${b.hostId.slice(0, 12)}`]);
+      assert.deepEqual(
+        list.accounts
+          .filter((x) => x.permissions.operator)
+          .map((x) => x.id)
+          .sort(),
+        ['operator', `operator-${b.hostId.slice(0, 12)}`],
+      );
       await b.close();
       const a2 = await startDaemon({ dataDir: join(root, 'a'), store, port: 0, log: silentLogger });
-      assert.equal(a2.operatorToken, tokenA, 'the first data directory\'s credential still works');
+      assert.equal(a2.operatorToken, tokenA, "the first data directory's credential still works");
       await a2.close();
     } finally {
       rmSync(root, { recursive: true, force: true });

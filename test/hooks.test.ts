@@ -11,8 +11,17 @@ import { m4a, startShellAgent, type ShellAgent } from './support/shell-agents.js
 
 // The Stop payload Claude Code sends (AGENT-INTEGRATIONS §2.2, verified with claude -p in §9).
 const stopInput = (active = false) =>
-  JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: '/repo', permission_mode: 'default', hook_event_name: 'Stop', stop_hook_active: active, last_assistant_message: 'Done.' });
-const promptInput = (event = 'UserPromptSubmit') => JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: '/repo', hook_event_name: event, prompt: 'go on' });
+  JSON.stringify({
+    session_id: 'abc123',
+    transcript_path: '/tmp/abc123.jsonl',
+    cwd: '/repo',
+    permission_mode: 'default',
+    hook_event_name: 'Stop',
+    stop_hook_active: active,
+    last_assistant_message: 'Done.',
+  });
+const promptInput = (event = 'UserPromptSubmit') =>
+  JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: '/repo', hook_event_name: event, prompt: 'go on' });
 
 describe('agent hooks', () => {
   let d: TestDaemon;
@@ -61,7 +70,7 @@ describe('agent hooks', () => {
     assert.equal(await hook('claude-stop', stopInput(true)), null, 'already told: no standing nag');
   });
 
-  it('the daemon counts consecutive blocks and stops before Claude Code\'s cap of 8', async () => {
+  it("the daemon counts consecutive blocks and stops before Claude Code's cap of 8", async () => {
     let blocks = 0;
     for (let i = 0; i < 9; i++) {
       await codex.send({ to: 'claude', subject: `ping ${i}`, body: '' });
@@ -90,7 +99,7 @@ describe('agent hooks', () => {
     assert.match((await hook('claude-stop', stopInput())).reason, /tool 2/, 'the rate-limited mail is still news for Stop');
   });
 
-  it('listen mode: an idle session\'s Stop hook waits and wakes as soon as mail arrives', async () => {
+  it("listen mode: an idle session's Stop hook waits and wakes as soon as mail arrives", async () => {
     const on = await claude.run(`${m4a} listen on --json`);
     assert.equal(JSON.parse(on.stdout).listening, true);
     const t0 = Date.now();
@@ -160,7 +169,7 @@ describe('loop guard', () => {
     assert.deepEqual(await told(a), [], 'the inbox showed it: not news any more');
   });
 
-  it('a deep thread quiets without a person in it; a person\'s message is never quieted', async () => {
+  it("a deep thread quiets without a person in it; a person's message is never quieted", async () => {
     let parent = (await human.send({ to: 'ping', subject: 'task', body: 'do it' })).message_id;
     for (let i = 0; i < 6; i++) {
       const r = await (i % 2 ? human : a).send({ to: i % 2 ? 'ping' : 'alice', subject: `step ${i}`, body: '', reply_to: parent });

@@ -26,7 +26,10 @@ describe('limits', () => {
   after(() => d.stop());
 
   async function expectTooLarge(p: Promise<unknown>, field: string, limit: number, actual: number): Promise<void> {
-    const err = await p.then(() => assert.fail(`expected too_large on ${field}`), (e: unknown) => e);
+    const err = await p.then(
+      () => assert.fail(`expected too_large on ${field}`),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof MailError, String(err));
     assert.equal(err.code, 'too_large', err.message);
     assert.deepEqual({ field: err.details.field, limit: err.details.limit, actual: err.details.actual }, { field, limit, actual });

@@ -37,7 +37,7 @@ for (const kind of STORE_KINDS) {
       // Answers print a session short: account/slug (the test process runs in the repository).
       const printed = `claude/${me.slug}`;
       const s = await claude.send({ to: 'codex', subject: 'review please', body: 'The diff is on branch fix-42' });
-      assert.equal(s.from, printed, 'the sender is the caller\'s own session, printed short');
+      assert.equal(s.from, printed, "the sender is the caller's own session, printed short");
       assert.equal(s.thread_id, s.message_id);
       assert.equal(s.to, 'codex');
       const page = await codex.inbox();
@@ -54,7 +54,10 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual(a2.acked, a1.acked, 'a second ack returns the first unchanged');
       assert.equal((await codex.unread()).unread, before - 1);
       const thread = await claude.get(s.message_id, true);
-      assert.deepEqual(thread.thread?.map((m) => m.message_id), [s.message_id, r.message_id]);
+      assert.deepEqual(
+        thread.thread?.map((m) => m.message_id),
+        [s.message_id, r.message_id],
+      );
       assert.equal((await claude.inbox()).messages.find((m) => m.message_id === r.message_id)?.reply_to, s.message_id);
     });
 
@@ -78,7 +81,19 @@ for (const kind of STORE_KINDS) {
       const verbose = (await codex.inbox({ limit: 256, include_acked: true, verbose: true })).messages.find((m) => m.message_id === s.message_id)!;
       assert.deepEqual(
         { ...verbose, created_at: 'x', acked_at: 'y' },
-        { message_id: s.message_id, thread_id: s.message_id, from: `claude/${me.slug}`, from_session: me.session, from_kind: 'agent', to: 'codex', subject: 'lean', priority: 'normal', created_at: 'x', acked_at: 'y', body: 'b' },
+        {
+          message_id: s.message_id,
+          thread_id: s.message_id,
+          from: `claude/${me.slug}`,
+          from_session: me.session,
+          from_kind: 'agent',
+          to: 'codex',
+          subject: 'lean',
+          priority: 'normal',
+          created_at: 'x',
+          acked_at: 'y',
+          body: 'b',
+        },
       );
       assert.match(verbose.created_at, /\.\d{3}Z$/, 'verbose: to the millisecond');
       const urgentHuman = await claude.send({ to: 'codex', subject: 'u', body: '', priority: 'urgent' });
@@ -89,12 +104,25 @@ for (const kind of STORE_KINDS) {
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) ids.push((await claude.send({ to: 'gemini', subject: `n${i}`, body: String(i) })).message_id);
       const p1 = await gemini.inbox({ limit: 2 });
-      assert.deepEqual(p1.messages.map((m) => m.message_id), ids.slice(0, 2));
-      assert.deepEqual((await gemini.inbox({ limit: 2 })).messages.map((m) => m.message_id), ids.slice(0, 2), 'reading changes nothing');
+      assert.deepEqual(
+        p1.messages.map((m) => m.message_id),
+        ids.slice(0, 2),
+      );
+      assert.deepEqual(
+        (await gemini.inbox({ limit: 2 })).messages.map((m) => m.message_id),
+        ids.slice(0, 2),
+        'reading changes nothing',
+      );
       const p2 = await gemini.inbox({ limit: 2, after: p1.next_cursor! });
-      assert.deepEqual(p2.messages.map((m) => m.message_id), ids.slice(2, 4));
+      assert.deepEqual(
+        p2.messages.map((m) => m.message_id),
+        ids.slice(2, 4),
+      );
       const p3 = await gemini.inbox({ after: p2.next_cursor! });
-      assert.deepEqual(p3.messages.map((m) => m.message_id), ids.slice(4));
+      assert.deepEqual(
+        p3.messages.map((m) => m.message_id),
+        ids.slice(4),
+      );
       assert.deepEqual((await gemini.inbox({ after: p3.next_cursor! })).messages, []);
       await gemini.ack(ids);
       assert.deepEqual((await gemini.inbox()).messages, [], 'nothing unacknowledged: empty page');
@@ -105,7 +133,10 @@ for (const kind of STORE_KINDS) {
     });
 
     it('stores refs, correlation and priority verbatim; urgent needs permission', async () => {
-      const refs = [{ kind: 'git', locator: 'branch fix-42', digest: 'ab'.repeat(20) }, { kind: 'file', locator: 'src/a.ts:10' }];
+      const refs = [
+        { kind: 'git', locator: 'branch fix-42', digest: 'ab'.repeat(20) },
+        { kind: 'file', locator: 'src/a.ts:10' },
+      ];
       const s = await claude.send({ to: 'codex', subject: 'refs', body: '', refs, correlation: 'task-7', priority: 'urgent' });
       const m = (await codex.get(s.message_id)).message;
       assert.deepEqual(m.refs, refs);
@@ -153,7 +184,7 @@ for (const kind of STORE_KINDS) {
       const s1 = await claude.send({ to: '#reviewers', subject: 'before joining', body: '' });
       await d.operator.admin.memberAdd('reviewers', 'codex');
       const seen = (await codex.inbox({ include_acked: true, limit: 256 })).messages.map((m) => m.message_id);
-      assert.ok(seen.includes(s1.message_id), 'a current member reads the room\'s whole history');
+      assert.ok(seen.includes(s1.message_id), "a current member reads the room's whole history");
       assert.ok((await codex.whoami()).rooms.includes('#reviewers'));
       await refused(gemini.get(s1.message_id), 'not_addressed_to_you');
       const unreadIn = (await codex.unread()).unread;
@@ -164,7 +195,10 @@ for (const kind of STORE_KINDS) {
       assert.ok(!after.includes(s1.message_id), 'a former member reads none of it');
       await refused(codex.get(s1.message_id), 'not_addressed_to_you');
       const dir = await codex.directory({ detail: true, include_ended: true });
-      assert.deepEqual(dir.rooms.find((r) => r.name === 'reviewers'), { name: 'reviewers', member: false });
+      assert.deepEqual(
+        dir.rooms.find((r) => r.name === 'reviewers'),
+        { name: 'reviewers', member: false },
+      );
     });
 
     it('declares status and lists the directory without secrets', async () => {

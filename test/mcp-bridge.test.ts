@@ -23,7 +23,9 @@ describe('stdio MCP bridge', () => {
     codexSecret = (await d.account('codex')).secret;
     home = mkdtempSync(join(tmpdir(), 'm4a-bridge-'));
     mkdirSync(join(home, 'mail4agent'), { recursive: true });
-    writeFileSync(join(home, 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { claude: { secret: claude.secret, provider: 'claude' } } }), { mode: 0o600 });
+    writeFileSync(join(home, 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { claude: { secret: claude.secret, provider: 'claude' } } }), {
+      mode: 0o600,
+    });
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [CLI, 'mcp', '--account', 'claude'],
@@ -44,7 +46,7 @@ describe('stdio MCP bridge', () => {
     return { isError: r.isError === true, body: JSON.parse(r.content[0]!.text) };
   };
 
-  it('initializes and lists the operation table\'s tools', async () => {
+  it("initializes and lists the operation table's tools", async () => {
     assert.equal(client.getServerVersion()?.name, 'mail4agent');
     assert.match(client.getInstructions() ?? '', /the sender is always your own session/);
     const names = (await client.listTools()).tools.map((t) => t.name);
@@ -65,9 +67,16 @@ describe('stdio MCP bridge', () => {
     const head = (await call('m4a_mail_inbox', { include_acked: true })).body.next_cursor;
     const waiting = call('m4a_mail_inbox', { wait_secs: 10, after: head });
     await new Promise((res) => setTimeout(res, 200));
-    await fetch(`${d.url}/mail/send`, { method: 'POST', headers: { authorization: `Bearer ${codexSecret}`, 'content-type': 'application/json' }, body: JSON.stringify({ to: me.body.address, subject: 'back', body: '' }) });
+    await fetch(`${d.url}/mail/send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${codexSecret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ to: me.body.address, subject: 'back', body: '' }),
+    });
     const woke = await waiting;
-    assert.deepEqual(woke.body.messages.map((m: { subject: string }) => m.subject), ['back']);
+    assert.deepEqual(
+      woke.body.messages.map((m: { subject: string }) => m.subject),
+      ['back'],
+    );
     for (const tool of ['m4a_mail_unread', 'm4a_mail_peers']) assert.equal((await call(tool)).isError, false, tool);
     assert.equal((await call('m4a_mail_get', { message_id: sent.body.message_id })).body.message.subject, 'via bridge');
     assert.equal((await call('m4a_mail_ack', { message_id: woke.body.messages[0].message_id })).isError, false);

@@ -9,7 +9,6 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_TOOL_NAMES } from '../src/wire/operation-facts.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 
-
 interface Mcp {
   client: Client;
   transport: StreamableHTTPClientTransport;
@@ -105,7 +104,11 @@ describe('MCP door', () => {
 
   test('listTools returns exactly the nine mail tools, each with an object input schema', async () => {
     const { tools } = await claude.client.listTools();
-    assert.deepEqual(tools.map((t) => t.name), [...MCP_TOOL_NAMES], 'the SDK sees the operation table\'s tools, in its order');
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      [...MCP_TOOL_NAMES],
+      "the SDK sees the operation table's tools, in its order",
+    );
     for (const t of tools) {
       assert.equal(t.inputSchema.type, 'object', `${t.name} inputSchema.type`);
       assert.equal(typeof t.description, 'string', `${t.name} has a description`);
@@ -117,7 +120,8 @@ describe('MCP door', () => {
     assert.ok(!('from' in props), 'send schema has no from field');
     // The schemas say what the door enforces, once, and every parameter says what it is.
     for (const t of tools)
-      for (const [k, p] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>)) assert.ok(p.description, `${t.name}.${k} has a description`);
+      for (const [k, p] of Object.entries((t.inputSchema.properties ?? {}) as Record<string, { description?: string }>))
+        assert.ok(p.description, `${t.name}.${k} has a description`);
     assert.deepEqual(props.to, { type: 'string', description: (props.to as { description: string }).description }, 'to is a plain string over MCP');
     assert.match((props.priority as { description: string }).description, /urgent permission/);
     const inbox = tools.find((t) => t.name === 'm4a_mail_inbox')!.inputSchema.properties as Record<string, { maximum?: number; description?: string }>;
@@ -190,10 +194,16 @@ describe('MCP door', () => {
     const ids = peers.accounts.map((a: { id: string }) => a.id);
     assert.ok(ids.includes('claude') && ids.includes('codex'), `peers lists both accounts: ${ids.join(', ')}`);
     const claudeEntry = peers.accounts.find((a: { id: string }) => a.id === 'claude');
-    assert.ok(claudeEntry.sessions.some((s: { address: string }) => s.address === `claude/${me.slug}`), 'peers shows the calling session by its printed address');
+    assert.ok(
+      claudeEntry.sessions.some((s: { address: string }) => s.address === `claude/${me.slug}`),
+      'peers shows the calling session by its printed address',
+    );
     const detailed = await call(claude.client, 'm4a_mail_peers', { detail: true });
     const mine = detailed.accounts.find((a: { id: string }) => a.id === 'claude');
-    assert.ok(mine.sessions.some((s: { address: string }) => s.address === me.address), 'with detail, the full address');
+    assert.ok(
+      mine.sessions.some((s: { address: string }) => s.address === me.address),
+      'with detail, the full address',
+    );
     assert.ok(Array.isArray(peers.rooms));
     for (const needle of ['secretDigest', 'secret_digest', claudeSecret, codexSecret]) assert.ok(!text.includes(needle), `peers JSON contains ${needle.slice(0, 12)}…`);
   });

@@ -41,7 +41,10 @@ describe('friendly addresses', () => {
   };
   const who = async (p: AgentProc) => (await p.call('/mail/whoami')).body;
   const refused = async (p: Promise<unknown>, code: string): Promise<MailError> => {
-    const e = await p.then(() => assert.fail(`expected ${code}`), (x: unknown) => x);
+    const e = await p.then(
+      () => assert.fail(`expected ${code}`),
+      (x: unknown) => x,
+    );
     assert.ok(e instanceof MailError && e.code === code, String(e));
     return e;
   };
@@ -96,7 +99,7 @@ describe('friendly addresses', () => {
     await refused(codex.send({ to: 'claude/abc', subject: 'x', body: '' }), 'unknown_session');
   });
 
-  it('a successor keeps its predecessor\'s slug and aliases', async () => {
+  it("a successor keeps its predecessor's slug and aliases", async () => {
     const first = await agent('web-ui', ['--resume', 'conv-names'], join(tmp, 'claude'));
     const me1 = await who(first);
     await first.call('/mail/status', { alias: '@lead' });
@@ -116,7 +119,10 @@ describe('friendly addresses', () => {
     await d.operator.admin.roomAdd('all', { everyone: true });
     const late = (await d.account('gemini')).client;
     const s = await codex.send({ to: '#all', subject: 'hello everyone', body: '' });
-    assert.ok((await late.inbox()).messages.some((m) => m.message_id === s.message_id), 'an account added later is a member too');
+    assert.ok(
+      (await late.inbox()).messages.some((m) => m.message_id === s.message_id),
+      'an account added later is a member too',
+    );
     assert.ok((await late.whoami()).rooms.includes('#all'));
     const e = await d.operator.admin.memberRemove('all', 'gemini').catch((x: unknown) => x);
     assert.ok(e instanceof MailError && e.code === 'malformed');
@@ -202,6 +208,6 @@ describe('printed addresses', () => {
     const now = (await codex.get(q.message_id)).message;
     assert.equal(now.from, `claude/${old.me.session.slice(0, 10)}`);
     assert.equal((await code(codex.send({ to: now.from, subject: 'x', body: '' }))).code, 'unknown_session');
-    assert.equal((await codex.send({ to: `claude/${third.me.slug}`, subject: 'hi', body: '' })).to, 'claude/reuse', 'the name is the third\'s now');
+    assert.equal((await codex.send({ to: `claude/${third.me.slug}`, subject: 'hi', body: '' })).to, 'claude/reuse', "the name is the third's now");
   });
 });

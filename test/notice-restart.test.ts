@@ -19,7 +19,10 @@ it('notice state and listen mode survive a restart', async () => {
     const sent = await alice.send({ to: 'claude', subject: 'old news', body: 'x' });
     const first = await claude.notice({ event: 'stop' });
     assert.equal(first.block, true);
-    assert.deepEqual(first.mail.map((m) => m.message_id), [sent.message_id]);
+    assert.deepEqual(
+      first.mail.map((m) => m.message_id),
+      [sent.message_id],
+    );
     assert.equal((await claude.listen(true)).listening, true);
     claude.close();
     alice.close();
@@ -34,7 +37,10 @@ it('notice state and listen mode survive a restart', async () => {
     const bob = (await d.account('bob')).client;
     const fresh = await bob.send({ to: 'claude', subject: 'new news', body: 'y' });
     const next = await claude.notice({ event: 'stop' });
-    assert.deepEqual(next.mail.map((m) => m.message_id), [fresh.message_id]);
+    assert.deepEqual(
+      next.mail.map((m) => m.message_id),
+      [fresh.message_id],
+    );
     claude.close();
   } finally {
     await d?.stop();
@@ -50,7 +56,10 @@ it('what an inbox page showed stays shown after a restart (the mark is written b
     const alice = (await d.account('alice')).client;
     let claude = new MailClient({ url: d.url, token: secret });
     const old = await alice.send({ to: 'claude', subject: 'read, never acknowledged', body: 'x' });
-    assert.deepEqual((await claude.inbox()).messages.map((m) => m.message_id), [old.message_id]);
+    assert.deepEqual(
+      (await claude.inbox()).messages.map((m) => m.message_id),
+      [old.message_id],
+    );
     claude.close();
     alice.close();
     await d.stop();
@@ -63,7 +72,10 @@ it('what an inbox page showed stays shown after a restart (the mark is written b
     await until('the wait parked', () => d!.engine.parkedWaits() === 1);
     const bob = (await d.account('bob')).client;
     const fresh = await bob.send({ to: 'claude', subject: 'new', body: 'y' });
-    assert.deepEqual((await waiting).messages.map((m) => m.message_id), [old.message_id, fresh.message_id]);
+    assert.deepEqual(
+      (await waiting).messages.map((m) => m.message_id),
+      [old.message_id, fresh.message_id],
+    );
     claude.close();
   } finally {
     await d?.stop();

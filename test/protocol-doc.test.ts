@@ -53,8 +53,7 @@ test('the document covers every op, route, error code and limit, and the semanti
   for (const [code, spec] of Object.entries(ERROR_TABLE)) assert.match(doc, new RegExp(`\\| \`${code}\` \\| ${spec.http} \\|`), code);
   for (const [k, v] of Object.entries(LIMITS)) assert.ok(doc.includes(`| \`${k}\` | ${v} |`), k);
   assert.match(doc, /^\| question \| case \| rule \|$/m);
-  for (const topic of ['Who reads it', 'Who acknowledges for whom', 'When a wait parks', 'Where a reply goes'])
-    assert.ok(doc.includes(`| ${topic} |`), topic);
+  for (const topic of ['Who reads it', 'Who acknowledges for whom', 'When a wait parks', 'Where a reply goes']) assert.ok(doc.includes(`| ${topic} |`), topic);
   for (const fact of ['2025-03-26', '2025-06-18', '2025-11-25', '-32601', '-32602', '202', 'isError: true', 'session_ended {account}', 'redirected: true'])
     assert.ok(doc.includes(fact), fact);
 });

@@ -65,7 +65,10 @@ describe('reply', () => {
     assert.equal(got.subject, 'Re: review please');
     assert.equal(got.reply_to, s.message_id);
     const mine = await claude.inbox();
-    assert.ok(mine.messages.some((m) => m.message_id === r.json.message_id), `the reply reached ${me.address}`);
+    assert.ok(
+      mine.messages.some((m) => m.message_id === r.json.message_id),
+      `the reply reached ${me.address}`,
+    );
     // A reply to the reply keeps one Re:.
     const rr = await claude.reply({ message_id: r.json.message_id, body: 'thanks for the review, merging' });
     assert.equal((await codex.get(rr.message_id)).message.subject, 'Re: review please');
@@ -76,7 +79,10 @@ describe('reply', () => {
     const r = await codex.reply({ message_id: s.message_id, body: 'will do tomorrow', ack: false });
     assert.equal(r.acked, false);
     const page = await codex.inbox();
-    assert.ok(page.messages.some((m) => m.message_id === s.message_id), 'still unacknowledged');
+    assert.ok(
+      page.messages.some((m) => m.message_id === s.message_id),
+      'still unacknowledged',
+    );
     await codex.ack(s.message_id);
   });
 
@@ -95,7 +101,10 @@ describe('reply', () => {
     await refused(gemini.reply({ message_id: s.message_id, body: 'me too' }), 'not_addressed_to_you');
     await refused(codex.reply({ message_id: 'm-doesnotexist', body: 'x' }), 'unknown_message');
     assert.equal(await d.engine.store.headSeq(), head, 'nothing was stored');
-    assert.ok((await codex.inbox()).messages.some((m) => m.message_id === s.message_id), 'and nothing acknowledged');
+    assert.ok(
+      (await codex.inbox()).messages.some((m) => m.message_id === s.message_id),
+      'and nothing acknowledged',
+    );
     const noTo = await tool(codexMcp, 'm4a_mail_send', { subject: 'Re: private', body: 'x', reply_to: s.message_id });
     assert.equal(noTo.isError, true);
     assert.deepEqual([noTo.json.error.code, noTo.json.error.field], ['malformed', 'to']);

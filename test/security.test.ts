@@ -9,11 +9,14 @@ import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js'
 
 function withHost(port: number, host: string, path: string, token: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': 2 } }, (res) => {
-      let data = '';
-      res.on('data', (c) => (data += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(data) }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method: 'POST', headers: { host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': 2 } },
+      (res) => {
+        let data = '';
+        res.on('data', (c) => (data += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(data) }));
+      },
+    );
     req.on('error', reject);
     req.end('{}');
   });
@@ -63,7 +66,7 @@ describe('security', () => {
     assert.ok(!(await d.operator.admin.accountList()).accounts.some((x) => x.id === 'mallory'));
   });
 
-  it('refuses a foreign Host or Origin (DNS rebinding), and accepts the daemon\'s own', async () => {
+  it("refuses a foreign Host or Origin (DNS rebinding), and accepts the daemon's own", async () => {
     assert.equal((await withHost(d.port, `127.0.0.1:${d.port}`, '/mail/whoami', aSecret)).status, 200);
     assert.equal((await withHost(d.port, `localhost:${d.port}`, '/mail/whoami', aSecret)).status, 200);
     for (const host of [`evil.example:${d.port}`, `127.0.0.1:${d.port + 1}`, 'localhost', `127.0.0.2:${d.port}`]) {
@@ -88,7 +91,7 @@ describe('security', () => {
   });
 
   it('refuses malformed bodies without storing anything', async () => {
-    const before = (await d.engine.store.headSeq());
+    const before = await d.engine.store.headSeq();
     for (const body of ['{', 'null', '[]', '"x"', '{"to":1,"subject":"s","body":"b"}', '{"to":"bob"}']) {
       const r = await raw(d.url, '/mail/send', { token: aSecret, body });
       assert.equal(r.status, 400, body);
@@ -148,7 +151,16 @@ describe('security', () => {
     });
 
     it('refuses listener URLs off the machine', async () => {
-      for (const url of ['http://example.com/x', 'http://10.0.0.1/x', 'http://127.0.0.2/x', 'https://localhost/x', 'http://user:pw@localhost/x', 'http://localhost.evil.example/x', 'file:///etc/passwd', 'not a url']) {
+      for (const url of [
+        'http://example.com/x',
+        'http://10.0.0.1/x',
+        'http://127.0.0.2/x',
+        'https://localhost/x',
+        'http://user:pw@localhost/x',
+        'http://localhost.evil.example/x',
+        'file:///etc/passwd',
+        'not a url',
+      ]) {
         const err = await d.operator.admin.listenerSet('bob', url).catch((e: unknown) => e);
         assert.ok(err instanceof MailError && err.code === 'malformed' && err.details.field === 'url', url);
       }

@@ -40,7 +40,7 @@ describe('sessions', () => {
     return p;
   };
 
-  it('each process of an account is its own session; a sibling\'s session mail is unreadable', async () => {
+  it("each process of an account is its own session; a sibling's session mail is unreadable", async () => {
     const one = await agent();
     const two = await agent();
     const w1 = (await one.call('/mail/whoami')).body;
@@ -71,7 +71,7 @@ describe('sessions', () => {
     await two.exit();
   });
 
-  it('a restarted agent with the same provider session is the successor and reads its predecessor\'s mail', async () => {
+  it("a restarted agent with the same provider session is the successor and reads its predecessor's mail", async () => {
     const first = await agent(['--resume', 'conv-1234'], fakeClaude);
     const me1 = (await first.call('/mail/whoami')).body;
     assert.equal(me1.card.corroborated.provider, 'claude');
@@ -97,7 +97,7 @@ describe('sessions', () => {
     assert.ok(seen.includes(reply.message_id));
     // Mail to the old address now reaches the successor, and the response says where it went.
     const late = await codex.send({ to: me1.address, subject: 'after restart', body: '' });
-    assert.equal(late.to, `claude/${me2.slug}`, 'printed short: the lineage\'s slug');
+    assert.equal(late.to, `claude/${me2.slug}`, "printed short: the lineage's slug");
     assert.equal(late.redirected, true);
     const dir = await codex.directory({ detail: true, include_ended: true });
     const old = dir.accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me1.address)!;
@@ -117,7 +117,10 @@ describe('sessions', () => {
     assert.ok(listed?.ended_at);
     const pruned = await d.engine.store.pruneSessions(Date.now() + 1);
     assert.ok(pruned >= 1);
-    assert.equal((await codex.directory({ detail: true, include_ended: true })).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address), undefined);
+    assert.equal(
+      (await codex.directory({ detail: true, include_ended: true })).accounts.find((a) => a.id === 'claude')!.sessions.find((s) => s.address === me.address),
+      undefined,
+    );
     assert.ok((await codex.get(m.message_id)).message, 'pruning deletes no mail');
   });
 

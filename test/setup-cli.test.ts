@@ -145,8 +145,14 @@ describe('m4a setup / unsetup (CLI, auto-started daemon)', () => {
         ['.claude/settings.json', 'created'],
       ],
     );
-    assert.ok(result.todo.some((t) => /workspace trust/.test(t)), 'says what approval still needs');
-    assert.ok(result.todo.some((t) => t.includes(join(dir, '.claude', 'settings.json')) && /hooks/.test(t)), 'says the hooks need the trust dialog too');
+    assert.ok(
+      result.todo.some((t) => /workspace trust/.test(t)),
+      'says what approval still needs',
+    );
+    assert.ok(
+      result.todo.some((t) => t.includes(join(dir, '.claude', 'settings.json')) && /hooks/.test(t)),
+      'says the hooks need the trust dialog too',
+    );
 
     assert.equal(statSync(creds()).mode & 0o777, 0o600);
     const stored = (JSON.parse(readFileSync(creds(), 'utf8')) as { accounts: Record<string, { secret: string; provider: string }> }).accounts.claude!;
@@ -166,7 +172,7 @@ describe('m4a setup / unsetup (CLI, auto-started daemon)', () => {
     assert.equal(me.account, 'claude');
   });
 
-  it('the Stop hook it wrote runs under sh -c with Claude Code\'s Stop JSON: exit 0, quiet with no mail, blocks with new mail', () => {
+  it("the Stop hook it wrote runs under sh -c with Claude Code's Stop JSON: exit 0, quiet with no mail, blocks with new mail", () => {
     const settings = JSON.parse(readFileSync(join(dir, '.claude', 'settings.json'), 'utf8')) as { hooks: Record<string, { hooks: { command: string; timeout: number }[] }[]> };
     const stop = settings.hooks.Stop!;
     assert.equal(stop.length, 1);
@@ -174,7 +180,15 @@ describe('m4a setup / unsetup (CLI, auto-started daemon)', () => {
     assert.ok(timeout > 540, 'outlasts the listen-mode long poll');
     assert.match(command, / hook claude-stop --account claude$/);
     // The Stop payload Claude Code sends (AGENT-INTEGRATIONS §2.2).
-    const input = JSON.stringify({ session_id: 'abc123', transcript_path: '/tmp/abc123.jsonl', cwd: dir, permission_mode: 'default', hook_event_name: 'Stop', stop_hook_active: false, last_assistant_message: 'Done.' });
+    const input = JSON.stringify({
+      session_id: 'abc123',
+      transcript_path: '/tmp/abc123.jsonl',
+      cwd: dir,
+      permission_mode: 'default',
+      hook_event_name: 'Stop',
+      stop_hook_active: false,
+      last_assistant_message: 'Done.',
+    });
     const hook = () => spawnSync('sh', ['-c', command], { input, encoding: 'utf8', env, cwd: dir, timeout: 60_000 });
     const quiet = hook();
     assert.equal(quiet.status, 0, quiet.stderr);

@@ -29,7 +29,9 @@ function home(): { home: string; env: NodeJS.ProcessEnv } {
   temps.push(h);
   // A secret in both places a careless writer could copy it from.
   mkdirSync(join(h, '.config', 'mail4agent'), { recursive: true });
-  writeFileSync(join(h, '.config', 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { claude: { secret: SECRET, provider: 'claude' } } }), { mode: 0o600 });
+  writeFileSync(join(h, '.config', 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { claude: { secret: SECRET, provider: 'claude' } } }), {
+    mode: 0o600,
+  });
   return { home: h, env: { HOME: h, PATH: '', M4A_PORT: '7341', M4A_TOKEN: SECRET } };
 }
 
@@ -72,8 +74,7 @@ function insertedPart(orig: string, now: string): string {
   return now.slice(p, now.length - s);
 }
 
-const run = (o: Partial<SetupOptions> & { program: Program; env: NodeJS.ProcessEnv }) =>
-  setupFiles({ scope: USER, transport: 'stdio', account: o.program, bridge: BRIDGE, ...o });
+const run = (o: Partial<SetupOptions> & { program: Program; env: NodeJS.ProcessEnv }) => setupFiles({ scope: USER, transport: 'stdio', account: o.program, bridge: BRIDGE, ...o });
 const actions = (files: { path: string; action: string }[]): string[] => files.map((f) => f.action);
 
 function assertNoSecret(paths: string[]): void {
@@ -101,7 +102,7 @@ describe('setup writers: Claude Code', () => {
     delete (v.mcpServers as Record<string, unknown>).m4a;
     assert.deepEqual(v, o, 'nothing else changed in meaning');
     const part = insertedPart(orig, now);
-    assert.match(part, /^,\n {4}"m4a": \{\n {6}"type": "stdio",\n/, 'inserted after the other server, in the file\'s indentation');
+    assert.match(part, /^,\n {4}"m4a": \{\n {6}"type": "stdio",\n/, "inserted after the other server, in the file's indentation");
     assert.equal(read(`${file}.m4a-backup`), orig, 'backup of the original');
 
     const skill = read(join(h, '.claude', 'skills', 'mail4agent', 'SKILL.md'));
@@ -148,7 +149,10 @@ describe('setup writers: Claude Code', () => {
       { path: join(dir, '.claude', 'skills', 'mail4agent', 'SKILL.md'), action: 'created' },
       { path: join(dir, '.claude', 'settings.json'), action: 'created' },
     ]);
-    assert.equal(read(join(dir, '.mcp.json')), '{\n  "mcpServers": {\n    "m4a": {\n      "type": "stdio",\n      "command": "m4a",\n      "args": [\n        "mcp",\n        "--account",\n        "claude"\n      ]\n    }\n  }\n}\n');
+    assert.equal(
+      read(join(dir, '.mcp.json')),
+      '{\n  "mcpServers": {\n    "m4a": {\n      "type": "stdio",\n      "command": "m4a",\n      "args": [\n        "mcp",\n        "--account",\n        "claude"\n      ]\n    }\n  }\n}\n',
+    );
     assert.deepEqual(json(local).enabledMcpjsonServers, ['github', 'm4a']);
     assert.equal(insertedPart(origLocal, read(local)), ',\n    "m4a"');
     assertNoSecret(Object.keys(snapshot(dir)).map((p) => join(dir, p)));
@@ -189,7 +193,7 @@ describe('setup writers: Claude Code', () => {
     put(file, orig);
     run({ program: 'claude', env });
     assert.deepEqual(actions(run({ program: 'claude', transport: 'http', env: { ...env, M4A_PORT: '7400' } })), ['updated', 'unchanged', 'unchanged']);
-    assert.equal(((json(file).mcpServers as Record<string, Record<string, unknown>>).m4a)!.url, 'http://127.0.0.1:7400/mcp');
+    assert.equal((json(file).mcpServers as Record<string, Record<string, unknown>>).m4a!.url, 'http://127.0.0.1:7400/mcp');
     unsetupFiles({ program: 'claude', scope: USER, env });
     assert.equal(read(file), orig);
   });
@@ -282,7 +286,10 @@ describe('setup writers: Codex', () => {
     const { home: h, env } = home();
     put(join(h, '.codex', 'config.toml'), '[mcp_servers.m4a]\ncommand = "mine"\n');
     const before = snapshot(h);
-    assert.throws(() => run({ program: 'codex', env }), (e: unknown) => e instanceof Refusal && /already defines \[mcp_servers\.m4a\]/.test(e.message));
+    assert.throws(
+      () => run({ program: 'codex', env }),
+      (e: unknown) => e instanceof Refusal && /already defines \[mcp_servers\.m4a\]/.test(e.message),
+    );
     assert.deepEqual(snapshot(h), before);
   });
 
@@ -292,7 +299,10 @@ describe('setup writers: Codex', () => {
     put(toml, 'model = "o3"\n[profiles.x\nmodel = "y"\n');
     put(join(h, '.codex', 'AGENTS.md'), fixture('AGENTS.md'));
     const before = snapshot(h);
-    assert.throws(() => run({ program: 'codex', env }), (e: unknown) => e instanceof Refusal && e.message.includes(toml) && /line|\(\d+, \d+\)/.test(e.message));
+    assert.throws(
+      () => run({ program: 'codex', env }),
+      (e: unknown) => e instanceof Refusal && e.message.includes(toml) && /line|\(\d+, \d+\)/.test(e.message),
+    );
     assert.deepEqual(snapshot(h), before);
   });
 
@@ -315,7 +325,7 @@ describe('setup writers: Gemini CLI', () => {
     const v = json(file);
     assert.deepEqual((v.mcpServers as Record<string, unknown>).m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
     const part = insertedPart(orig, read(file));
-    assert.match(part, /^,\n {8}"m4a": \{\n {12}"command": "m4a",/, 'the file\'s own 4-space indentation');
+    assert.match(part, /^,\n {8}"m4a": \{\n {12}"command": "m4a",/, "the file's own 4-space indentation");
     assert.ok(read(file).includes('// theme chosen in /settings'), 'comments kept');
     assert.match(read(join(h, '.gemini', 'GEMINI.md')), /^<!-- >>> mail4agent >>> -->\n## mail4agent/);
 
@@ -398,7 +408,10 @@ describe('setup writers: refusals and ownership', () => {
     const file = join(h, '.cursor', 'mcp.json');
     const orig = '{\n  "mcpServers": {\n    "m4a": { "command": "my-own-m4a" }\n  }\n}\n';
     put(file, orig);
-    assert.throws(() => run({ program: 'cursor', env }), (e: unknown) => e instanceof Refusal && /did not write/.test(e.message));
+    assert.throws(
+      () => run({ program: 'cursor', env }),
+      (e: unknown) => e instanceof Refusal && /did not write/.test(e.message),
+    );
     assert.equal(read(file), orig);
     assert.ok(!existsSync(`${file}.m4a-backup`));
     run({ program: 'cursor', env, force: true });
@@ -416,7 +429,7 @@ describe('setup writers: refusals and ownership', () => {
     assert.ok(!existsSync(join(h, '.claude.json')), 'the MCP file was not created either');
   });
 
-  it('keeps each file\'s style: CRLF, minified JSON, mode 0600, a symlinked settings file', () => {
+  it("keeps each file's style: CRLF, minified JSON, mode 0600, a symlinked settings file", () => {
     const { home: h, env } = home();
     const crlf = '{\r\n  "ui": {\r\n    "theme": "Dracula"\r\n  }\r\n}\r\n';
     const dotfile = join(h, 'dotfiles', 'gemini.json');
@@ -461,7 +474,11 @@ describe('setup writers: refusals and ownership', () => {
     const once = snapshot(h);
     for (const program of ['claude', 'codex', 'gemini', 'cursor'] as const) run({ program, env });
     assert.deepEqual(snapshot(h), once);
-    assertNoSecret(Object.keys(once).filter((p) => !p.includes('credentials')).map((p) => join(h, p)));
+    assertNoSecret(
+      Object.keys(once)
+        .filter((p) => !p.includes('credentials'))
+        .map((p) => join(h, p)),
+    );
     for (const program of ['cursor', 'claude', 'gemini', 'codex'] as const) unsetupFiles({ program, scope: USER, env });
     assert.deepEqual(snapshot(h), before);
   });
@@ -476,7 +493,11 @@ describe('setup: the bridge command and the guide', () => {
     symlinkSync(main, join(bin, 'm4a'));
     writeFileSync(join(other, 'm4a'), '#!/bin/sh\n', { mode: 0o755 });
     assert.deepEqual(resolveBridge({ PATH: bin }, main, '/usr/bin/node'), { command: 'm4a', prefix: [], portable: true });
-    assert.deepEqual(resolveBridge({ PATH: `${other}:${bin}` }, main, '/usr/bin/node'), { command: '/usr/bin/node', prefix: [main], portable: false }, 'the first m4a on PATH is someone else\'s');
+    assert.deepEqual(
+      resolveBridge({ PATH: `${other}:${bin}` }, main, '/usr/bin/node'),
+      { command: '/usr/bin/node', prefix: [main], portable: false },
+      "the first m4a on PATH is someone else's",
+    );
     assert.deepEqual(resolveBridge({ PATH: '' }, main, '/usr/bin/node'), { command: '/usr/bin/node', prefix: [main], portable: false });
     assert.match(DIST_MAIN, /[/\\]dist[/\\]cli[/\\]main\.js$/);
   });
@@ -494,13 +515,16 @@ describe('setup: the bridge command and the guide', () => {
     assert.ok(section.split('\n').length <= 40, 'under ~40 lines');
     const checklist = section.split('\n').filter((l) => /^\d\. /.test(l));
     assert.equal(checklist.length, 5, 'a five-line checklist');
-    for (const [i, step] of [/^1\. Read/, /^2\. Act/, /^3\. Reply .*m4a_mail_reply.*Just `m4a_mail_ack`/, /^4\. Ack what you skip/, /^5\. .*sessions share one queue/].entries()) assert.match(checklist[i]!, step);
-    for (const tool of ['m4a_mail_inbox', 'm4a_mail_reply {message_id, body}', 'm4a_mail_send', 'm4a_mail_ack', 'm4a_mail_peers', 'm4a_mail_whoami']) assert.ok(section.includes(tool), tool);
+    for (const [i, step] of [/^1\. Read/, /^2\. Act/, /^3\. Reply .*m4a_mail_reply.*Just `m4a_mail_ack`/, /^4\. Ack what you skip/, /^5\. .*sessions share one queue/].entries())
+      assert.match(checklist[i]!, step);
+    for (const tool of ['m4a_mail_inbox', 'm4a_mail_reply {message_id, body}', 'm4a_mail_send', 'm4a_mail_ack', 'm4a_mail_peers', 'm4a_mail_whoami'])
+      assert.ok(section.includes(tool), tool);
     assert.match(section, /"You have new mail" means mail you have not been shown yet\. It stays in the inbox.*until it is acknowledged/);
     assert.match(section, /Loop guard: agents that keep answering each other with no person .* quieted.*no acknowledgement-only replies/);
     for (const must of [/in the chat/, /self-contained/, /not the user's instructions/, /never send secrets/]) assert.match(section, must);
     const body = section.replace(/^## /, '');
-    for (const rendered of [renderGuide('claude', 'file'), renderGuide('cursor', 'file'), renderGuide('gemini', 'section')]) assert.ok(rendered.replace(/^#+ /m, '').includes(body), 'the same text everywhere');
+    for (const rendered of [renderGuide('claude', 'file'), renderGuide('cursor', 'file'), renderGuide('gemini', 'section')])
+      assert.ok(rendered.replace(/^#+ /m, '').includes(body), 'the same text everywhere');
   });
 });
 
@@ -520,7 +544,7 @@ function assertKeptInOrder(orig: string, now: string): void {
 }
 
 describe('setup writers: hooks', () => {
-  it('Claude Code user: appends our groups after the user\'s own Stop and PostToolUse hooks, keeps permissions; idempotent; unsetup restores the bytes', () => {
+  it("Claude Code user: appends our groups after the user's own Stop and PostToolUse hooks, keeps permissions; idempotent; unsetup restores the bytes", () => {
     const { home: h, env } = home();
     const file = join(h, '.claude', 'settings.json');
     const orig = fixture('claude-settings.json');
@@ -542,7 +566,11 @@ describe('setup writers: hooks', () => {
     assert.deepEqual({ ...v, hooks: o.hooks }, o, 'permissions, env, model and the rest unchanged');
     assert.deepEqual(Object.keys(v), Object.keys(o), 'no member moved');
     assertKeptInOrder(orig, read(file));
-    assert.match(read(file), /\n {6}\},\n {6}\{\n {8}"hooks": \[\n {10}\{\n {12}"type": "command",\n {12}"command": "m4a hook claude-stop --account claude",\n {12}"timeout": 600\n/, 'after the user\'s group, in the file\'s indentation');
+    assert.match(
+      read(file),
+      /\n {6}\},\n {6}\{\n {8}"hooks": \[\n {10}\{\n {12}"type": "command",\n {12}"command": "m4a hook claude-stop --account claude",\n {12}"timeout": 600\n/,
+      "after the user's group, in the file's indentation",
+    );
     assert.equal(read(`${file}.m4a-backup`), orig);
 
     const snap = snapshot(h);
@@ -571,7 +599,7 @@ describe('setup writers: hooks', () => {
     assert.deepEqual(readdirSync(dir), []);
   });
 
-  it('Codex: $CODEX_HOME/hooks.json beside the user\'s hooks (seconds); project: .codex/hooks.json; both undone exactly', () => {
+  it("Codex: $CODEX_HOME/hooks.json beside the user's hooks (seconds); project: .codex/hooks.json; both undone exactly", () => {
     const { home: h, env } = home();
     const codexHome = join(h, 'codex-home');
     const file = join(codexHome, 'hooks.json');
@@ -618,7 +646,7 @@ describe('setup writers: hooks', () => {
     });
     assert.deepEqual(v.mcpServers.m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
     assertKeptInOrder(orig, read(file));
-    assert.match(read(file), /\n {4}"hooks": \{\n {8}"AfterAgent": \[\n {12}\{/, 'the file\'s own 4-space indentation');
+    assert.match(read(file), /\n {4}"hooks": \{\n {8}"AfterAgent": \[\n {12}\{/, "the file's own 4-space indentation");
     const snap = snapshot(h);
     run({ program: 'gemini', env });
     assert.deepEqual(snapshot(h), snap);
@@ -626,7 +654,7 @@ describe('setup writers: hooks', () => {
     assert.equal(read(file), orig);
   });
 
-  it('Cursor user: appends to the flat stop list after the user\'s hook, keeps version 1; idempotent; unsetup restores', () => {
+  it("Cursor user: appends to the flat stop list after the user's hook, keeps version 1; idempotent; unsetup restores", () => {
     const { home: h, env } = home();
     const file = join(h, '.cursor', 'hooks.json');
     const orig = fixture('cursor-hooks.json');
@@ -640,7 +668,7 @@ describe('setup writers: hooks', () => {
     assert.equal(
       insertedPart(orig, read(file)),
       ',\n      {\n        "command": "m4a hook cursor-stop --account cursor",\n        "timeout": 600,\n        "loop_limit": 5\n      }',
-      'one object after the user\'s, no inner hooks wrapper',
+      "one object after the user's, no inner hooks wrapper",
     );
     const snap = snapshot(h);
     run({ program: 'cursor', env });
@@ -662,7 +690,7 @@ describe('setup writers: hooks', () => {
 
   it('the command is quoted for the shell when the bridge path needs it', () => {
     const { home: h, env } = home();
-    const bridge: Bridge = { command: "/opt/my node/bin/node", prefix: ["/srv/it's/dist/cli/main.js"], portable: false };
+    const bridge: Bridge = { command: '/opt/my node/bin/node', prefix: ["/srv/it's/dist/cli/main.js"], portable: false };
     run({ program: 'cursor', env, bridge });
     const cmd = ((json(join(h, '.cursor', 'hooks.json')) as Json).hooks.stop as Json[])[0]!.command as string;
     assert.equal(cmd, `'/opt/my node/bin/node' '/srv/it'\\''s/dist/cli/main.js' hook cursor-stop --account cursor`);
@@ -682,7 +710,11 @@ describe('setup writers: hooks', () => {
       put(join(h, rel), text);
       const before = snapshot(h);
       const program = rel.startsWith('.claude') ? 'claude' : 'cursor';
-      assert.throws(() => run({ program, env }), (e: unknown) => e instanceof Refusal && e.message.includes(join(h, rel)) && why.test(e.message), `${rel}: ${text}`);
+      assert.throws(
+        () => run({ program, env }),
+        (e: unknown) => e instanceof Refusal && e.message.includes(join(h, rel)) && why.test(e.message),
+        `${rel}: ${text}`,
+      );
       assert.deepEqual(snapshot(h), before, 'no MCP entry, guide, backup or state either');
     }
   });

@@ -91,10 +91,12 @@ describe('sqlite store', () => {
     old.exec(MIGRATIONS[0] as string);
     old.pragma('user_version = 1');
     const a = account('alice');
-    old.prepare(
-      `INSERT INTO accounts (id, kind, label, perm_send, perm_read, perm_urgent, perm_operator, bind_provider,
+    old
+      .prepare(
+        `INSERT INTO accounts (id, kind, label, perm_send, perm_read, perm_urgent, perm_operator, bind_provider,
          secret_digest, created_at) VALUES (?, ?, ?, 1, 1, 0, 0, NULL, ?, ?)`,
-    ).run(a.id, a.kind, a.label, a.secretDigest, a.createdAt);
+      )
+      .run(a.id, a.kind, a.label, a.secretDigest, a.createdAt);
     old.prepare('INSERT INTO rooms (name, created_at) VALUES (?, ?)').run('lobby', 7);
     old.prepare('INSERT INTO members (room, account, acked) VALUES (?, ?, 0)').run('lobby', 'alice');
     const insertSession = old.prepare(
@@ -107,11 +109,13 @@ describe('sqlite store', () => {
     insertSession.run('alice', 's1', 'ps-s1', 2_000, 2_000, 3_000, 's2');
     insertSession.run('alice', 's2', 'ps-s1', 3_000, 3_500, null, null);
     const mail = message(R('lobby'));
-    old.prepare(
-      `INSERT INTO messages (id, thread_id, from_account, from_session, from_kind, to_address, to_key, subject,
+    old
+      .prepare(
+        `INSERT INTO messages (id, thread_id, from_account, from_session, from_kind, to_address, to_key, subject,
          body, reply_to, correlation, refs, priority, created_at, idempotency_key, fingerprint)
        VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?, NULL, NULL, '[]', ?, ?, NULL, NULL)`,
-    ).run(mail.id, mail.threadId, mail.fromAccount, mail.fromKind, mail.toAddress, mail.toKey, mail.subject, mail.body, mail.priority, mail.createdAt);
+      )
+      .run(mail.id, mail.threadId, mail.fromAccount, mail.fromKind, mail.toAddress, mail.toKey, mail.subject, mail.body, mail.priority, mail.createdAt);
     old.prepare('INSERT INTO mailbox_counts (to_key, total, unacked) VALUES (?, 1, 1)').run(mail.toKey);
     old.close();
 
@@ -125,12 +129,33 @@ describe('sqlite store', () => {
     }
     assert.deepEqual(await store.getAccount('alice'), { ...a, bornSeq: 0 });
     assert.deepEqual(await store.getSession('alice', 's1'), {
-      account: 'alice', id: 's1', lineage: 's1', hostId: 'host-1', pid: 4242, startTime: 77, exe: '/usr/bin/agent',
-      uid: 1000, corroborated: { provider: 'claude', providerSessionId: 'ps-s1', cwd: '/w/web' },
-      declared: { workingOn: 'parser' }, createdAt: 2_000, lastSeen: 2_000, endedAt: 3_000, successor: 's2', slug: null,
+      account: 'alice',
+      id: 's1',
+      lineage: 's1',
+      hostId: 'host-1',
+      pid: 4242,
+      startTime: 77,
+      exe: '/usr/bin/agent',
+      uid: 1000,
+      corroborated: { provider: 'claude', providerSessionId: 'ps-s1', cwd: '/w/web' },
+      declared: { workingOn: 'parser' },
+      createdAt: 2_000,
+      lastSeen: 2_000,
+      endedAt: 3_000,
+      successor: 's2',
+      slug: null,
     });
-    assert.deepEqual((await store.listSessions()).map((s) => [s.id, s.lineage, s.slug]), [['s1', 's1', null], ['s2', 's1', null]]);
-    assert.deepEqual((await store.lineageSessions('alice', 's1')).map((s) => s.id), ['s1', 's2']);
+    assert.deepEqual(
+      (await store.listSessions()).map((s) => [s.id, s.lineage, s.slug]),
+      [
+        ['s1', 's1', null],
+        ['s2', 's1', null],
+      ],
+    );
+    assert.deepEqual(
+      (await store.lineageSessions('alice', 's1')).map((s) => s.id),
+      ['s1', 's2'],
+    );
     assert.deepEqual(await store.listRooms(), [{ name: 'lobby', createdAt: 7, members: ['alice'], everyone: false, open: false }]);
     assert.deepEqual(await store.getMessage(mail.id), { ...mail, seq: 1 });
     const me = scope('alice', 's1', ['lobby']);
@@ -169,12 +194,15 @@ describe('sqlite store', () => {
     name.run('alice', '@kept', 's2', 'alias');
     old.close();
     const store = openAt(path);
-    assert.deepEqual((await store.namesOf('alice')).map((n) => [n.name, n.kind, n.lineage]), [
-      ['@billing', 'slug', 's3'],
-      ['@front', 'alias', 's1'],
-      ['@kept', 'alias', 's2'],
-      ['web', 'slug', 's1'],
-    ]);
+    assert.deepEqual(
+      (await store.namesOf('alice')).map((n) => [n.name, n.kind, n.lineage]),
+      [
+        ['@billing', 'slug', 's3'],
+        ['@front', 'alias', 's1'],
+        ['@kept', 'alias', 's2'],
+        ['web', 'slug', 's1'],
+      ],
+    );
     await store.close();
   });
 
@@ -247,7 +275,10 @@ describe('sqlite store', () => {
     const spent = store.stats().commits - before.commits;
     assert.ok(spent < 100, `100 appends took ${spent} commits`);
     assert.equal(spent, 1);
-    assert.deepEqual(outs.map((o) => o.message.seq), Array.from({ length: 100 }, (_, i) => i + 1));
+    assert.deepEqual(
+      outs.map((o) => o.message.seq),
+      Array.from({ length: 100 }, (_, i) => i + 1),
+    );
     assert.equal(await store.unread(scope('bob')), 100);
   });
 
@@ -265,10 +296,7 @@ describe('sqlite store', () => {
   it('rejects every caller of a failing batch with the original error and commits none of it', async () => {
     const store = openAt(freshPath());
     const good = message(A('bob'));
-    const results = await Promise.allSettled([
-      store.appendMessage(good, 0),
-      store.appendMessage(message(A('bob'), { id: good.id }), 0),
-    ]);
+    const results = await Promise.allSettled([store.appendMessage(good, 0), store.appendMessage(message(A('bob'), { id: good.id }), 0)]);
     for (const r of results) {
       assert.equal(r.status, 'rejected');
       if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, 'SQLITE_CONSTRAINT_UNIQUE');

@@ -42,13 +42,17 @@ describe('timers', () => {
       d = await startTestDaemon({ dataDir, clock });
       bob = new MailClient({ url: d.url, token: secret });
       clock.advance(0);
-      const [m] = await until('the reminder', async () => {
-        const r = await reminders(bob);
-        return r.length > 0 && r;
-      }, 5_000);
+      const [m] = await until(
+        'the reminder',
+        async () => {
+          const r = await reminders(bob);
+          return r.length > 0 && r;
+        },
+        5_000,
+      );
       assert.equal(m!.subject, 'Reminder: re-check the audit');
       assert.equal(m!.from_kind, 'service');
-      assert.equal(m!.to, undefined, 'to the reader\'s own account: left out');
+      assert.equal(m!.to, undefined, "to the reader's own account: left out");
       assert.deepEqual((await bob.timers()).timers, [], 'a fired timer is gone');
       clock.advance(60 * MIN);
       await new Promise((r) => setTimeout(r, 150));
@@ -70,7 +74,10 @@ describe('timers', () => {
       const a = await carol.remind(60, 'stand up');
       assert.equal(a.to, me.address, 'this test process is an attested session of carol');
       const b = await carol.remind(120, 'never');
-      assert.deepEqual((await carol.timers()).timers.map((x) => x.id), [a.id, b.id]);
+      assert.deepEqual(
+        (await carol.timers()).timers.map((x) => x.id),
+        [a.id, b.id],
+      );
       assert.deepEqual((await dan.timers()).timers, []);
       await assert.rejects(dan.timerClear(a.id), (e: unknown) => e instanceof MailError && e.code === 'unknown_timer');
       const snoozed = await carol.timerSnooze(a.id, 600);
@@ -82,10 +89,14 @@ describe('timers', () => {
       await new Promise((r) => setTimeout(r, 100));
       assert.equal((await reminders(carol)).length, 0, 'snoozed past 5 minutes; the cleared one never fires');
       clock.advance(6 * MIN);
-      const [m] = await until('the snoozed reminder', async () => {
-        const r = await reminders(carol);
-        return r.length > 0 && r;
-      }, 5_000);
+      const [m] = await until(
+        'the snoozed reminder',
+        async () => {
+          const r = await reminders(carol);
+          return r.length > 0 && r;
+        },
+        5_000,
+      );
       assert.equal(m!.to, `carol/${me.slug}`, 'session mail, printed short');
       assert.equal(m!.subject, 'Reminder: stand up');
       clock.advance(60 * MIN);
@@ -117,7 +128,11 @@ describe('timers', () => {
     try {
       const { secret } = await d.account('fay');
       const rpc = async (body: unknown) => {
-        const res = await fetch(`${d.url}/mcp`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify(body) });
+        const res = await fetch(`${d.url}/mcp`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify(body),
+        });
         return (await res.json()) as any;
       };
       await rpc({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });

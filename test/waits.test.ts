@@ -13,10 +13,13 @@ const tick = () => new Promise((r) => setTimeout(r, 20));
 async function settledWithin<T>(p: Promise<T>, ms: number): Promise<{ done: boolean; value?: T }> {
   let done = false;
   let value: T | undefined;
-  void p.then((v) => {
-    done = true;
-    value = v;
-  }, () => (done = true));
+  void p.then(
+    (v) => {
+      done = true;
+      value = v;
+    },
+    () => (done = true),
+  );
   await new Promise((r) => setTimeout(r, ms));
   return value === undefined ? { done } : { done, value };
 }
@@ -40,7 +43,10 @@ describe('waits (real clock)', () => {
     const sent = await a.send({ to: 'b', subject: 'wake', body: '' });
     const page = await waiting;
     const ms = performance.now() - t0;
-    assert.deepEqual(page.messages.map((m) => m.message_id), [sent.message_id]);
+    assert.deepEqual(
+      page.messages.map((m) => m.message_id),
+      [sent.message_id],
+    );
     assert.ok(ms < 1000, `woken after ${ms.toFixed(1)} ms (sanity bound, not a benchmark)`);
   });
 
@@ -50,17 +56,23 @@ describe('waits (real clock)', () => {
     const w = b.inbox({ wait_secs: 30 });
     await until('the wait parked', () => d.engine.parkedWaits() === 1);
     const sent = await a.send({ to: 'b', subject: 'x', body: '' });
-    assert.deepEqual((await w).messages.map((m) => m.message_id), [sent.message_id]);
+    assert.deepEqual(
+      (await w).messages.map((m) => m.message_id),
+      [sent.message_id],
+    );
     // Left unacknowledged: it was shown, so it does not end the next wait (no spinning)…
     const again = b.inbox({ wait_secs: 30 });
     await until('the second wait parked', () => d.engine.parkedWaits() === 1);
     // …new mail does, and the answer lists both.
     const next = await a.send({ to: 'b', subject: 'y', body: '' });
-    assert.deepEqual((await again).messages.map((m) => m.message_id), [sent.message_id, next.message_id]);
+    assert.deepEqual(
+      (await again).messages.map((m) => m.message_id),
+      [sent.message_id, next.message_id],
+    );
     await b.ack([sent.message_id, next.message_id]);
   });
 
-  it('a parked wait never blocks another caller\'s send or read', async () => {
+  it("a parked wait never blocks another caller's send or read", async () => {
     const w = b.inbox({ wait_secs: 30, after: (await b.inbox({ include_acked: true })).next_cursor! });
     await tick();
     const t0 = performance.now();
@@ -77,7 +89,10 @@ describe('waits (real clock)', () => {
     await a.send({ to: 'a', subject: 'not for b', body: '' });
     assert.equal((await settledWithin(w, 80)).done, false);
     await a.send({ to: 'b', subject: 'for b', body: '' });
-    assert.deepEqual((await w).messages.map((m) => m.subject), ['for b']);
+    assert.deepEqual(
+      (await w).messages.map((m) => m.subject),
+      ['for b'],
+    );
   });
 });
 
@@ -130,7 +145,7 @@ describe('waits (manual clock)', () => {
     await tick();
     // a's third wait displaces a's oldest (w4) instead of counting against the total
     const w6 = a.inbox({ wait_secs: 30, after: aCur });
-    assert.deepEqual((await w4).messages, [], 'w4 answered empty by its own session\'s newer wait');
+    assert.deepEqual((await w4).messages, [], "w4 answered empty by its own session's newer wait");
     assert.equal(d.engine.parkedWaits(), 4);
     const c = (await d.account('c')).client;
     const refusedWait = await c.inbox({ wait_secs: 30, after: aCur }).catch((e: unknown) => e);
@@ -173,7 +188,10 @@ describe('waits woken together are answered in batches', () => {
     const s = await sender.send({ to: '#crowd', subject: 'to all of you', body: 'b' });
     const pages = await Promise.all(waits);
     for (const p of pages) {
-      assert.deepEqual(p.messages.map((m) => m.message_id), [s.message_id]);
+      assert.deepEqual(
+        p.messages.map((m) => m.message_id),
+        [s.message_id],
+      );
       assert.equal(p.messages[0]?.acked_at, undefined, 'unacknowledged (acked_at left out)');
       assert.equal(p.unread >= 1, true);
     }
@@ -194,7 +212,10 @@ describe('waits woken together are answered in batches', () => {
     await sender.send({ to: '#crowd', subject: 'after m0 left', body: '' });
     assert.equal((await settledWithin(w, 100)).done, false, 'the removed member is not answered with room mail');
     const direct = await sender.send({ to: 'm0', subject: 'direct', body: '' });
-    assert.deepEqual((await w).messages.map((m) => m.message_id), [direct.message_id]);
+    assert.deepEqual(
+      (await w).messages.map((m) => m.message_id),
+      [direct.message_id],
+    );
   });
 });
 
@@ -262,9 +283,16 @@ describe('a reader that never acknowledges', () => {
   it('a hook notice tells only mail the inbox has not shown, and what it told does not end a wait', async () => {
     assert.deepEqual((await b.notice({ event: 'peek' })).mail, [], 'the inbox showed it all: no news');
     const m8 = await send('eight');
-    assert.deepEqual((await b.notice({ event: 'peek' })).mail.map((m) => m.message_id), [m8], 'new: announced (a peek tells without marking)');
+    assert.deepEqual(
+      (await b.notice({ event: 'peek' })).mail.map((m) => m.message_id),
+      [m8],
+      'new: announced (a peek tells without marking)',
+    );
     const told = await b.notice({ event: 'stop' });
-    assert.deepEqual(told.mail.map((m) => m.message_id), [m8]);
+    assert.deepEqual(
+      told.mail.map((m) => m.message_id),
+      [m8],
+    );
     const w = (await park()).answer;
     const m9 = await send('nine');
     assert.deepEqual(ids(await w).slice(-2), [m8, m9], 'the wait ended on m9 only; m8, told, is listed as unacknowledged');

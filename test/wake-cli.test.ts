@@ -41,8 +41,25 @@ describe('m4a wake / timer / receipts', () => {
   });
 
   it('wake set / list / clear, steps in the order given', async () => {
-    const set = await json(['wake', 'set', 'bob', '--step', 'hooks', '--step', 'command=["/usr/bin/env","{account}"]', '--timeout-secs', '2m', '--step', 'webhook=http://127.0.0.1:9/h', '--rooms']);
-    assert.deepEqual(set.chain.steps, [{ kind: 'hooks' }, { kind: 'command', argv: ['/usr/bin/env', '{account}'], timeout_secs: 120 }, { kind: 'webhook', url: 'http://127.0.0.1:9/h' }]);
+    const set = await json([
+      'wake',
+      'set',
+      'bob',
+      '--step',
+      'hooks',
+      '--step',
+      'command=["/usr/bin/env","{account}"]',
+      '--timeout-secs',
+      '2m',
+      '--step',
+      'webhook=http://127.0.0.1:9/h',
+      '--rooms',
+    ]);
+    assert.deepEqual(set.chain.steps, [
+      { kind: 'hooks' },
+      { kind: 'command', argv: ['/usr/bin/env', '{account}'], timeout_secs: 120 },
+      { kind: 'webhook', url: 'http://127.0.0.1:9/h' },
+    ]);
     assert.equal(set.chain.rooms, true);
     assert.match(set.webhook_signing_key, /^m4a_whsec_/, 'the first webhook chain shows the key once');
     const list = await json(['wake', 'list']);
@@ -56,7 +73,7 @@ describe('m4a wake / timer / receipts', () => {
     assert.deepEqual(named.chain.steps, [{ kind: 'command', argv: ['/usr/bin/env'], env: ['ANTHROPIC_API_KEY', 'M4A_URL'] }], 'names only, never values');
     assert.match((await cli(['wake', 'list'])).stdout, /env=ANTHROPIC_API_KEY,M4A_URL/);
     const token = await cli(['wake', 'set', 'bob', '--step', 'command=["/usr/bin/env"]', '--env', 'M4A_TOKEN', '--json']);
-    assert.equal(JSON.parse(token.stderr).error.field, 'env[0]', 'the starter\'s secret cannot be named');
+    assert.equal(JSON.parse(token.stderr).error.field, 'env[0]', "the starter's secret cannot be named");
     await json(['wake', 'clear', 'bob']);
     assert.deepEqual((await json(['wake', 'list'])).chains, []);
   });

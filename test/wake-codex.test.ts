@@ -28,16 +28,32 @@ function session(over: Partial<WakeSession> = {}): WakeSession {
 }
 let n = 0;
 function request(s: WakeSession | null, urgent = false): WakeRequest {
-  return { eventId: `ev-${++n}`, account: 'codex', session: s, mail: [{ message_id: 'm-1', from: 'claude', subject: 'hello', priority: urgent ? 'urgent' : 'normal', thread_id: 'm-1' }], urgent, text: TEXT };
+  return {
+    eventId: `ev-${++n}`,
+    account: 'codex',
+    session: s,
+    mail: [{ message_id: 'm-1', from: 'claude', subject: 'hello', priority: urgent ? 'urgent' : 'normal', thread_id: 'm-1' }],
+    urgent,
+    text: TEXT,
+  };
 }
 const signal = (): AbortSignal => new AbortController().signal;
 
-async function world(fakeOpts: FakeOptions = {}, adapterOpts: CodexAdapterOptions = {}): Promise<{ fake: FakeCodexAppServer; adapter: CodexAdapter; listen: string; events: { event: string; fields: any }[] }> {
+async function world(
+  fakeOpts: FakeOptions = {},
+  adapterOpts: CodexAdapterOptions = {},
+): Promise<{ fake: FakeCodexAppServer; adapter: CodexAdapter; listen: string; events: { event: string; fields: any }[] }> {
   const fake = new FakeCodexAppServer(fakeOpts);
   const listen = await fake.listen();
   const events: { event: string; fields: any }[] = [];
-  const adapter = createCodexAdapter({ kind: 'codex-app-server', listen }, { requestTimeoutMs: 2_000, pollMs: 50, log: (event, fields) => events.push({ event, fields }), ...adapterOpts });
-  cleanups.push(() => adapter.close(), () => fake.close());
+  const adapter = createCodexAdapter(
+    { kind: 'codex-app-server', listen },
+    { requestTimeoutMs: 2_000, pollMs: 50, log: (event, fields) => events.push({ event, fields }), ...adapterOpts },
+  );
+  cleanups.push(
+    () => adapter.close(),
+    () => fake.close(),
+  );
   return { fake, adapter, listen, events };
 }
 
@@ -50,7 +66,11 @@ async function until(what: string, cond: () => boolean, ms = 3_000): Promise<voi
 }
 
 /** The methods a connection sent after initialize, in order. */
-const methods = (fake: FakeCodexAppServer): string[] => fake.requests().map((r) => r.method).filter((m) => m !== 'initialize');
+const methods = (fake: FakeCodexAppServer): string[] =>
+  fake
+    .requests()
+    .map((r) => r.method)
+    .filter((m) => m !== 'initialize');
 const textInput = [{ type: 'text', text: TEXT, text_elements: [] }];
 
 describe('codex app-server wake adapter (fake app-server, protocol 0.171.0)', () => {
@@ -108,7 +128,14 @@ describe('codex app-server wake adapter (fake app-server, protocol 0.171.0)', ()
     fake.addThread({ cwd: '/elsewhere', state: 'idle', updatedAt: 500 });
     const r = await adapter.wake(request(session({ providerSessionId: null })), signal());
     assert.equal(r.ok, true, r.detail);
-    assert.deepEqual(fake.requests('thread/list')[0]!.params, { cwd: CWD, sourceKinds: ['cli', 'vscode', 'exec', 'appServer'], sortKey: 'updated_at', sortDirection: 'desc', archived: false, limit: 1 });
+    assert.deepEqual(fake.requests('thread/list')[0]!.params, {
+      cwd: CWD,
+      sourceKinds: ['cli', 'vscode', 'exec', 'appServer'],
+      sortKey: 'updated_at',
+      sortDirection: 'desc',
+      archived: false,
+      limit: 1,
+    });
     assert.equal(fake.requests('turn/start')[0]!.params.threadId, newest);
   });
 
@@ -279,7 +306,10 @@ describe('codex app-server wake adapter (fake app-server, protocol 0.171.0)', ()
     const fake = new FakeCodexAppServer();
     const listen = await fake.listen({ unix: join(dir, 'as.sock') });
     const adapter = createCodexAdapter({ kind: 'codex-app-server', listen });
-    cleanups.push(() => adapter.close(), () => fake.close());
+    cleanups.push(
+      () => adapter.close(),
+      () => fake.close(),
+    );
     const tid = fake.addThread({ cwd: CWD, state: 'idle' });
     const r = await adapter.wake(request(session({ providerSessionId: tid })), signal());
     assert.equal(r.ok, true, r.detail);
@@ -298,7 +328,10 @@ describe('codex app-server wake adapter (fake app-server, protocol 0.171.0)', ()
     const r = await adapter.wake(request(session({ providerSessionId: tid })), signal());
     assert.equal(r.ok, true, r.detail);
     await adapter.close();
-    const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const sent = lines.filter((l) => l.dir === 'in').map((l) => l.msg.method);
     assert.deepEqual(sent, ['initialize', 'initialized', 'thread/read', 'thread/resume', 'turn/start']);
     const pid = lines[0].pid as number;

@@ -113,7 +113,10 @@ describe('command wakes', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  const adapter = (argv: string[], o: { timeout_secs?: number; cwd?: string; maxConcurrent?: number; pool?: CommandPool; startGraceMs?: number; killGraceMs?: number; onExit?: (e: CommandExit) => void } = {}) => {
+  const adapter = (
+    argv: string[],
+    o: { timeout_secs?: number; cwd?: string; maxConcurrent?: number; pool?: CommandPool; startGraceMs?: number; killGraceMs?: number; onExit?: (e: CommandExit) => void } = {},
+  ) => {
     const pool = o.pool ?? new CommandPool({ maxConcurrent: o.maxConcurrent ?? 4 });
     pools.push(pool);
     return new CommandAdapter(
@@ -171,7 +174,17 @@ describe('command wakes', () => {
       const req: WakeRequest = {
         eventId: 'ev-resume-1',
         account: 'bob',
-        session: { id: rec.id, lineage: rec.lineage, slug: rec.slug, pid: rec.pid, live: false, provider: 'claude', providerSessionId: 'conv-b-7', cwd: me1.card.corroborated.cwd, listening: false },
+        session: {
+          id: rec.id,
+          lineage: rec.lineage,
+          slug: rec.slug,
+          pid: rec.pid,
+          live: false,
+          provider: 'claude',
+          providerSessionId: 'conv-b-7',
+          cwd: me1.card.corroborated.cwd,
+          listening: false,
+        },
         mail: [
           { message_id: toSession.message_id, from: 'alice', subject: 'please review $(touch pwned)', priority: 'normal', thread_id: toSession.message_id },
           { message_id: toAccount.message_id, from: 'alice', subject: 'and this', priority: 'normal', thread_id: toAccount.message_id },
@@ -190,7 +203,13 @@ describe('command wakes', () => {
           env: ['M4A_URL', 'M4A_TEST_TOKEN', 'M4A_TEST_OUT', 'M4A_TEST_CLIENT_URL'],
         },
         {
-          env: { ...process.env, M4A_URL: d.url, M4A_TEST_TOKEN: bobSecret, M4A_TEST_OUT: resultFile, M4A_TEST_CLIENT_URL: pathToFileURL(join(import.meta.dirname, '../src/client/http-client.ts')).href },
+          env: {
+            ...process.env,
+            M4A_URL: d.url,
+            M4A_TEST_TOKEN: bobSecret,
+            M4A_TEST_OUT: resultFile,
+            M4A_TEST_CLIENT_URL: pathToFileURL(join(import.meta.dirname, '../src/client/http-client.ts')).href,
+          },
           startGraceMs: 60_000,
           onExit: (e) => exits.push(e),
         },
@@ -202,7 +221,7 @@ describe('command wakes', () => {
 
       const got = JSON.parse(readFileSync(resultFile, 'utf8'));
       assert.deepEqual(got.argv, ['--resume', 'conv-b-7', '-p', commandWakeText(2)]);
-      assert.equal(got.cwd, work, 'it ran in the session\'s attested working directory');
+      assert.equal(got.cwd, work, "it ran in the session's attested working directory");
       assert.equal(got.env.M4A_WAKE_EVENT_ID, 'ev-resume-1');
       assert.equal(got.env.M4A_WAKE_ACCOUNT, 'bob');
       assert.equal(got.env.M4A_WAKE_SESSION, rec.id);
@@ -234,18 +253,22 @@ describe('command wakes', () => {
     const rec = record('ev-noshell');
     assert.deepEqual(rec.argv, ['$(touch x1)', '; touch x2', '`touch x3`', '| touch x4 &&', '> x5', '{"json":true}', '--session=s-one', 's-one/bob']);
     for (const f of ['x1', 'x2', 'x3', 'x4', 'x5', 'pwned']) assert.ok(!existsSync(join(tmp, f)), `${f} was not created`);
-    assert.equal(rec.cwd, tmp, 'without a cwd step it runs in the session\'s cwd');
+    assert.equal(rec.cwd, tmp, "without a cwd step it runs in the session's cwd");
     assert.ok(!rec.argv.some((a: string) => a.includes('pwned') || a.includes('alice')), 'no subject or sender on the command line');
-    assert.deepEqual(rec.env, {
-      M4A_WAKE_EVENT_ID: 'ev-noshell',
-      M4A_WAKE_ACCOUNT: 'bob',
-      M4A_WAKE_SESSION: 's-one',
-      M4A_WAKE_LINEAGE: 's-one',
-      M4A_WAKE_MESSAGE_IDS: 'm-1,m-2',
-      M4A_WAKE_SENDERS: 'alice/s-9,carol',
-      M4A_WAKE_URGENT: '1',
-      KEEP_ME: 'yes',
-    }, 'only the allow-listed base and the names the step gives: no agent session id of whoever started the daemon, nothing unnamed');
+    assert.deepEqual(
+      rec.env,
+      {
+        M4A_WAKE_EVENT_ID: 'ev-noshell',
+        M4A_WAKE_ACCOUNT: 'bob',
+        M4A_WAKE_SESSION: 's-one',
+        M4A_WAKE_LINEAGE: 's-one',
+        M4A_WAKE_MESSAGE_IDS: 'm-1,m-2',
+        M4A_WAKE_SENDERS: 'alice/s-9,carol',
+        M4A_WAKE_URGENT: '1',
+        KEEP_ME: 'yes',
+      },
+      'only the allow-listed base and the names the step gives: no agent session id of whoever started the daemon, nothing unnamed',
+    );
   });
 
   it('unknown placeholders are refused when the step is set; a missing value refuses the run without starting it', async () => {
@@ -269,16 +292,19 @@ describe('command wakes', () => {
     assert.equal(refusal({ argv: ['claude', '-p', '{wake_text}', '--resume', '{provider_session_id}', '{"a":{"b":1}}'], cwd: '{cwd}/sub' }).reason, 'accepted');
     assert.throws(() => adapter(['x', '{nope}']), MailError);
     const envRefusal = (env: string[]) => refusal({ argv: ['x'], env });
-    assert.deepEqual(envRefusal(['KEEP_ME', 'M4A_TOKEN']).field, 'env[1]', 'the starter\'s secret is never passed by name');
+    assert.deepEqual(envRefusal(['KEEP_ME', 'M4A_TOKEN']).field, 'env[1]', "the starter's secret is never passed by name");
     for (const name of ['M4A_ACCOUNT', 'M4A_STORE', 'M4A_WAKE_ACCOUNT', 'CLAUDE_CODE_SESSION_ID', '1BAD', 'A=B']) assert.notEqual(envRefusal([name]).reason, 'accepted', name);
-    assert.equal(envRefusal(['ANTHROPIC_API_KEY', 'M4A_URL']).reason, 'accepted', 'any other name is the operator\'s explicit choice');
+    assert.equal(envRefusal(['ANTHROPIC_API_KEY', 'M4A_URL']).reason, 'accepted', "any other name is the operator's explicit choice");
 
     const before = runs().length;
     const noId = await adapter([process.execPath, program, '--resume', '{provider_session_id}']).wake(request('ev-noid', { session: session({ providerSessionId: null }) }), never);
     assert.deepEqual(noId, { ok: false, detail: 'no {provider_session_id} for this recipient; not started' });
     const noSession = await adapter([process.execPath, program, '{session}']).wake(request('ev-nosession', { session: null }), never);
     assert.equal(noSession.ok, false);
-    const optionLike = await adapter([process.execPath, program, '--resume', '{provider_session_id}']).wake(request('ev-opt', { session: session({ providerSessionId: '--dangerously-skip-permissions' }) }), never);
+    const optionLike = await adapter([process.execPath, program, '--resume', '{provider_session_id}']).wake(
+      request('ev-opt', { session: session({ providerSessionId: '--dangerously-skip-permissions' }) }),
+      never,
+    );
     assert.match(optionLike.detail, /not a plain token/);
     const noCwd = await adapter([process.execPath, program], { cwd: '{cwd}' }).wake(request('ev-nocwd'), never);
     assert.match(noCwd.detail, /no \{cwd\}/);
@@ -304,7 +330,11 @@ describe('command wakes', () => {
   it('a timeout kills the whole process group: SIGTERM, then SIGKILL', async () => {
     const exits: CommandExit[] = [];
     const t0 = Date.now();
-    const r = await adapter([process.execPath, program, '--ignore-term', '--grandchild', '--sleep=60000'], { timeout_secs: 1, killGraceMs: 300, onExit: (e) => exits.push(e) }).wake(request('ev-timeout'), never);
+    const r = await adapter([process.execPath, program, '--ignore-term', '--grandchild', '--sleep=60000'], {
+      timeout_secs: 1,
+      killGraceMs: 300,
+      onExit: (e) => exits.push(e),
+    }).wake(request('ev-timeout'), never);
     assert.equal(r.ok, false);
     assert.match(r.detail, /timed out after 1 s/);
     const elapsed = Date.now() - t0;

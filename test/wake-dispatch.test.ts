@@ -27,7 +27,13 @@ describe('wake chains', () => {
   let alice: MailClient;
   let bob: MailClient;
   const runs = (file: string): { argv: string[]; env: Record<string, string> }[] =>
-    existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+    existsSync(file)
+      ? readFileSync(file, 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
 
   before(async () => {
     d = await startTestDaemon({ loopGuard: { pairMax: 5, windowMs: 60_000, threadMax: 50 } });
@@ -43,7 +49,11 @@ describe('wake chains', () => {
   });
 
   const commandChain = async (account: string, out: string, extra: { rooms?: boolean; debounce_ms?: number } = {}) =>
-    d.operator.admin.wakeSet({ account, steps: [{ kind: 'hooks' }, { kind: 'command', argv: [process.execPath, script, out, '{account}', '{wake_text}'], timeout_secs: 30 }], ...extra });
+    d.operator.admin.wakeSet({
+      account,
+      steps: [{ kind: 'hooks' }, { kind: 'command', argv: [process.execPath, script, out, '{account}', '{wake_text}'], timeout_secs: 30 }],
+      ...extra,
+    });
 
   it('runs the chain for mail to an account with no running session: hooks fail, the command runs, with ids in the environment only', async () => {
     const out = join(dir, 'carol.jsonl');
@@ -67,7 +77,14 @@ describe('wake chains', () => {
     });
     const [rc] = before.receipts;
     assert.equal(rc!.recipient, 'carol');
-    assert.deepEqual(rc!.signalled.map((s) => [s.adapter, s.ok]), [['hooks', false], ['command', true]], 'the first success ends the chain; every attempt recorded');
+    assert.deepEqual(
+      rc!.signalled.map((s) => [s.adapter, s.ok]),
+      [
+        ['hooks', false],
+        ['command', true],
+      ],
+      'the first success ends the chain; every attempt recorded',
+    );
     assert.equal(rc!.surfaced_at, null);
     assert.equal(rc!.acked_at, null);
 
@@ -109,7 +126,10 @@ describe('wake chains', () => {
       const x = (await alice.receipts(sent.message_id)).receipts[0]!;
       return x.signalled.length > 0 && x;
     });
-    assert.deepEqual(r.signalled.map((s) => [s.adapter, s.ok]), [['wait', true]]);
+    assert.deepEqual(
+      r.signalled.map((s) => [s.adapter, s.ok]),
+      [['wait', true]],
+    );
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(runs(out).length, 0);
   });
@@ -128,7 +148,10 @@ describe('wake chains', () => {
       const x = (await alice.receipts(quietId)).receipts[0]!;
       return x.signalled.length > 0 && x;
     });
-    assert.deepEqual(r.signalled.map((s) => [s.adapter, s.ok]), [['loop-guard', false]]);
+    assert.deepEqual(
+      r.signalled.map((s) => [s.adapter, s.ok]),
+      [['loop-guard', false]],
+    );
     const woken = runs(out).flatMap((x) => x.env.M4A_WAKE_MESSAGE_IDS!.split(','));
     assert.ok(!woken.includes(quietId), 'the quieted message named in no wake');
     assert.ok(woken.length >= 1, 'mail before the guard did wake');
@@ -136,7 +159,11 @@ describe('wake chains', () => {
 
   it("an adapter's why (a command's stderr) is for the recipient and the operator, not the sender", async () => {
     const ivy = (await d.account('ivy')).client;
-    await d.operator.admin.wakeSet({ account: 'ivy', steps: [{ kind: 'command', argv: [process.execPath, '-e', 'console.error("IVY-PRIVATE-STDERR"); process.exit(3)'] }], debounce_ms: 0 });
+    await d.operator.admin.wakeSet({
+      account: 'ivy',
+      steps: [{ kind: 'command', argv: [process.execPath, '-e', 'console.error("IVY-PRIVATE-STDERR"); process.exit(3)'] }],
+      debounce_ms: 0,
+    });
     const sent = await alice.send({ to: 'ivy', subject: 'hello', body: 'x' });
     const mine = await until('the attempt recorded', async () => {
       const x = (await ivy.receipts(sent.message_id)).receipts[0]!;
@@ -145,7 +172,11 @@ describe('wake chains', () => {
     assert.match(mine.signalled[0]!.detail, /IVY-PRIVATE-STDERR/, 'the recipient sees why');
     assert.match((await d.operator.receipts(sent.message_id)).receipts[0]!.signalled[0]!.detail, /IVY-PRIVATE-STDERR/, 'the operator sees why');
     const theirs = (await alice.receipts(sent.message_id)).receipts[0]!;
-    assert.deepEqual(theirs.signalled.map((s) => [s.adapter, s.ok]), [['command', false]], 'the sender sees which adapter, when, ok or not');
+    assert.deepEqual(
+      theirs.signalled.map((s) => [s.adapter, s.ok]),
+      [['command', false]],
+      'the sender sees which adapter, when, ok or not',
+    );
     assert.ok(!JSON.stringify(theirs).includes('IVY-PRIVATE-STDERR'), "but not the recipient's stderr");
   });
 
@@ -201,7 +232,13 @@ describe('wake chains: from another machine', () => {
       // The Host header names the daemon (as configured); the peer address is the LAN one.
       const res = await new Promise<{ status: number; text: string } | Error>((resolve) => {
         const req = request(
-          { host: lan!.address, port: d.port, path: '/admin/wake/list', method: 'POST', headers: { authorization: `Bearer ${d.operatorToken}`, 'content-type': 'application/json', host: `0.0.0.0:${d.port}` } },
+          {
+            host: lan!.address,
+            port: d.port,
+            path: '/admin/wake/list',
+            method: 'POST',
+            headers: { authorization: `Bearer ${d.operatorToken}`, 'content-type': 'application/json', host: `0.0.0.0:${d.port}` },
+          },
           (r) => {
             let text = '';
             r.on('data', (c: Buffer) => (text += c.toString()));

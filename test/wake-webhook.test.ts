@@ -182,10 +182,17 @@ describe('webhook wakes', () => {
         schedule.push(step);
         assert.equal(rx.got.length, schedule.length + 1, `an attempt after ${step} ms`);
       }
-      assert.deepEqual(rx.got.map((g) => g.eventId), ['ev-retry-1', 'ev-retry-1', 'ev-retry-1', 'ev-retry-1']);
+      assert.deepEqual(
+        rx.got.map((g) => g.eventId),
+        ['ev-retry-1', 'ev-retry-1', 'ev-retry-1', 'ev-retry-1'],
+      );
       assert.equal(new Set(rx.got.map((g) => g.body)).size, 1, 'the same body every time');
       const ts = rx.got.map((g) => Number(/t=(\d+)/.exec(String(g.headers['m4a-signature']))![1]));
-      assert.deepEqual(ts.map((t) => t - ts[0]!), [0, 1, 3, 7], 'each attempt signs with its own time');
+      assert.deepEqual(
+        ts.map((t) => t - ts[0]!),
+        [0, 1, 3, 7],
+        'each attempt signs with its own time',
+      );
       const last = rx.got[3]!;
       assert.equal(verifyWebhookSignature({ key, header: String(last.headers['m4a-signature']), body: last.body, now: clock.now() }).ok, true);
       assert.deepEqual(finals, [{ eventId: 'ev-retry-1', delivered: true, attempts: 4, detail: 'delivered: HTTP 200' }]);
@@ -193,7 +200,10 @@ describe('webhook wakes', () => {
       await ob.idle();
       assert.equal(rx.got.length, 4, 'nothing more once delivered');
       assert.equal(clock.pendingTimers(), 0);
-      assert.deepEqual([1, 2, 3, 6, 7, 8, 20].map((n) => backoffMs(n)), [1000, 2000, 4000, 32_000, 60_000, 60_000, 60_000]);
+      assert.deepEqual(
+        [1, 2, 3, 6, 7, 8, 20].map((n) => backoffMs(n)),
+        [1000, 2000, 4000, 32_000, 60_000, 60_000, 60_000],
+      );
     } finally {
       await rx.close();
     }
@@ -201,7 +211,13 @@ describe('webhook wakes', () => {
 
   it('retries stop after the bounded time; 408 and 429 are retried, other 4xx given up at once', async () => {
     const clock = new ManualClock();
-    const statuses = new Map<string, number>([['ev-500', 500], ['ev-408', 408], ['ev-429', 429], ['ev-404', 404], ['ev-400', 400]]);
+    const statuses = new Map<string, number>([
+      ['ev-500', 500],
+      ['ev-408', 408],
+      ['ev-429', 429],
+      ['ev-404', 404],
+      ['ev-400', 400],
+    ]);
     const rx = await startReceiver((r) => statuses.get(r.eventId) ?? 200);
     try {
       const finals: FinalOutcome[] = [];
@@ -243,7 +259,10 @@ describe('webhook wakes', () => {
       for (const id of ['ev-r-ok', 'ev-r-1', 'ev-r-2']) await adapter1.wake(wakeReq(id), never);
       clock1.advance(1000); // a second attempt for the two pending ones, still failing
       await ob1.idle();
-      assert.deepEqual(rx.got.map((g) => g.eventId), ['ev-r-ok', 'ev-r-1', 'ev-r-2', 'ev-r-1', 'ev-r-2']);
+      assert.deepEqual(
+        rx.got.map((g) => g.eventId),
+        ['ev-r-ok', 'ev-r-1', 'ev-r-2', 'ev-r-1', 'ev-r-2'],
+      );
       // The daemon stops with two events pending (a retry timer is cancelled, the records stay).
       await ob1.close();
       await store1.close();
@@ -254,7 +273,10 @@ describe('webhook wakes', () => {
       const store2 = openSqliteStore({ path: join(dir, 'restart.db') });
       stores.push(store2);
       const pending = await store2.listRecords(OUTBOX_KIND, '', 10);
-      assert.deepEqual(pending.map((p) => p.id), ['ev-r-1', 'ev-r-2']);
+      assert.deepEqual(
+        pending.map((p) => p.id),
+        ['ev-r-1', 'ev-r-2'],
+      );
       assert.equal(JSON.parse(pending[0]!.value).attempts, 2);
       const finals: FinalOutcome[] = [];
       const ob2 = outbox(store2, clock2, { onFinal: (f) => finals.push(f) });
@@ -264,7 +286,10 @@ describe('webhook wakes', () => {
       await ob2.idle();
       assert.deepEqual(rx.got.map((g) => g.eventId).sort(), ['ev-r-1', 'ev-r-2'], 'each pending event once more; the delivered one never again');
       for (const g of rx.got) assert.equal(verifyWebhookSignature({ key, header: String(g.headers['m4a-signature']), body: g.body, now: clock2.now() }).ok, true);
-      assert.deepEqual(finals.map((f) => [f.eventId, f.delivered, f.attempts]).sort(), [['ev-r-1', true, 3], ['ev-r-2', true, 3]]);
+      assert.deepEqual(finals.map((f) => [f.eventId, f.delivered, f.attempts]).sort(), [
+        ['ev-r-1', true, 3],
+        ['ev-r-2', true, 3],
+      ]);
       assert.equal(await ob2.start(), 0, 'a second start finds nothing pending');
       clock2.advance(3_600_000);
       await ob2.idle();
@@ -325,7 +350,11 @@ describe('webhook wakes', () => {
       assert.equal(dup.status, 'duplicate');
       release();
       await ob.idle();
-      assert.deepEqual(rx.got.map((g) => g.eventId), ['ev-abort'], 'the aborted wait did not cancel the durable event; the duplicate sent nothing');
+      assert.deepEqual(
+        rx.got.map((g) => g.eventId),
+        ['ev-abort'],
+        'the aborted wait did not cancel the durable event; the duplicate sent nothing',
+      );
       const pre = new AbortController();
       pre.abort();
       assert.equal((await adapter.wake(wakeReq('ev-pre-aborted'), pre.signal)).ok, false);
@@ -358,7 +387,7 @@ describe('webhook wakes', () => {
       assert.match(refused('http://10.0.0.5/x'), /allow_remote/);
       assert.match(refused('http://[::ffff:127.0.0.1]/'), /allow_remote/);
       assert.equal(refused('https://hooks.example.com/x', true), 'accepted');
-      assert.equal(refused('https://10.0.0.5/x', true), 'accepted', 'a private address is the operator\'s choice with allow_remote');
+      assert.equal(refused('https://10.0.0.5/x', true), 'accepted', "a private address is the operator's choice with allow_remote");
       assert.match(refused('http://hooks.example.com/x', true), /https/);
       assert.match(refused('http://user:pw@127.0.0.1/'), /user info/);
       assert.match(refused('https://user@hooks.example.com/', true), /user info/);

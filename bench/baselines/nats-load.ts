@@ -128,12 +128,24 @@ async function fanout(s: Extract<Spec, { mode: 'fanout' }>) {
     if (k < 0) continue; // warm-up round
     const fromAck = answered.map((t) => Number(t - tAck) / 1e6).sort((a, b) => a - b);
     const lastT = answered.reduce((m, t) => (t > m ? t : m), 0n);
-    rounds.push({ send: Number(tAck - t0) / 1e6, allFromAck: Number(lastT - tAck) / 1e6, allFromSend: Number(lastT - t0) / 1e6, medianFromAck: fromAck[Math.floor(fromAck.length / 2)] ?? NaN, empty: 0 });
+    rounds.push({
+      send: Number(tAck - t0) / 1e6,
+      allFromAck: Number(lastT - tAck) / 1e6,
+      allFromSend: Number(lastT - t0) / 1e6,
+      medianFromAck: fromAck[Math.floor(fromAck.length / 2)] ?? NaN,
+      empty: 0,
+    });
     tick(k + 1);
   }
   await Promise.all(conns.map((c) => c.close()));
   await wc.close();
-  return { readers: s.readers, connectMs: Math.round(connectMs), rounds, allFromAck: summarize(rounds.map((r) => r.allFromAck)), allFromSend: summarize(rounds.map((r) => r.allFromSend)) };
+  return {
+    readers: s.readers,
+    connectMs: Math.round(connectMs),
+    rounds,
+    allFromAck: summarize(rounds.map((r) => r.allFromAck)),
+    allFromSend: summarize(rounds.map((r) => r.allFromSend)),
+  };
 }
 
 function run(s: Spec): Promise<unknown> {

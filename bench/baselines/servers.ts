@@ -62,7 +62,9 @@ export async function startRedis(durable: boolean): Promise<ServerHandle> {
   await waitFor(port, 'PING\r\n', /\+PONG/, child);
   return started(
     durable ? 'redis-aof-always' : 'redis-default',
-    durable ? 'Redis Streams, appendonly yes + appendfsync always (fsync before every reply)' : 'Redis Streams at its defaults (no AOF; RDB snapshots at most every 60 s): not durable per write',
+    durable
+      ? 'Redis Streams, appendonly yes + appendfsync always (fsync before every reply)'
+      : 'Redis Streams at its defaults (no AOF; RDB snapshots at most every 60 s): not durable per write',
     port,
     args,
     'redis-server',

@@ -39,7 +39,10 @@ export class Ctx {
   private servers = new Map<string, Promise<ServerHandle>>();
   private echoPort: Promise<number> | null = null;
 
-  constructor(readonly sizes: Sizes, readonly quick: boolean) {
+  constructor(
+    readonly sizes: Sizes,
+    readonly quick: boolean,
+  ) {
     onCleanup(async () => {
       await this.mainDaemon?.stop();
       for (const s of this.servers.values()) await (await s.catch(() => null))?.stop();

@@ -41,7 +41,12 @@ function place(url: string, name: string): string {
   const nm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(u);
   if (nm) return `dep: ${nm[1]}`;
   if (u.startsWith('node:')) return 'node: internals';
-  if (u.startsWith(ROOT)) return `m4a: ${u.slice(ROOT.length + 1).split('/').slice(0, 2).join('/')}`;
+  if (u.startsWith(ROOT))
+    return `m4a: ${u
+      .slice(ROOT.length + 1)
+      .split('/')
+      .slice(0, 2)
+      .join('/')}`;
   return u;
 }
 
@@ -115,5 +120,11 @@ export function summarizeProfile(path: string, topN = 20): ProfileSummary {
       .sort((a, b) => b.ms - a.ms)
       .slice(0, n)
       .map((e) => ({ ...e, ms: Math.round(e.ms * 10) / 10, share: Math.round((e.ms / totalMs) * 1000) / 10 }));
-  return { totalMs: Math.round(totalMs), idleShare: Math.round((idle / totalMs) * 1000) / 10, top: fin(fn.values(), topN), byPlace: fin(places.values(), 15), byOwnCode: fin(owners.values(), topN) };
+  return {
+    totalMs: Math.round(totalMs),
+    idleShare: Math.round((idle / totalMs) * 1000) / 10,
+    top: fin(fn.values(), topN),
+    byPlace: fin(places.values(), 15),
+    byOwnCode: fin(owners.values(), topN),
+  };
 }

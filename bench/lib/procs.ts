@@ -85,7 +85,11 @@ export function spawnTs(script: string, args: string[], opts: SpawnOptions & { n
  * Runs a bench script that prints its result as the last JSON line on stdout. Lines on stderr of the
  * form `@progress DONE TOTAL UNIT` drive the progress display; other stderr goes to `logFile`.
  */
-export async function runJson<T>(script: string, spec: unknown, o: { label?: string; timeoutMs?: number; logFile?: string; nodeFlags?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<T> {
+export async function runJson<T>(
+  script: string,
+  spec: unknown,
+  o: { label?: string; timeoutMs?: number; logFile?: string; nodeFlags?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<T> {
   if (o.label) progress.phase(o.label);
   let arg = JSON.stringify(spec);
   if (arg.length > 16_000) {

@@ -28,7 +28,9 @@ export const progress = {
     } else process.stderr.write(`[${clock()}] ${label}\n`);
   },
   update(done: number, total?: number, unit = ''): void {
-    detail = total ? `${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')}${unit ? ` ${unit}` : ''} ${bar(done / total)}` : `${done.toLocaleString('en-US')}${unit ? ` ${unit}` : ''}`;
+    detail = total
+      ? `${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')}${unit ? ` ${unit}` : ''} ${bar(done / total)}`
+      : `${done.toLocaleString('en-US')}${unit ? ` ${unit}` : ''}`;
     draw();
   },
   /** A line that stays (a finished figure, a warning). */

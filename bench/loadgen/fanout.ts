@@ -54,7 +54,10 @@ export async function runFanout(s: FanoutSpec): Promise<FanoutResult> {
       readers.slice(i, i + wave).map(async (r, j) => {
         let c: string | null = null;
         for (;;) {
-          const p: Page = await r.json<Page>('/mail/inbox', c ? { after: c, include_acked: true, limit: 256, include_bodies: false } : { include_acked: true, limit: 256, include_bodies: false });
+          const p: Page = await r.json<Page>(
+            '/mail/inbox',
+            c ? { after: c, include_acked: true, limit: 256, include_bodies: false } : { include_acked: true, limit: 256, include_bodies: false },
+          );
           c = p.next_cursor;
           if (p.messages.length < 256) break;
         }

@@ -70,5 +70,12 @@ export async function runFixed(s: FixedSpec): Promise<FixedResult> {
   await Promise.all(Array.from({ length: s.concurrency }, worker));
   const elapsedMs = msSince(t0);
   poster.close();
-  return { count: lat.length, errors, ...(firstError ? { firstError } : {}), elapsedMs: Math.round(elapsedMs), rps: Math.round((lat.length / elapsedMs) * 1000), latency: summarize(lat) };
+  return {
+    count: lat.length,
+    errors,
+    ...(firstError ? { firstError } : {}),
+    elapsedMs: Math.round(elapsedMs),
+    rps: Math.round((lat.length / elapsedMs) * 1000),
+    latency: summarize(lat),
+  };
 }

@@ -24,11 +24,21 @@ export class Poster {
   post(path: string, body: string, timeoutMs = 120_000): Promise<Reply> {
     return new Promise((resolve, reject) => {
       const req = request(
-        { agent: this.agent, host: '127.0.0.1', port: this.port, path, method: 'POST', headers: { ...this.headers, 'content-length': Buffer.byteLength(body) }, timeout: timeoutMs },
+        {
+          agent: this.agent,
+          host: '127.0.0.1',
+          port: this.port,
+          path,
+          method: 'POST',
+          headers: { ...this.headers, 'content-length': Buffer.byteLength(body) },
+          timeout: timeoutMs,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8') }),
+          );
           res.on('error', reject);
         },
       );

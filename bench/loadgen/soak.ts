@@ -112,7 +112,16 @@ export async function runSoak(s: SoakSpec): Promise<{ windows: SoakWindow[]; err
     while (Date.now() < stopAt) {
       await sleep(Math.min(s.windowMs, Math.max(0, stopAt - Date.now())));
       const pr = proc(s.daemonPid);
-      windows.push({ atS: Math.round((Date.now() - t0) / 1000), sends: send.length, send: summarize(send), ack: summarize(ack), page: summarize(page), delivered, rssMiB: pr.rss, cpuS: pr.cpu });
+      windows.push({
+        atS: Math.round((Date.now() - t0) / 1000),
+        sends: send.length,
+        send: summarize(send),
+        ack: summarize(ack),
+        page: summarize(page),
+        delivered,
+        rssMiB: pr.rss,
+        cpuS: pr.cpu,
+      });
       send = [];
       ack = [];
       page = [];

@@ -20,7 +20,11 @@ async function main(): Promise<void> {
   const secrets = await d.accounts([...ids, 'fan-s'], 8);
   await d.operator.admin.roomAdd('fan');
   for (const id of ['fan-s', ...ids]) await d.operator.admin.memberAdd('fan', id);
-  const r = await runJson<FanoutResult>('loadgen.ts', { mode: 'fanout', port: d.port, readers: ids.map((id) => secrets.get(id)), sender: secrets.get('fan-s'), to: '#fan', rounds, settleMs: 50, daemonPid: d.pid }, { timeoutMs: 15 * 60_000 });
+  const r = await runJson<FanoutResult>(
+    'loadgen.ts',
+    { mode: 'fanout', port: d.port, readers: ids.map((id) => secrets.get(id)), sender: secrets.get('fan-s'), to: '#fan', rounds, settleMs: 50, daemonPid: d.pid },
+    { timeoutMs: 15 * 60_000 },
+  );
   await d.stop();
   process.stdout.write(`connect + attest ${n} readers: ${r.connectMs} ms\n`);
   for (const x of r.rounds) process.stdout.write(`round: all ${n} answered ${x.allFromAck.toFixed(1)} ms after the ack (median reader ${x.medianFromAck.toFixed(1)} ms)\n`);

@@ -19,7 +19,8 @@ async function main(): Promise<void> {
   const d = await startDaemon(join(dir, 'data'), { nodeFlags: ['--cpu-prof', '--cpu-prof-dir', join(dir, 'prof')] });
   const secrets = await d.accounts(['op-s', 'op-r'], 2);
   const body = JSON.stringify({ to: 'op-r', subject: 'profiled', body: 'x'.repeat(200) });
-  if (op === 'inbox') await runJson('loadgen.ts', { mode: 'fixed', port: d.port, path: '/mail/send', token: secrets.get('op-s'), body, concurrency: 8, count: 200, warmupPerConnection: 0 });
+  if (op === 'inbox')
+    await runJson('loadgen.ts', { mode: 'fixed', port: d.port, path: '/mail/send', token: secrets.get('op-s'), body, concurrency: 8, count: 200, warmupPerConnection: 0 });
   const r = await runJson<FixedResult>(
     'loadgen.ts',
     op === 'send'

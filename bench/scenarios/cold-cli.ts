@@ -44,12 +44,22 @@ export async function coldCli(ctx: Ctx): Promise<ScenarioResult> {
     { scenario: '6 cold CLI (spawn → exit)', system: 'm4a --help', metric: 'wall time', value: pct(version) },
     { scenario: '6 cold CLI (spawn → exit)', system: 'm4a send', metric: 'wall time', value: `${pct(send)} (${ratio(send.p50, nodeFloor.p50)} the bare node start)` },
   ];
-  const targets: Target[] = [{ id: 'cold-send', text: 'cold `m4a send` ≤ 150 ms', measured: `p50 ${ms(send.p50)} (bare node start ${ms(nodeFloor.p50)}, m4a --help ${ms(version.p50)})`, met: send.p50 <= 150 }];
+  const targets: Target[] = [
+    {
+      id: 'cold-send',
+      text: 'cold `m4a send` ≤ 150 ms',
+      measured: `p50 ${ms(send.p50)} (bare node start ${ms(nodeFloor.p50)}, m4a --help ${ms(version.p50)})`,
+      met: send.p50 <= 150,
+    },
+  ];
   return {
     name: 'cold-cli',
     data: { nodeFloor, version, send, profile },
     rows,
     targets,
-    commands: [`M4A_TOKEN=… M4A_DATA_DIR=<data dir> node dist/cli/main.js send cli-r "cold send" "hello from a new process"`, `node --cpu-prof --cpu-prof-dir <dir> dist/cli/main.js send …`],
+    commands: [
+      `M4A_TOKEN=… M4A_DATA_DIR=<data dir> node dist/cli/main.js send cli-r "cold send" "hello from a new process"`,
+      `node --cpu-prof --cpu-prof-dir <dir> dist/cli/main.js send …`,
+    ],
   };
 }

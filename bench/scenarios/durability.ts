@@ -43,17 +43,40 @@ export async function durability(ctx: Ctx): Promise<ScenarioResult> {
     counts.push({ system, ...r, perWrite: r.writes ? Math.round((total / r.writes) * 100) / 100 : NaN });
   };
   const body = JSON.stringify({ to: 'bench-r0', subject: 'durability', body: 'x'.repeat(200) });
-  add('m4a (SQLite WAL, synchronous=FULL)', await traced(d.pid, async () => (await ctx.loadgen<FixedResult>({ mode: 'fixed', port: d.port, path: '/mail/send', token: sender, body, concurrency: 1, durationMs: z.durabilityMs }, 'durability · m4a under strace')).count));
+  add(
+    'm4a (SQLite WAL, synchronous=FULL)',
+    await traced(
+      d.pid,
+      async () =>
+        (
+          await ctx.loadgen<FixedResult>(
+            { mode: 'fixed', port: d.port, path: '/mail/send', token: sender, body, concurrency: 1, durationMs: z.durabilityMs },
+            'durability · m4a under strace',
+          )
+        ).count,
+    ),
+  );
   for (const name of ['redis-aof-always', 'redis-default', 'nats-jetstream'] as const) {
     const srv = await ctx.server(name);
     const script = name.startsWith('redis') ? 'redis-load.ts' : 'nats-load.ts';
-    add(name, await traced(srv.pid, async () => (await ctx.baseline<FixedResult>(script, { mode: 'throughput', port: srv.port, concurrency: 1, durationMs: z.durabilityMs }, `durability · ${name} under strace`)).count));
+    add(
+      name,
+      await traced(
+        srv.pid,
+        async () =>
+          (await ctx.baseline<FixedResult>(script, { mode: 'throughput', port: srv.port, concurrency: 1, durationMs: z.durabilityMs }, `durability · ${name} under strace`)).count,
+      ),
+    );
   }
   const rows: Row[] = counts.map((c) => ({
     scenario: 'durability check (strace, 1 writer)',
     system: c.system,
     metric: 'syncs per acknowledged write',
-    value: `${c.perWrite} (${Object.entries(c.syncs).map(([k, v]) => `${v} ${k}`).join(', ') || 'no sync calls'} for ${c.writes} writes)`,
+    value: `${c.perWrite} (${
+      Object.entries(c.syncs)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ') || 'no sync calls'
+    } for ${c.writes} writes)`,
   }));
   return { name: 'durability', data: { counts }, rows, targets: [] };
 }

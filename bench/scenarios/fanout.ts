@@ -31,15 +31,32 @@ export async function fanout(ctx: Ctx): Promise<ScenarioResult> {
     );
   }
   const systems: Record<string, FanoutResult> = {};
-  systems.m4a = await ctx.loadgen<FanoutResult>({ mode: 'fanout', port: d.port, readers, sender, to: '#fan', rounds: z.fanoutRounds, settleMs: z.fanoutSettleMs, daemonPid: d.pid }, `4 fan-out · m4a · ${num(ids.length)} readers`);
+  systems.m4a = await ctx.loadgen<FanoutResult>(
+    { mode: 'fanout', port: d.port, readers, sender, to: '#fan', rounds: z.fanoutRounds, settleMs: z.fanoutSettleMs, daemonPid: d.pid },
+    `4 fan-out · m4a · ${num(ids.length)} readers`,
+  );
   for (const name of ['redis-aof-always', 'nats-jetstream'] as const) {
     const srv = await ctx.server(name);
-    systems[name] = await ctx.baseline<FanoutResult>(name.startsWith('redis') ? 'redis-load.ts' : 'nats-load.ts', { mode: 'fanout', port: srv.port, readers: ids.length, rounds: z.fanoutRounds, settleMs: z.fanoutSettleMs }, `4 fan-out · ${name} · ${num(ids.length)} readers`);
+    systems[name] = await ctx.baseline<FanoutResult>(
+      name.startsWith('redis') ? 'redis-load.ts' : 'nats-load.ts',
+      { mode: 'fanout', port: srv.port, readers: ids.length, rounds: z.fanoutRounds, settleMs: z.fanoutSettleMs },
+      `4 fan-out · ${name} · ${num(ids.length)} readers`,
+    );
   }
   const rows: Row[] = [];
   for (const [sys, r] of Object.entries(systems)) {
-    rows.push({ scenario: `4 fan-out to ${num(ids.length)} parked readers`, system: sys, metric: 'all answered, from send ack', value: `median ${ms(r.allFromAck.p50)} · worst ${ms(r.allFromAck.max)} (${r.rounds.length} rounds)` });
-    rows.push({ scenario: `4 fan-out to ${num(ids.length)} parked readers`, system: sys, metric: 'all answered, from send start', value: `median ${ms(r.allFromSend.p50)} · worst ${ms(r.allFromSend.max)}` });
+    rows.push({
+      scenario: `4 fan-out to ${num(ids.length)} parked readers`,
+      system: sys,
+      metric: 'all answered, from send ack',
+      value: `median ${ms(r.allFromAck.p50)} · worst ${ms(r.allFromAck.max)} (${r.rounds.length} rounds)`,
+    });
+    rows.push({
+      scenario: `4 fan-out to ${num(ids.length)} parked readers`,
+      system: sys,
+      metric: 'all answered, from send start',
+      value: `median ${ms(r.allFromSend.p50)} · worst ${ms(r.allFromSend.max)}`,
+    });
   }
   const m = systems.m4a;
   const empties = m.rounds.reduce((s, r) => s + r.empty, 0);

@@ -80,12 +80,27 @@ export async function idleFlood(ctx: Ctx): Promise<ScenarioResult> {
   const scenario = `12 ${num(z.floodConnections)} idle connections held`;
   const rows: Row[] = [
     { scenario, system: 'm4a', metric: '/health, fresh connection: quiet → flood', value: `${pct(healthQuiet)} → ${pct(healthFlood)}` },
-    { scenario, system: 'm4a', metric: 'cold `m4a whoami` (first request of a new process): quiet → flood', value: `${pct(whoamiQuiet)} → ${pct(whoamiFlood)} (${ratio(whoamiFlood.p50, whoamiQuiet.p50)})` },
+    {
+      scenario,
+      system: 'm4a',
+      metric: 'cold `m4a whoami` (first request of a new process): quiet → flood',
+      value: `${pct(whoamiQuiet)} → ${pct(whoamiFlood)} (${ratio(whoamiFlood.p50, whoamiQuiet.p50)})`,
+    },
     { scenario, system: 'holder', metric: 'connections opened (re-opened after the daemon closed them)', value: `${num(held.opened)}; ${num(held.open)} open at the end` },
-    { scenario: '12 open-and-close loop (200 at a time)', system: 'm4a', metric: '/health, fresh connection, during the loop', value: `${pct(healthChurn)} (${num(churned.opened)} connections opened and closed meanwhile)` },
+    {
+      scenario: '12 open-and-close loop (200 at a time)',
+      system: 'm4a',
+      metric: '/health, fresh connection, during the loop',
+      value: `${pct(healthChurn)} (${num(churned.opened)} connections opened and closed meanwhile)`,
+    },
   ];
   const targets: Target[] = [
-    { id: 'flood-health', text: `/health p99 ≤ 50 ms while another process holds ${num(z.floodConnections)} idle connections`, measured: pct(healthFlood), met: healthFlood.p99 <= 50 },
+    {
+      id: 'flood-health',
+      text: `/health p99 ≤ 50 ms while another process holds ${num(z.floodConnections)} idle connections`,
+      measured: pct(healthFlood),
+      met: healthFlood.p99 <= 50,
+    },
     { id: 'flood-first-request', text: 'a new agent process is answered within 1 s during the flood', measured: `whoami max ${ms(whoamiFlood.max)}`, met: whoamiFlood.max <= 1000 },
   ];
   return {
@@ -93,6 +108,10 @@ export async function idleFlood(ctx: Ctx): Promise<ScenarioResult> {
     data: { healthQuiet, healthFlood, whoamiQuiet, whoamiFlood, held, healthChurn, churned },
     rows,
     targets,
-    commands: [`node --import tsx bench/probes/idle-holder.ts <port> ${z.floodConnections} 1 600`, 'curl -s http://127.0.0.1:<port>/health', 'M4A_TOKEN=… node dist/cli/main.js whoami'],
+    commands: [
+      `node --import tsx bench/probes/idle-holder.ts <port> ${z.floodConnections} 1 600`,
+      'curl -s http://127.0.0.1:<port>/health',
+      'M4A_TOKEN=… node dist/cli/main.js whoami',
+    ],
   };
 }

@@ -34,7 +34,11 @@ export async function latency(ctx: Ctx): Promise<ScenarioResult> {
   let readerMailbox = 0;
   const prefill = async (count: number, share: number, label: string): Promise<void> => {
     if (count <= 0) return;
-    await runJson('prefill.ts', { dbPath: d.dbPath, count, recipients: RECIPIENTS, reader: 'lat-reader', readerShare: share, from: 'lat-s', batch: 5000 }, { label, logFile: ctx.logFile, timeoutMs: 20 * 60_000 });
+    await runJson(
+      'prefill.ts',
+      { dbPath: d.dbPath, count, recipients: RECIPIENTS, reader: 'lat-reader', readerShare: share, from: 'lat-s', batch: 5000 },
+      { label, logFile: ctx.logFile, timeoutMs: 20 * 60_000 },
+    );
     readerMailbox += Math.ceil(count * share);
   };
   // The reader holds a page's worth of mail even at "0", so every size reads a full page.
@@ -45,12 +49,30 @@ export async function latency(ctx: Ctx): Promise<ScenarioResult> {
     stored = Math.max(stored, size);
     d = await startDaemon(dataDir);
     const tail = (await d.operator.call<{ next_cursor: string }>('/mail/inbox', {})).next_cursor;
-    const send = await ctx.loadgen<FixedResult>({ mode: 'fixed', port: d.port, path: '/mail/send', token: sender, body: sendBodies, concurrency: 1, count: z.latencyCount, warmupPerConnection: 20 }, `2 latency · ${num(size)} stored · send`);
-    const inbox = await ctx.loadgen<FixedResult>({ mode: 'fixed', port: d.port, path: '/mail/inbox', token: reader, body: '{}', concurrency: 1, count: z.latencyCount, warmupPerConnection: 20 }, `2 latency · ${num(size)} stored · inbox page (50 oldest unread)`);
+    const send = await ctx.loadgen<FixedResult>(
+      { mode: 'fixed', port: d.port, path: '/mail/send', token: sender, body: sendBodies, concurrency: 1, count: z.latencyCount, warmupPerConnection: 20 },
+      `2 latency · ${num(size)} stored · send`,
+    );
+    const inbox = await ctx.loadgen<FixedResult>(
+      { mode: 'fixed', port: d.port, path: '/mail/inbox', token: reader, body: '{}', concurrency: 1, count: z.latencyCount, warmupPerConnection: 20 },
+      `2 latency · ${num(size)} stored · inbox page (50 oldest unread)`,
+    );
     // The empty page after the newest cursor (full-size runs only: a quick run keeps to the two figures).
     const inboxTail = ctx.quick
       ? null
-      : await ctx.loadgen<FixedResult>({ mode: 'fixed', port: d.port, path: '/mail/inbox', token: reader, body: JSON.stringify({ after: tail }), concurrency: 1, count: z.latencyCount, warmupPerConnection: 20 }, `2 latency · ${num(size)} stored · inbox after the newest cursor`);
+      : await ctx.loadgen<FixedResult>(
+          {
+            mode: 'fixed',
+            port: d.port,
+            path: '/mail/inbox',
+            token: reader,
+            body: JSON.stringify({ after: tail }),
+            concurrency: 1,
+            count: z.latencyCount,
+            warmupPerConnection: 20,
+          },
+          `2 latency · ${num(size)} stored · inbox after the newest cursor`,
+        );
     points.push({ stored: size, readerMailbox, dbMiB: Math.round(statSync(d.dbPath).size / 1048576), send, inbox, inboxTail });
     await d.stop();
   }
@@ -71,5 +93,15 @@ export async function latency(ctx: Ctx): Promise<ScenarioResult> {
     measured: points.map((p) => `${num(p.stored)}: ${pct(p[k].latency)}`).join('; '),
     met: points.every((p) => within(p, k)) && flat(first[k].latency.p50, last[k].latency.p50),
   }));
-  return { name: 'latency', data: { points, readerShare: READER_SHARE, recipients: RECIPIENTS.length, prefill: 'bench/prefill.ts: openSqliteStore on the stopped daemon\'s mail.db, appendMessage in batches of 5,000 (one transaction each)' }, rows, targets };
+  return {
+    name: 'latency',
+    data: {
+      points,
+      readerShare: READER_SHARE,
+      recipients: RECIPIENTS.length,
+      prefill: "bench/prefill.ts: openSqliteStore on the stopped daemon's mail.db, appendMessage in batches of 5,000 (one transaction each)",
+    },
+    rows,
+    targets,
+  };
 }

@@ -16,7 +16,10 @@ export async function profile(ctx: Ctx): Promise<ScenarioResult> {
   const secrets = await d.accounts(['prof-s', 'prof-r'], 2);
   const top = Math.max(...ctx.sizes.concurrencies);
   const body = JSON.stringify({ to: 'prof-r', subject: 'profiled', body: 'x'.repeat(200) });
-  const run = await ctx.loadgen<FixedResult>({ mode: 'fixed', port: d.port, path: '/mail/send', token: secrets.get('prof-s'), body, concurrency: top, durationMs: z.profileMs }, `profile · daemon under --cpu-prof · ${top} senders`);
+  const run = await ctx.loadgen<FixedResult>(
+    { mode: 'fixed', port: d.port, path: '/mail/send', token: secrets.get('prof-s'), body, concurrency: top, durationMs: z.profileMs },
+    `profile · daemon under --cpu-prof · ${top} senders`,
+  );
   await d.stop();
   const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) throw new Error('the daemon wrote no .cpuprofile');

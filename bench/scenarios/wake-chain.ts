@@ -29,7 +29,10 @@ export async function wakeChain(ctx: Ctx): Promise<ScenarioResult> {
   const port = (receiver.address() as { port: number }).port;
   const d = await startDaemon(ctx.dataDir('wake-chain'));
   try {
-    const secrets = await d.accounts(CASES.map((c) => c.to), 8);
+    const secrets = await d.accounts(
+      CASES.map((c) => c.to),
+      8,
+    );
     // The sender is a person: the loop guard never quiets a person, so every send is woken for
     // (an agent sending 3,000 messages to one recipient would be quieted after 30).
     const sender = (await d.operator.admin.accountAdd({ id: 'wc-s', kind: 'human' })).secret;
@@ -43,7 +46,10 @@ export async function wakeChain(ctx: Ctx): Promise<ScenarioResult> {
     for (let round = 0; round < rounds; round++) {
       for (const c of CASES) {
         const body = JSON.stringify({ to: c.to, subject: 'chain cost', body: 'x'.repeat(200) });
-        const r = await ctx.loadgen<FixedResult>({ mode: 'fixed', port: d.port, path: '/mail/send', token: sender, body, concurrency: 1, count: per, warmupPerConnection: 10 }, `11 wake chain · round ${round + 1}/${rounds} · ${c.what}`);
+        const r = await ctx.loadgen<FixedResult>(
+          { mode: 'fixed', port: d.port, path: '/mail/send', token: sender, body, concurrency: 1, count: per, warmupPerConnection: 10 },
+          `11 wake chain · round ${round + 1}/${rounds} · ${c.what}`,
+        );
         results.get(c.to)!.push(r);
       }
     }
@@ -56,7 +62,12 @@ export async function wakeChain(ctx: Ctx): Promise<ScenarioResult> {
     const plain = merged('wc-plain');
     const rows: Row[] = CASES.map((c) => {
       const m = merged(c.to);
-      return { scenario: '11 delivery chain cost per send', system: c.what, metric: 'median of rounds', value: `${pct({ ...results.get(c.to)![0]!.latency, p50: m.p50, p99: m.p99 })} · p50 ${ratio(m.p50, plain.p50)} of no chain` };
+      return {
+        scenario: '11 delivery chain cost per send',
+        system: c.what,
+        metric: 'median of rounds',
+        value: `${pct({ ...results.get(c.to)![0]!.latency, p50: m.p50, p99: m.p99 })} · p50 ${ratio(m.p50, plain.p50)} of no chain`,
+      };
     });
     const hook = merged('wc-hook250');
     // One wake in flight per recipient: mail committed during a wake is gathered into the next one.
@@ -69,7 +80,12 @@ export async function wakeChain(ctx: Ctx): Promise<ScenarioResult> {
         met: hook.p50 <= plain.p50 * 1.25,
       },
     ];
-    return { name: 'wakechain', data: { rounds, perRound: per, cases: Object.fromEntries(CASES.map((c) => [c.to, { what: c.what, ...merged(c.to), runs: results.get(c.to) }])), webhookHits: hits }, rows, targets };
+    return {
+      name: 'wakechain',
+      data: { rounds, perRound: per, cases: Object.fromEntries(CASES.map((c) => [c.to, { what: c.what, ...merged(c.to), runs: results.get(c.to) }])), webhookHits: hits },
+      rows,
+      targets,
+    };
   } finally {
     await d.stop();
     await new Promise<void>((r) => receiver.close(() => r()));

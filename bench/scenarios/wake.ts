@@ -14,7 +14,11 @@ export async function wake(ctx: Ctx): Promise<ScenarioResult> {
   systems.m4a = await ctx.loadgen<WakeResult>({ mode: 'wake', port: d.port, reader, sender, to: 'wake-r', rounds: z.wakeRounds, settleMs }, '3 wake · m4a');
   for (const name of ['redis-aof-always', 'redis-default', 'nats-jetstream'] as const) {
     const srv = await ctx.server(name);
-    systems[name] = await ctx.baseline<WakeResult>(name.startsWith('redis') ? 'redis-load.ts' : 'nats-load.ts', { mode: 'wake', port: srv.port, rounds: z.wakeRounds, settleMs }, `3 wake · ${name}`);
+    systems[name] = await ctx.baseline<WakeResult>(
+      name.startsWith('redis') ? 'redis-load.ts' : 'nats-load.ts',
+      { mode: 'wake', port: srv.port, rounds: z.wakeRounds, settleMs },
+      `3 wake · ${name}`,
+    );
   }
   const rows: Row[] = [];
   for (const [sys, r] of Object.entries(systems)) {

@@ -1,18 +1,7 @@
 // Reading argv the way node would: which argument is the script, and what follows it.
 
 /** node options that take their value as the next argument (the `--opt=value` form needs no entry). */
-const NODE_OPTS_WITH_VALUE = new Set([
-  '--import',
-  '--require',
-  '-r',
-  '--loader',
-  '--experimental-loader',
-  '--input-type',
-  '--conditions',
-  '-C',
-  '--title',
-  '--env-file',
-]);
+const NODE_OPTS_WITH_VALUE = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader', '--input-type', '--conditions', '-C', '--title', '--env-file']);
 
 /** node options after which there is no script file (code comes from the command line or stdin). */
 const NODE_NO_SCRIPT = new Set(['-e', '--eval', '-p', '--print', '-i', '--interactive', '-']);

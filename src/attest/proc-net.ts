@@ -42,7 +42,10 @@ function expandIPv6(address: string): number[] {
 /** One 32-bit word as the kernel prints it (%08X of the in-memory value). */
 function word(bytes: number[]): string {
   const ordered = LITTLE_ENDIAN ? [...bytes].reverse() : bytes;
-  return ordered.map((b) => b.toString(16).padStart(2, '0')).join('').toUpperCase();
+  return ordered
+    .map((b) => b.toString(16).padStart(2, '0'))
+    .join('')
+    .toUpperCase();
 }
 
 function bytesOfIPv6(address: string): number[] {
@@ -65,12 +68,7 @@ function port(p: number): string {
 }
 
 /** The exact `LOCAL:PORT REMOTE:PORT` text of the client's row in each file (client local = our remote). */
-export function clientRowKeys(conn: {
-  localAddress: string;
-  localPort: number;
-  remoteAddress: string;
-  remotePort: number;
-}): { tcp?: string; tcp6?: string } {
+export function clientRowKeys(conn: { localAddress: string; localPort: number; remoteAddress: string; remotePort: number }): { tcp?: string; tcp6?: string } {
   const client = encodings(conn.remoteAddress);
   const server = encodings(conn.localAddress);
   const keys: { tcp?: string; tcp6?: string } = {};
@@ -93,7 +91,10 @@ export function findRow(table: string, key: string): RowLookup {
     // The pair must be the row's local/remote columns, which follow `sl:` and a space.
     if (table.charCodeAt(at - 1) !== 32 || table.charCodeAt(at - 2) !== 58) continue;
     const end = table.indexOf('\n', at);
-    const fields = table.slice(at, end === -1 ? undefined : end).trim().split(/\s+/);
+    const fields = table
+      .slice(at, end === -1 ? undefined : end)
+      .trim()
+      .split(/\s+/);
     // local rem st tx:rx tr:when retrnsmt uid timeout inode
     const inode = fields[8];
     if (inode === undefined || !/^\d+$/.test(inode)) continue;

@@ -87,9 +87,7 @@ export function isTransparent(p: ProcessFacts, ctx: WalkContext, runnerAllowed: 
   return runnerAllowed && isRunner(base, argv);
 }
 
-export type Walk =
-  | { ok: true; session: ProcessFacts; passed: ProcessFacts[] }
-  | { ok: false; reason: UnattestedReason; foreignUid?: number };
+export type Walk = { ok: true; session: ProcessFacts; passed: ProcessFacts[] } | { ok: false; reason: UnattestedReason; foreignUid?: number };
 
 /** From the socket's holder up past transparent processes. `passed` lists the transparent ones, the
  *  peer first. */

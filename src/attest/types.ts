@@ -47,8 +47,7 @@ export type UnattestedReason =
 
 /** Attestation outcome: a value, never an exception, so doors map it to a named error. */
 export type AttestResult =
-  | { ok: true; attestation: Attestation }
-  | { ok: false; reason: UnattestedReason; /** Set with `foreign_user` and `foreign_chain`. */ foreignUid?: number };
+  { ok: true; attestation: Attestation } | { ok: false; reason: UnattestedReason; /** Set with `foreign_user` and `foreign_chain`. */ foreignUid?: number };
 
 /** The four numbers that identify a TCP connection, as seen from the daemon's side. */
 export interface ConnectionTuple {

@@ -37,7 +37,7 @@ export async function asOperator<T>(o: OperatorOptions, fn: (c: MailClient) => P
 }
 
 /** --json and --data-dir, the options of an operator command. */
-export const operatorCommon = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', 'the daemon\'s data directory');
+export const operatorCommon = (cmd: Command): Command => cmd.option('--json', 'print the answer as JSON').option('--data-dir <dir>', "the daemon's data directory");
 const common = operatorCommon;
 const deleted = (n: number): string => `${n} message${n === 1 ? '' : 's'}`;
 
@@ -53,25 +53,37 @@ export function registerAdmin(program: Command): void {
     .option('--operator', 'may use the operator registry')
     .option('--no-send', 'may not send')
     .option('--no-read', 'may not read')
-    .action((id: string, o: Common & { kind: 'agent' | 'human' | 'service'; label?: string; bindProvider?: string; urgent?: boolean; operator?: boolean; send: boolean; read: boolean }) =>
-      asOperator(
-        o,
-        (c) =>
-          c.admin.accountAdd({
-            id,
-            kind: o.kind,
-            ...(o.label ? { label: o.label } : {}),
-            ...(o.bindProvider ? { bind_provider: o.bindProvider } : {}),
-            permissions: { send: o.send, read: o.read, urgent: !!o.urgent, operator: !!o.operator },
-          }),
-        (r) => `account ${r.account.id} created. Its secret (shown once, store it now):\n${r.secret}`,
-      ),
+    .action(
+      (
+        id: string,
+        o: Common & { kind: 'agent' | 'human' | 'service'; label?: string; bindProvider?: string; urgent?: boolean; operator?: boolean; send: boolean; read: boolean },
+      ) =>
+        asOperator(
+          o,
+          (c) =>
+            c.admin.accountAdd({
+              id,
+              kind: o.kind,
+              ...(o.label ? { label: o.label } : {}),
+              ...(o.bindProvider ? { bind_provider: o.bindProvider } : {}),
+              permissions: { send: o.send, read: o.read, urgent: !!o.urgent, operator: !!o.operator },
+            }),
+          (r) => `account ${r.account.id} created. Its secret (shown once, store it now):\n${r.secret}`,
+        ),
     );
   common(account.command('rotate <id>').description('issue a new secret; the old one stops working')).action((id: string, o: Common) =>
-    asOperator(o, (c) => c.admin.accountRotate(id), (r) => `account ${r.account.id}: new secret (shown once):\n${r.secret}`),
+    asOperator(
+      o,
+      (c) => c.admin.accountRotate(id),
+      (r) => `account ${r.account.id}: new secret (shown once):\n${r.secret}`,
+    ),
   );
   common(account.command('remove <id>').description('remove an account and delete its mail, sessions, wake chains and timers')).action((id: string, o: Common) =>
-    asOperator(o, (c) => c.admin.accountRemove(id), (r) => `account ${id} removed; ${deleted(r.deleted_messages)} delivered to it deleted (an account added again as ${id} starts empty)`),
+    asOperator(
+      o,
+      (c) => c.admin.accountRemove(id),
+      (r) => `account ${id} removed; ${deleted(r.deleted_messages)} delivered to it deleted (an account added again as ${id} starts empty)`,
+    ),
   );
   common(account.command('list').description('every account')).action((o: Common) =>
     asOperator(
@@ -80,7 +92,15 @@ export function registerAdmin(program: Command): void {
       (r) =>
         table([
           ['ID', 'KIND', 'PERMISSIONS', 'BOUND TO'],
-          ...r.accounts.map((a) => [a.id, a.kind, Object.entries(a.permissions).filter(([, v]) => v).map(([k]) => k).join(','), a.bind_provider ?? '-']),
+          ...r.accounts.map((a) => [
+            a.id,
+            a.kind,
+            Object.entries(a.permissions)
+              .filter(([, v]) => v)
+              .map(([k]) => k)
+              .join(','),
+            a.bind_provider ?? '-',
+          ]),
         ]),
     ),
   );
@@ -101,29 +121,55 @@ export function registerAdmin(program: Command): void {
     .option('--closed', 'members only may post')
     .action((name: string, o: Common & { open?: boolean; closed?: boolean }) => {
       if (!!o.open === !!o.closed) fail(new UsageError('room set: say either --open or --closed'), !!o.json);
-      return asOperator(o, (c) => c.admin.roomSet(name, !!o.open), () => `room #${name}: ${o.open ? 'anyone may post' : 'members only may post'}`);
+      return asOperator(
+        o,
+        (c) => c.admin.roomSet(name, !!o.open),
+        () => `room #${name}: ${o.open ? 'anyone may post' : 'members only may post'}`,
+      );
     });
   common(room.command('remove <name>').description('remove a room and delete its mail')).action((name: string, o: Common) =>
-    asOperator(o, (c) => c.admin.roomRemove(name), (r) => `room #${name} removed; ${deleted(r.deleted_messages)} deleted (a room created again as #${name} starts empty)`),
+    asOperator(
+      o,
+      (c) => c.admin.roomRemove(name),
+      (r) => `room #${name} removed; ${deleted(r.deleted_messages)} deleted (a room created again as #${name} starts empty)`,
+    ),
   );
   common(room.command('list').description('every room with its members')).action((o: Common) =>
-    asOperator(o, (c) => c.admin.roomList(), (r) =>
-      table([['ROOM', 'POSTS', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.open ? 'anyone' : 'members', x.everyone ? 'everyone' : x.members.join(', ') || '-'])]),
+    asOperator(
+      o,
+      (c) => c.admin.roomList(),
+      (r) => table([['ROOM', 'POSTS', 'MEMBERS'], ...r.rooms.map((x) => [`#${x.name}`, x.open ? 'anyone' : 'members', x.everyone ? 'everyone' : x.members.join(', ') || '-'])]),
     ),
   );
   const member = room.command('member').description('room membership');
   common(member.command('add <room> <account>').description('grant membership')).action((roomName: string, acc: string, o: Common) =>
-    asOperator(o, (c) => c.admin.memberAdd(roomName, acc), () => `${acc} is now a member of #${roomName}`),
+    asOperator(
+      o,
+      (c) => c.admin.memberAdd(roomName, acc),
+      () => `${acc} is now a member of #${roomName}`,
+    ),
   );
   common(member.command('remove <room> <account>').description('revoke membership')).action((roomName: string, acc: string, o: Common) =>
-    asOperator(o, (c) => c.admin.memberRemove(roomName, acc), () => `${acc} is no longer a member of #${roomName}`),
+    asOperator(
+      o,
+      (c) => c.admin.memberRemove(roomName, acc),
+      () => `${acc} is no longer a member of #${roomName}`,
+    ),
   );
 
   const listener = admin.command('listener').description('doorbell URLs rung when mail arrives');
   common(listener.command('set <account> <url>').description('set a loopback URL for an account')).action((acc: string, url: string, o: Common) =>
-    asOperator(o, (c) => c.admin.listenerSet(acc, url), () => `listener for ${acc} set to ${url}`),
+    asOperator(
+      o,
+      (c) => c.admin.listenerSet(acc, url),
+      () => `listener for ${acc} set to ${url}`,
+    ),
   );
-  common(listener.command('remove <account>').description('clear an account\'s listener')).action((acc: string, o: Common) =>
-    asOperator(o, (c) => c.admin.listenerRemove(acc), () => `listener for ${acc} removed`),
+  common(listener.command('remove <account>').description("clear an account's listener")).action((acc: string, o: Common) =>
+    asOperator(
+      o,
+      (c) => c.admin.listenerRemove(acc),
+      () => `listener for ${acc} removed`,
+    ),
   );
 }

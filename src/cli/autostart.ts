@@ -89,7 +89,11 @@ function lastLogLine(path: string): string | null {
       const size = fstatSync(fd).size;
       const buf = Buffer.alloc(Math.min(size, 64 * 1024));
       readSync(fd, buf, 0, buf.length, size - buf.length);
-      const lines = buf.toString('utf8').split('\n').map((l) => l.trimEnd()).filter((l) => l !== '');
+      const lines = buf
+        .toString('utf8')
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .filter((l) => l !== '');
       return [...lines].reverse().find((l) => l.startsWith('m4a: ')) ?? lines.at(-1) ?? null;
     } finally {
       closeSync(fd);

@@ -59,7 +59,9 @@ export function chooseAccount(flag: string | undefined, env: NodeJS.ProcessEnv =
   const wanted = flag ?? env.M4A_ACCOUNT;
   if (wanted) {
     const a = file.accounts[wanted];
-    return a ? { account: wanted, secret: a.secret, source: flag ? '--account' : 'M4A_ACCOUNT' } : { error: `no secret for account ${wanted} in ${credentialsPath(env)} (run m4a setup)` };
+    return a
+      ? { account: wanted, secret: a.secret, source: flag ? '--account' : 'M4A_ACCOUNT' }
+      : { error: `no secret for account ${wanted} in ${credentialsPath(env)} (run m4a setup)` };
   }
   const provider = detectProvider(env);
   if (provider) {

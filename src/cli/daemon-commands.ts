@@ -55,14 +55,23 @@ async function stopDaemon(dataDir: string): Promise<boolean> {
 
 export function registerDaemon(program: Command): void {
   const daemon = program.command('daemon').description('the background daemon: status, stop, restart, logs, install');
-  const opts = (c: Command) => c.option('--json', 'JSON output').option('--data-dir <dir>', 'the daemon\'s data directory');
+  const opts = (c: Command) => c.option('--json', 'JSON output').option('--data-dir <dir>', "the daemon's data directory");
 
   opts(daemon.command('status').description('is it running, where, which version')).action(async (o: Common) => {
     const dir = dataDirFrom(o.dataDir);
     const url = daemonUrl(dir);
     const h = await probe(url);
     const info = readDaemonInfo(dir);
-    const out = { running: !!h, url, data_dir: dir, pid: h?.pid ?? null, version: h?.version ?? null, cli_version: CLI_VERSION, auto: info?.auto ?? null, started_at: info?.started_at ?? null };
+    const out = {
+      running: !!h,
+      url,
+      data_dir: dir,
+      pid: h?.pid ?? null,
+      version: h?.version ?? null,
+      cli_version: CLI_VERSION,
+      auto: info?.auto ?? null,
+      started_at: info?.started_at ?? null,
+    };
     if (o.json) printJson(out);
     else
       process.stdout.write(
@@ -101,7 +110,7 @@ export function registerDaemon(program: Command): void {
     }
   });
 
-  opts(daemon.command('logs').description('the auto-started daemon\'s log'))
+  opts(daemon.command('logs').description("the auto-started daemon's log"))
     .option('-n, --lines <n>', 'last n lines', Number, 50)
     .action((o: Common & { lines: number }) => {
       const p = join(dataDirFrom(o.dataDir), 'daemon.log');

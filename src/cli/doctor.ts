@@ -86,7 +86,12 @@ function dataDirCheck(dataDir: string): Check {
   const st = statSync(dataDir);
   const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid)
-    return { name: 'data directory', status: 'fail', detail: `${dataDir} belongs to uid ${st.uid}, not to this user: m4a serve refuses to start`, todo: `use a directory of your own, or chown -R ${uid} ${dataDir}` };
+    return {
+      name: 'data directory',
+      status: 'fail',
+      detail: `${dataDir} belongs to uid ${st.uid}, not to this user: m4a serve refuses to start`,
+      todo: `use a directory of your own, or chown -R ${uid} ${dataDir}`,
+    };
   const wide: string[] = [];
   const walk = (p: string, s: Stats): void => {
     if ((s.isFile() || s.isDirectory()) && s.mode & 0o077) wide.push(`${p} ${(s.mode & 0o777).toString(8)}`);
@@ -94,7 +99,12 @@ function dataDirCheck(dataDir: string): Check {
   };
   walk(dataDir, st);
   if (wide.length === 0) return { name: 'data directory', status: 'ok', detail: `${dataDir} mode 700, its files 600` };
-  return { name: 'data directory', status: 'fail', detail: `readable by other users: ${wide.join(', ')}`, todo: `the daemon tightens them when it starts (m4a daemon restart), or now: chmod -R go-rwx ${dataDir}` };
+  return {
+    name: 'data directory',
+    status: 'fail',
+    detail: `readable by other users: ${wide.join(', ')}`,
+    todo: `the daemon tightens them when it starts (m4a daemon restart), or now: chmod -R go-rwx ${dataDir}`,
+  };
 }
 
 export async function runDoctor(o: { dataDir?: string; project?: string; checkStore?: boolean; store?: string }, env: NodeJS.ProcessEnv = process.env): Promise<Check[]> {
@@ -108,14 +118,23 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
 
   const h = await probe(url);
   if (!h) {
-    checks.push({ name: 'daemon', status: 'warn', detail: `nothing answers at ${url}`, todo: 'it starts on first use (m4a send, m4a mcp); or run `m4a serve` / `m4a daemon install`' });
+    checks.push({
+      name: 'daemon',
+      status: 'warn',
+      detail: `nothing answers at ${url}`,
+      todo: 'it starts on first use (m4a send, m4a mcp); or run `m4a serve` / `m4a daemon install`',
+    });
   } else {
     const health = await new MailClient({ url, token: '', checkPortOwner: false }).health();
     checks.push({ name: 'daemon', status: 'ok', detail: `mail4agent ${health.version} at ${url} (pid ${health.pid})` });
     if (health.version !== CLI_VERSION)
       checks.push({ name: 'version', status: 'warn', detail: `daemon ${health.version}, cli ${CLI_VERSION}`, todo: 'run `m4a daemon restart` to run this version' });
     checks.push({ name: 'store', status: 'ok', detail: `${health.store} in ${dataDir}` });
-    checks.push({ name: 'attestation', status: health.attestation ? 'ok' : 'fail', detail: health.attestation ? 'the daemon attests connections on this platform' : 'the daemon cannot attest connections here' });
+    checks.push({
+      name: 'attestation',
+      status: health.attestation ? 'ok' : 'fail',
+      detail: health.attestation ? 'the daemon attests connections on this platform' : 'the daemon cannot attest connections here',
+    });
     const info = readDaemonInfo(dataDir);
     if (info && info.pid !== h.pid) checks.push({ name: 'daemon.json', status: 'warn', detail: `daemon.json names pid ${info.pid}, the daemon is pid ${h.pid}` });
   }
@@ -129,7 +148,12 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
   let creds: ReturnType<typeof readCredentials> = { version: 1, accounts: {} };
   if (existsSync(credPath)) {
     const mode = statSync(credPath).mode & 0o777;
-    checks.push({ name: 'credentials', status: mode & 0o077 ? 'fail' : 'ok', detail: `${credPath} (${Object.keys(readCredentials(env).accounts).join(', ') || 'no accounts'}) mode ${mode.toString(8)}`, ...(mode & 0o077 ? { todo: `chmod 600 ${credPath}` } : {}) });
+    checks.push({
+      name: 'credentials',
+      status: mode & 0o077 ? 'fail' : 'ok',
+      detail: `${credPath} (${Object.keys(readCredentials(env).accounts).join(', ') || 'no accounts'}) mode ${mode.toString(8)}`,
+      ...(mode & 0o077 ? { todo: `chmod 600 ${credPath}` } : {}),
+    });
     creds = readCredentials(env);
   } else if (!env.M4A_TOKEN) {
     checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|cursor`' });
@@ -141,10 +165,19 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
       const c = new MailClient({ url, token: acc.secret });
       try {
         const me = await c.whoami();
-        checks.push({ name: `account ${name}`, status: me.account === name ? 'ok' : 'fail', detail: me.account === name ? `secret valid; this shell would speak as ${me.address}` : `the stored secret names ${me.account}` });
+        checks.push({
+          name: `account ${name}`,
+          status: me.account === name ? 'ok' : 'fail',
+          detail: me.account === name ? `secret valid; this shell would speak as ${me.address}` : `the stored secret names ${me.account}`,
+        });
       } catch (err) {
         const code = err instanceof MailError ? err.code : 'unreachable';
-        checks.push({ name: `account ${name}`, status: 'fail', detail: `${code}: ${(err as Error).message}`, todo: code === 'unauthenticated' ? `run \`m4a setup ${acc.provider ?? name}\` again` : undefined });
+        checks.push({
+          name: `account ${name}`,
+          status: 'fail',
+          detail: `${code}: ${(err as Error).message}`,
+          todo: code === 'unauthenticated' ? `run \`m4a setup ${acc.provider ?? name}\` again` : undefined,
+        });
       } finally {
         c.close();
       }
@@ -153,13 +186,19 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
 
   const { entries, problems } = await findEntries(env, project);
   checks.push(...problems);
-  if (entries.length === 0) checks.push({ name: 'agents', status: 'warn', detail: 'no agent program is wired to mail4agent', todo: 'run `m4a setup claude` (or codex, gemini, cursor)' });
+  if (entries.length === 0)
+    checks.push({ name: 'agents', status: 'warn', detail: 'no agent program is wired to mail4agent', todo: 'run `m4a setup claude` (or codex, gemini, cursor)' });
   for (const e of entries) {
     const name = `${e.program} (${e.scope})`;
     const isHttp = typeof e.entry.url === 'string';
     if (isHttp) {
       const envRef = JSON.stringify(e.entry).match(/M4A_TOKEN/) !== null;
-      checks.push({ name, status: envRef ? 'ok' : 'warn', detail: `HTTP entry ${String(e.entry.url)} in ${e.file}`, todo: env.M4A_TOKEN ? undefined : 'export M4A_TOKEN in the environment the agent starts from' });
+      checks.push({
+        name,
+        status: envRef ? 'ok' : 'warn',
+        detail: `HTTP entry ${String(e.entry.url)} in ${e.file}`,
+        todo: env.M4A_TOKEN ? undefined : 'export M4A_TOKEN in the environment the agent starts from',
+      });
     } else {
       const account = accountOf(e.entry);
       const has = account !== undefined && creds.accounts[account] !== undefined;
@@ -179,7 +218,12 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
       } catch {
         /* no local settings */
       }
-      checks.push({ name: 'claude project approval', status: approved ? 'ok' : 'warn', detail: approved ? 'm4a is pre-approved in .claude/settings.local.json (counts once the folder is trusted)' : '.mcp.json servers wait for approval in interactive sessions', todo: 'open `claude` in the project once and accept the workspace trust dialog' });
+      checks.push({
+        name: 'claude project approval',
+        status: approved ? 'ok' : 'warn',
+        detail: approved ? 'm4a is pre-approved in .claude/settings.local.json (counts once the folder is trusted)' : '.mcp.json servers wait for approval in interactive sessions',
+        todo: 'open `claude` in the project once and accept the workspace trust dialog',
+      });
     }
     if (e.program === 'gemini' && e.scope === 'project') {
       let trusted = false;
@@ -189,10 +233,20 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
       } catch {
         /* none */
       }
-      checks.push({ name: 'gemini folder trust', status: trusted ? 'ok' : 'warn', detail: trusted ? `${project} is trusted` : 'project settings are ignored in untrusted folders', todo: trusted ? undefined : 'trust the folder in Gemini CLI (/permissions)' });
+      checks.push({
+        name: 'gemini folder trust',
+        status: trusted ? 'ok' : 'warn',
+        detail: trusted ? `${project} is trusted` : 'project settings are ignored in untrusted folders',
+        todo: trusted ? undefined : 'trust the folder in Gemini CLI (/permissions)',
+      });
     }
     if (e.program === 'codex' && e.scope === 'project') {
-      checks.push({ name: 'codex project trust', status: 'warn', detail: 'project .codex/config.toml is read only in trusted projects', todo: 'trust the project when Codex asks; hooks must also be trusted in /hooks' });
+      checks.push({
+        name: 'codex project trust',
+        status: 'warn',
+        detail: 'project .codex/config.toml is read only in trusted projects',
+        todo: 'trust the project when Codex asks; hooks must also be trusted in /hooks',
+      });
     }
   }
   return checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c));

@@ -25,14 +25,18 @@ const HOOKS: Record<string, HookSpec> = {
   'claude-prompt': {
     kind: 'context',
     event: 'prompt',
-    render: (text, input) => ({ hookSpecificOutput: { hookEventName: typeof input.hook_event_name === 'string' ? input.hook_event_name : 'UserPromptSubmit', additionalContext: text } }),
+    render: (text, input) => ({
+      hookSpecificOutput: { hookEventName: typeof input.hook_event_name === 'string' ? input.hook_event_name : 'UserPromptSubmit', additionalContext: text },
+    }),
   },
   'claude-tool': { kind: 'context', event: 'tool', render: (text) => ({ hookSpecificOutput: { hookEventName: 'PostToolUse', additionalContext: text } }) },
   'codex-stop': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'block', reason }), quiet: {} },
   'codex-prompt': {
     kind: 'context',
     event: 'prompt',
-    render: (text, input) => ({ hookSpecificOutput: { hookEventName: typeof input.hook_event_name === 'string' ? input.hook_event_name : 'UserPromptSubmit', additionalContext: text } }),
+    render: (text, input) => ({
+      hookSpecificOutput: { hookEventName: typeof input.hook_event_name === 'string' ? input.hook_event_name : 'UserPromptSubmit', additionalContext: text },
+    }),
   },
   'gemini-after-agent': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'deny', reason }), quiet: {} },
   'gemini-before-agent': { kind: 'context', event: 'prompt', render: (text) => ({ hookSpecificOutput: { hookEventName: 'BeforeAgent', additionalContext: text } }), quiet: {} },
@@ -88,13 +92,13 @@ export function registerHooks(program: Command): void {
   program
     .command('hook <name>')
     .description(`run as an agent program's hook: ${HOOK_NAMES.join(', ')}`)
-    .option('--account <name>', 'which account\'s secret to use')
+    .option('--account <name>', "which account's secret to use")
     .action(async (name: string, o: { account?: string }) => runHook(name, o));
 
   program
     .command('listen <on|off>')
     .description('listen mode for this session: its Stop hook waits for mail instead of letting the agent go idle')
-    .option('--account <name>', 'which account\'s secret to use')
+    .option('--account <name>', "which account's secret to use")
     .option('--json', 'print the answer as JSON')
     .action(async (state: string, o: { account?: string; json?: boolean }) => {
       if (state !== 'on' && state !== 'off') {

@@ -12,7 +12,7 @@ interface Common extends ConnectOptions {
 }
 
 const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', 'which account\'s secret to use').option('--data-dir <dir>', 'the daemon\'s data directory');
+  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
 
 async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
   try {
@@ -73,7 +73,7 @@ export function registerMail(program: Command): void {
           const orig = (await c.get(id)).message;
           return c.send({ to: orig.from, subject: o.subject, body: text, reply_to: id });
         },
-        (r) => `${green('replied')} ${r.message_id} to ${r.to}${r.redirected ? ' (the sender\'s session ended; redirected)' : ''}`,
+        (r) => `${green('replied')} ${r.message_id} to ${r.to}${r.redirected ? " (the sender's session ended; redirected)" : ''}`,
       );
     });
 
@@ -106,18 +106,36 @@ export function registerMail(program: Command): void {
     .option('--thread', 'the whole thread')
     .option('--verbose', 'every field, null and default ones too (for --json scripts)')
     .action((id: string, o: Common & { thread?: boolean; verbose?: boolean }) =>
-      run(o, (c) => c.get(id, !!o.thread, !!o.verbose), (r) => (r.thread ? list(r.thread, '') : messageBlock(r.message))),
+      run(
+        o,
+        (c) => c.get(id, !!o.thread, !!o.verbose),
+        (r) => (r.thread ? list(r.thread, '') : messageBlock(r.message)),
+      ),
     );
 
   common(program.command('thread <id>').description('the whole thread a message belongs to')).action((id: string, o: Common) =>
-    run(o, (c) => c.get(id, true), (r) => list(r.thread ?? [r.message], '')),
+    run(
+      o,
+      (c) => c.get(id, true),
+      (r) => list(r.thread ?? [r.message], ''),
+    ),
   );
 
   common(program.command('ack <message-id...>').description('mark mail as handled')).action((ids: string[], o: Common) =>
-    run(o, (c) => c.ack(ids), (r) => `${green('acknowledged')} ${r.acked.length} · ${r.unread} unread`),
+    run(
+      o,
+      (c) => c.ack(ids),
+      (r) => `${green('acknowledged')} ${r.acked.length} · ${r.unread} unread`,
+    ),
   );
 
-  common(program.command('unread').description('how much unacknowledged mail you have')).action((o: Common) => run(o, (c) => c.unread(), (r) => String(r.unread)));
+  common(program.command('unread').description('how much unacknowledged mail you have')).action((o: Common) =>
+    run(
+      o,
+      (c) => c.unread(),
+      (r) => String(r.unread),
+    ),
+  );
 
   common(program.command('whoami').description('your address, account, rooms and session card')).action((o: Common) =>
     run(
@@ -126,7 +144,13 @@ export function registerMail(program: Command): void {
       (r) =>
         table([
           ['address', bold(r.address)],
-          ['names', [r.slug, ...r.aliases].filter(Boolean).map((n) => `${r.account}/${n}`).join(' ') || '-'],
+          [
+            'names',
+            [r.slug, ...r.aliases]
+              .filter(Boolean)
+              .map((n) => `${r.account}/${n}`)
+              .join(' ') || '-',
+          ],
           ['account', `${r.account} (${r.kind})`],
           ['rooms', r.rooms.join(' ') || '-'],
           ['process', r.card.attested ? `pid ${r.card.attested.pid} ${r.card.attested.exe}` : '-'],
@@ -150,7 +174,14 @@ export function registerMail(program: Command): void {
             rows.push([bold(a.id), a.kind ?? 'agent', '', '', '', '']);
             for (const s of sessions) {
               const name = [s.slug, ...s.aliases].filter(Boolean).join(', ');
-              rows.push([`  ${a.id}/${name || shortAddress(s.address).split('/')[1]}`, '', s.live ? green('live') : dim('ended'), ago(s.last_seen), s.card.corroborated.provider ?? '', s.card.declared.working_on ?? '']);
+              rows.push([
+                `  ${a.id}/${name || shortAddress(s.address).split('/')[1]}`,
+                '',
+                s.live ? green('live') : dim('ended'),
+                ago(s.last_seen),
+                s.card.corroborated.provider ?? '',
+                s.card.declared.working_on ?? '',
+              ]);
             }
           }
           const rooms = r.rooms.map((x) => `#${x.name}${x.member ? ' (member)' : ''}`).join('  ');
@@ -165,7 +196,8 @@ export function registerMail(program: Command): void {
       run(
         o,
         (c) => c.status(o.remove ? { unalias: name } : { alias: name }),
-        (r) => `${r.address.split('/')[0]}/${name.startsWith('@') ? name : `@${name}`} ${o.remove ? 'removed' : 'now reaches this session'} · aliases: ${r.aliases.join(', ') || '-'} · slug: ${r.slug ?? '-'}`,
+        (r) =>
+          `${r.address.split('/')[0]}/${name.startsWith('@') ? name : `@${name}`} ${o.remove ? 'removed' : 'now reaches this session'} · aliases: ${r.aliases.join(', ') || '-'} · slug: ${r.slug ?? '-'}`,
       ),
     );
 
@@ -177,7 +209,12 @@ export function registerMail(program: Command): void {
       if (o.workingOn === undefined && o.role === undefined && o.parent === undefined) fail(new UsageError('give --working-on, --role or --parent'), !!o.json);
       return run(
         o,
-        (c) => c.status({ ...(o.workingOn !== undefined ? { working_on: o.workingOn } : {}), ...(o.role !== undefined ? { role: o.role } : {}), ...(o.parent !== undefined ? { parent: o.parent } : {}) }),
+        (c) =>
+          c.status({
+            ...(o.workingOn !== undefined ? { working_on: o.workingOn } : {}),
+            ...(o.role !== undefined ? { role: o.role } : {}),
+            ...(o.parent !== undefined ? { parent: o.parent } : {}),
+          }),
         (r) => `${r.address}: ${JSON.stringify(r.card.declared)}`,
       );
     });

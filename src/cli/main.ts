@@ -40,9 +40,9 @@ program
 
 program
   .command('mcp')
-  .description('MCP over stdio, forwarded to the daemon (starts it if needed); for agents\' MCP configs')
-  .option('--account <name>', 'which account\'s secret to use (from the credentials file)')
-  .option('--data-dir <dir>', 'the daemon\'s data directory')
+  .description("MCP over stdio, forwarded to the daemon (starts it if needed); for agents' MCP configs")
+  .option('--account <name>', "which account's secret to use (from the credentials file)")
+  .option('--data-dir <dir>', "the daemon's data directory")
   .action(async (o: { account?: string; dataDir?: string }) => {
     const { runBridge } = await import('./mcp-bridge.js');
     await runBridge(o);
@@ -50,11 +50,11 @@ program
 
 program
   .command('doctor')
-  .description('read-only checks: daemon, store, attestation, each agent\'s MCP entry and secret, what is left to do')
+  .description("read-only checks: daemon, store, attestation, each agent's MCP entry and secret, what is left to do")
   .option('--json', 'JSON output')
-  .option('--data-dir <dir>', 'the daemon\'s data directory')
+  .option('--data-dir <dir>', "the daemon's data directory")
   .option('--project <dir>', 'the project whose agent configs to check (default: the current directory)')
-  .option('--check-store', 'also run SQLite\'s integrity_check over the whole store (read-only; safe while the daemon runs)')
+  .option('--check-store', "also run SQLite's integrity_check over the whole store (read-only; safe while the daemon runs)")
   .option('--store <spec>', 'the store to check (default $M4A_STORE or <data dir>/mail.db, as m4a serve)')
   .action(async (o: { json?: boolean; dataDir?: string; project?: string; checkStore?: boolean; store?: string }) => {
     const { runDoctor } = await import('./doctor.js');

@@ -16,7 +16,12 @@ export function printJson(v: unknown): void {
 
 /** Text for people and agents: mail content neutralised, our own colour codes kept. */
 export function printText(s: string): void {
-  process.stdout.write(`${s.split(/(\x1b\[\d+m)/).map((part, i) => (i % 2 ? part : neutralise(part, true))).join('')}\n`);
+  process.stdout.write(
+    `${s
+      .split(/(\x1b\[\d+m)/)
+      .map((part, i) => (i % 2 ? part : neutralise(part, true)))
+      .join('')}\n`,
+  );
 }
 
 export { table } from './format.js';

@@ -79,13 +79,21 @@ export function registerUser(program: Command): void {
       ),
     );
 
-  common(user.command('passwd <id>').description('set a person\'s password; their browser logins end'))
+  common(user.command('passwd <id>').description("set a person's password; their browser logins end"))
     .option('--password-stdin', 'read the password from the first line of stdin instead of asking')
     .action((id: string, o: Common) =>
-      asOperator(o, async (c) => c.call<{ ok: true }>(pathOf('user.passwd'), { id, password: await readPassword(o, 'New password: ') }), () => `password of ${id} set; their browser logins ended`),
+      asOperator(
+        o,
+        async (c) => c.call<{ ok: true }>(pathOf('user.passwd'), { id, password: await readPassword(o, 'New password: ') }),
+        () => `password of ${id} set; their browser logins ended`,
+      ),
     );
 
   common(user.command('revoke-sessions <id>').description('end every browser login of a person')).action((id: string, o: Common) =>
-    asOperator(o, (c) => c.call<{ revoked: number }>(pathOf('user.revoke-sessions'), { id }), (r) => `${r.revoked} browser login(s) of ${id} ended`),
+    asOperator(
+      o,
+      (c) => c.call<{ revoked: number }>(pathOf('user.revoke-sessions'), { id }),
+      (r) => `${r.revoked} browser login(s) of ${id} ended`,
+    ),
   );
 }

@@ -12,7 +12,7 @@ interface Common extends ConnectOptions {
 }
 
 const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', 'which account\'s secret to use').option('--data-dir <dir>', 'the daemon\'s data directory');
+  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
 
 async function print<T>(json: boolean | undefined, fn: () => Promise<T>, human: (r: T) => string): Promise<void> {
   try {
@@ -69,7 +69,13 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
 
 const envOf = (s: { env?: string[] | undefined }): string => (s.env?.length ? ` env=${s.env.join(',')}` : '');
 const describeStep = (s: WakeChainOut['steps'][number]): string =>
-  s.kind === 'hooks' ? 'hooks' : s.kind === 'codex-app-server' ? `codex=${s.listen}${envOf(s)}` : s.kind === 'command' ? `command=${JSON.stringify(s.argv)}${envOf(s)}` : `webhook=${s.url}`;
+  s.kind === 'hooks'
+    ? 'hooks'
+    : s.kind === 'codex-app-server'
+      ? `codex=${s.listen}${envOf(s)}`
+      : s.kind === 'command'
+        ? `command=${JSON.stringify(s.argv)}${envOf(s)}`
+        : `webhook=${s.url}`;
 
 const collect = (v: string, acc: string[]): string[] => [...acc, v];
 
@@ -84,11 +90,14 @@ export function registerWake(program: Command): void {
       .option('--rooms', 'room mail wakes this account too')
       .option('--debounce-ms <ms>', 'gather a burst into one wake (default 250)')
       .option('--timeout-secs <duration>', 'command steps: kill after this long (default 10m)')
-      .option('--cwd <dir>', 'command steps: working directory ({cwd} = the session\'s)')
-      .option('--env <name>', 'command and codex=spawn steps: a variable of the daemon\'s environment the program also gets (repeat)', collect, [])
+      .option('--cwd <dir>', "command steps: working directory ({cwd} = the session's)")
+      .option('--env <name>', "command and codex=spawn steps: a variable of the daemon's environment the program also gets (repeat)", collect, [])
       .option('--allow-remote', 'webhook steps: allow a non-loopback URL'),
   ).action(
-    (account: string, o: OperatorOptions & { step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; env: string[]; allowRemote?: boolean }) =>
+    (
+      account: string,
+      o: OperatorOptions & { step: string[]; session?: string; rooms?: boolean; debounceMs?: string; timeoutSecs?: string; cwd?: string; env: string[]; allowRemote?: boolean },
+    ) =>
       asOperator(
         o,
         async (c) => {
@@ -116,11 +125,24 @@ export function registerWake(program: Command): void {
       (r) =>
         r.chains.length === 0
           ? dim('no wake chains')
-          : table([['FOR', 'STEPS', 'ROOMS', 'DEBOUNCE'], ...r.chains.map((ch) => [ch.lineage ? `${ch.account}/${ch.lineage}` : ch.account, ch.steps.map(describeStep).join(' → '), ch.rooms ? 'yes' : 'no', `${ch.debounce_ms} ms`])]),
+          : table([
+              ['FOR', 'STEPS', 'ROOMS', 'DEBOUNCE'],
+              ...r.chains.map((ch) => [
+                ch.lineage ? `${ch.account}/${ch.lineage}` : ch.account,
+                ch.steps.map(describeStep).join(' → '),
+                ch.rooms ? 'yes' : 'no',
+                `${ch.debounce_ms} ms`,
+              ]),
+            ]),
     ),
   );
   operatorCommon(wake.command('clear <account>').description('remove a chain').option('--session <name>', 'the chain of this session lineage')).action(
-    (account: string, o: OperatorOptions & { session?: string }) => asOperator(o, (c) => c.admin.wakeClear(account, o.session), () => `wake chain of ${account}${o.session ? `/${o.session}` : ''} removed`),
+    (account: string, o: OperatorOptions & { session?: string }) =>
+      asOperator(
+        o,
+        (c) => c.admin.wakeClear(account, o.session),
+        () => `wake chain of ${account}${o.session ? `/${o.session}` : ''} removed`,
+      ),
   );
 
   const timer = program.command('timer').description('durable reminders: they arrive as mail from mailbox and wake you like any mail');
@@ -129,15 +151,34 @@ export function registerWake(program: Command): void {
     .requiredOption('--note <text>', 'what to be reminded of (the subject)')
     .option('--for-account', 'remind the whole account, not this session')
     .action((o: Common & { in: string; note: string; forAccount?: boolean }) =>
-      asMail(o, (c) => c.remind(parseDuration(o.in), o.note, !!o.forAccount), (t) => `timer ${t.id} for ${t.to} at ${t.due_at}: ${t.note}`),
+      asMail(
+        o,
+        (c) => c.remind(parseDuration(o.in), o.note, !!o.forAccount),
+        (t) => `timer ${t.id} for ${t.to} at ${t.due_at}: ${t.note}`,
+      ),
     );
-  common(timer.command('list').description('your account\'s timers, soonest first')).action((o: Common) =>
-    asMail(o, (c) => c.timers(), (r) => (r.timers.length === 0 ? dim('no timers') : table([['ID', 'DUE', 'FOR', 'NOTE'], ...r.timers.map((t) => [t.id, t.due_at, t.to, t.note])]))),
+  common(timer.command('list').description("your account's timers, soonest first")).action((o: Common) =>
+    asMail(
+      o,
+      (c) => c.timers(),
+      (r) => (r.timers.length === 0 ? dim('no timers') : table([['ID', 'DUE', 'FOR', 'NOTE'], ...r.timers.map((t) => [t.id, t.due_at, t.to, t.note])])),
+    ),
   );
-  common(timer.command('snooze <id>').description('move a timer').requiredOption('--in <duration>', 'from now: 90, 30s, 45m, 2h, 1d')).action((id: string, o: Common & { in: string }) =>
-    asMail(o, (c) => c.timerSnooze(id, parseDuration(o.in)), (t) => `timer ${t.id} now at ${t.due_at}`),
+  common(timer.command('snooze <id>').description('move a timer').requiredOption('--in <duration>', 'from now: 90, 30s, 45m, 2h, 1d')).action(
+    (id: string, o: Common & { in: string }) =>
+      asMail(
+        o,
+        (c) => c.timerSnooze(id, parseDuration(o.in)),
+        (t) => `timer ${t.id} now at ${t.due_at}`,
+      ),
   );
-  common(timer.command('clear <id>').description('remove a timer')).action((id: string, o: Common) => asMail(o, (c) => c.timerClear(id), () => `timer ${id} cleared`));
+  common(timer.command('clear <id>').description('remove a timer')).action((id: string, o: Common) =>
+    asMail(
+      o,
+      (c) => c.timerClear(id),
+      () => `timer ${id} cleared`,
+    ),
+  );
 
   common(program.command('receipts <message-id>').description('per recipient: stored, signalled (adapter, when), surfaced (first inbox read), acknowledged')).action(
     (id: string, o: Common) =>

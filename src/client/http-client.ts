@@ -129,7 +129,15 @@ export class MailClient {
   health(timeoutMs = 2000): Promise<Health> {
     return new Promise((resolve, reject) => {
       const req = request(
-        { agent: this.agent, host: this.base.hostname.replace(/^\[|\]$/g, ''), port: this.base.port, path: '/health', method: 'GET', timeout: timeoutMs, headers: { host: this.base.host } },
+        {
+          agent: this.agent,
+          host: this.base.hostname.replace(/^\[|\]$/g, ''),
+          port: this.base.port,
+          path: '/health',
+          method: 'GET',
+          timeout: timeoutMs,
+          headers: { host: this.base.host },
+        },
         (res) => {
           let text = '';
           res.on('data', (c: Buffer) => (text += c.toString('utf8')));

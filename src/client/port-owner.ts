@@ -40,7 +40,10 @@ export function portOwner(host: string, port: number): PortOwner {
     const needle = `${hex}:${hexPort(port)} `;
     for (let i = table.indexOf(needle); i !== -1; i = table.indexOf(needle, i + 1)) {
       const lineEnd = table.indexOf('\n', i);
-      const cols = table.slice(i, lineEnd === -1 ? undefined : lineEnd).trim().split(/\s+/);
+      const cols = table
+        .slice(i, lineEnd === -1 ? undefined : lineEnd)
+        .trim()
+        .split(/\s+/);
       // cols: local rem st tx:rx tr:when retrnsmt uid …
       if (cols[2] !== '0A') continue; // LISTEN only
       const uid = Number(cols[6]);

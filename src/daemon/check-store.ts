@@ -12,7 +12,7 @@ export interface StoreCheck {
 export function checkStore(o: { dataDir: string; store?: string }, env: NodeJS.ProcessEnv = process.env): StoreCheck {
   const spec = resolveConfig({ dataDir: o.dataDir, ...(o.store ? { store: o.store } : {}) }, env).store;
   if (spec === 'memory') return { status: 'warn', detail: 'the memory store keeps nothing on disk to check' };
-  if (isPostgresSpec(spec)) return { status: 'warn', detail: 'PostgreSQL checks its own pages: not checked here', todo: 'use PostgreSQL\'s own tools (the amcheck extension)' };
+  if (isPostgresSpec(spec)) return { status: 'warn', detail: 'PostgreSQL checks its own pages: not checked here', todo: "use PostgreSQL's own tools (the amcheck extension)" };
   const path = spec.startsWith('sqlite:') ? spec.slice('sqlite:'.length) : spec;
   const r = checkSqliteIntegrity(path);
   if (r.ok) return { status: 'ok', detail: `SQLite integrity_check found no damage in ${path}` };

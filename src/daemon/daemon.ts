@@ -98,8 +98,21 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.timerPollMs ? { timerPollMs: o.timerPollMs } : {}),
     });
     // Wake chains: subscribed before the engine starts, so reminders due at start wake too.
-    const adapters = new AdapterRegistry({ store: engine.store, clock: engine.clock, log, hookState: (a, l) => engine.hookState(a, l), dataDir: cfg.dataDir, version: VERSION, ...(o.commandCap ? { commandCap: o.commandCap } : {}) });
-    const chains = new WakeChains(engine.store, engine.clock, (s) => engine.isLive(s), (steps) => adapters.check(steps));
+    const adapters = new AdapterRegistry({
+      store: engine.store,
+      clock: engine.clock,
+      log,
+      hookState: (a, l) => engine.hookState(a, l),
+      dataDir: cfg.dataDir,
+      version: VERSION,
+      ...(o.commandCap ? { commandCap: o.commandCap } : {}),
+    });
+    const chains = new WakeChains(
+      engine.store,
+      engine.clock,
+      (s) => engine.isLive(s),
+      (steps) => adapters.check(steps),
+    );
     const wake = new WakeDispatcher({ engine, chains, adapterFor: (step) => adapters.adapterFor(step), hostId });
     wake.start();
     await adapters.start();

@@ -1,6 +1,22 @@
 // The data directory: mode 0700 with every file in it 0600, a host id made once, a lock so one
 // daemon owns it, the operator credential and daemon.json, which tells clients where the daemon listens.
-import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync, type Stats } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -63,7 +79,9 @@ export function ensureDataDir(dir: string): Tightened {
     try {
       chmodSync(path, want);
     } catch (e) {
-      throw new DataDirUnsafe(`${path} is readable by other users (mode ${(mode & 0o777).toString(8)}) and cannot be tightened (${(e as NodeJS.ErrnoException).code}): chmod ${want.toString(8)} ${path} as its owner, or remove it`);
+      throw new DataDirUnsafe(
+        `${path} is readable by other users (mode ${(mode & 0o777).toString(8)}) and cannot be tightened (${(e as NodeJS.ErrnoException).code}): chmod ${want.toString(8)} ${path} as its owner, or remove it`,
+      );
     }
     out.push({ path, mode: (mode & 0o777).toString(8) });
   };

@@ -91,9 +91,7 @@ export function runOperation<K extends OperationName>(name: K, x: OpContext, c: 
 }
 
 /** The operation served at an HTTP path (POST), and the one an MCP tool name calls. */
-export const OPERATION_BY_PATH = new Map<string, OperationName>(
-  OPERATION_NAMES.filter((n) => !OPERATIONS[n].path.startsWith('/web/api/')).map((n) => [OPERATIONS[n].path, n]),
-);
+export const OPERATION_BY_PATH = new Map<string, OperationName>(OPERATION_NAMES.filter((n) => !OPERATIONS[n].path.startsWith('/web/api/')).map((n) => [OPERATIONS[n].path, n]));
 export const OPERATION_BY_TOOL = new Map<string, OperationName>(
   OPERATION_NAMES.flatMap((n): [string, OperationName][] => {
     const tool = OPERATIONS[n].tool;

@@ -76,7 +76,12 @@ export class Directory {
     const byAccount = new Map<string, W.DirectoryResponse['accounts'][number]['sessions']>();
     const listed = sessions.filter((s) => req.include_ended || this.d.sessions.isLive(s));
     // Without detail a session is its printed address (the one mail shows and `to` takes back).
-    const printed = req.detail ? new Map<string, string>() : await this.d.addresses.printAll(listed.map((s) => `${s.account}/${s.id}`), listed);
+    const printed = req.detail
+      ? new Map<string, string>()
+      : await this.d.addresses.printAll(
+          listed.map((s) => `${s.account}/${s.id}`),
+          listed,
+        );
     for (const s of listed) {
       const live = this.d.sessions.isLive(s);
       const list = byAccount.get(s.account) ?? [];

@@ -17,8 +17,7 @@ import type { WaitRoom } from './waits.js';
 import type { WakeBatcher } from './wake-batch.js';
 import type { Caller } from './mail-engine.js';
 
-export const accountGone = (c: Caller): MailError =>
-  new MailError('unauthenticated', `account ${c.account.id} was removed while this read waited: the secret names no account`);
+export const accountGone = (c: Caller): MailError => new MailError('unauthenticated', `account ${c.account.id} was removed while this read waited: the secret names no account`);
 
 /** Nobody reads this: the client of a parked wait closed its connection (the door's signal). */
 const clientGone = (): MailError => new MailError('malformed', 'the client closed the connection while its read waited', { field: '(request)', reason: 'client_gone' });
@@ -67,8 +66,7 @@ export class InboxReader {
   async read(c: Caller, req: W.InboxRequest, door: InboxDoor, mark: boolean): Promise<W.InboxResponse> {
     const maxWaitSecs = door.maxWaitSecs;
     const limit = req.limit ?? LIMITS.inboxLimitDefault;
-    if (limit > LIMITS.inboxLimitMax)
-      throw new MailError('too_large', `limit is over ${LIMITS.inboxLimitMax}`, { field: 'limit', limit: LIMITS.inboxLimitMax, actual: limit });
+    if (limit > LIMITS.inboxLimitMax) throw new MailError('too_large', `limit is over ${LIMITS.inboxLimitMax}`, { field: 'limit', limit: LIMITS.inboxLimitMax, actual: limit });
     const after = req.after !== undefined ? decodeCursor(req.after) : null;
     const waitMs = Math.round(Math.min(Math.max(req.wait_secs ?? 0, 0), maxWaitSecs) * 1000);
     const deadline = this.d.clock.now() + waitMs;
@@ -125,7 +123,10 @@ export class InboxReader {
           checked = true;
           // New mail can be acknowledged already (a sibling session read it first), and so can the
           // shown mail kept in the answer: the store says.
-          const acked = await this.d.store.ackedAt(scope, [...old, ...woke].map((m) => ({ seq: m.seq, toKey: m.toKey })));
+          const acked = await this.d.store.ackedAt(
+            scope,
+            [...old, ...woke].map((m) => ({ seq: m.seq, toKey: m.toKey })),
+          );
           const now = <T extends StoredMessage>(list: T[]): PagedMessage[] =>
             list.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
           const fresh = now(woke);
@@ -171,5 +172,4 @@ export class InboxReader {
     const next = last ? last.seq : (after ?? (await this.d.store.headSeq()));
     return { messages, next_cursor: encodeCursor(next), unread };
   }
-
 }

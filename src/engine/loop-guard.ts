@@ -34,11 +34,9 @@ export class LoopGuard {
       times.push(now);
       if (times.length > this.o.pairMax + 1) times.splice(0, times.length - this.o.pairMax - 1);
       this.pairs.set(key, times);
-      if (times.length > this.o.pairMax)
-        reason = `${from} and ${to} exchanged ${times.length} messages within ${Math.round(this.o.windowMs / 60_000)} min`;
+      if (times.length > this.o.pairMax) reason = `${from} and ${to} exchanged ${times.length} messages within ${Math.round(this.o.windowMs / 60_000)} min`;
     }
-    if (!reason && !thread.hasHuman && thread.length > this.o.threadMax)
-      reason = `the thread has ${thread.length} messages and none from a person`;
+    if (!reason && !thread.hasHuman && thread.length > this.o.threadMax) reason = `the thread has ${thread.length} messages and none from a person`;
     if (this.pairs.size > 50_000) this.pairs.clear();
     return reason;
   }

@@ -6,16 +6,7 @@ import { formatAddress, parseCompactAddress } from '../wire/address.js';
 import { utf8Bytes } from '../wire/text.js';
 import { LIMITS } from '../wire/limits.js';
 import type * as W from '../wire/ops.js';
-import {
-  keyOfLineage,
-  lineageKeyPrefix,
-  readKeys,
-  type AccountRecord,
-  type ReaderScope,
-  type SessionRecord,
-  type Store,
-  type StoredMessage,
-} from '../store/types.js';
+import { keyOfLineage, lineageKeyPrefix, readKeys, type AccountRecord, type ReaderScope, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
 import type { Attestation } from '../attest/types.js';
 import type { Clock, Ids } from './clock.js';
 import { CredentialCheck } from './credentials.js';
@@ -174,25 +165,25 @@ export class MailEngine {
   /** The reserved service account reminders come from: no secret anyone holds, send only. */
   private async ensureMailbox(): Promise<void> {
     if (await this.store.getAccount(MAILBOX_ACCOUNT)) return;
-    await this.store.addAccount({
-      id: MAILBOX_ACCOUNT,
-      kind: 'service',
-      label: 'mailbox (reminders)',
-      permissions: { send: true, read: false, urgent: false, operator: false },
-      bindProvider: null,
-      secretDigest: createHash('sha256').update(this.ids.secret()).digest('hex'),
-      createdAt: this.clock.now(),
-    }, accountSweep(MAILBOX_ACCOUNT));
+    await this.store.addAccount(
+      {
+        id: MAILBOX_ACCOUNT,
+        kind: 'service',
+        label: 'mailbox (reminders)',
+        permissions: { send: true, read: false, urgent: false, operator: false },
+        bindProvider: null,
+        secretDigest: createHash('sha256').update(this.ids.secret()).digest('hex'),
+        createdAt: this.clock.now(),
+      },
+      accountSweep(MAILBOX_ACCOUNT),
+    );
   }
 
   private async deliverTimer(t: TimerRecord, to: Address, idempotencyKey: string): Promise<void> {
     const account = await this.store.getAccount(MAILBOX_ACCOUNT);
     if (!account) throw new MailError('unknown_participant', 'the mailbox account is missing', { participant: MAILBOX_ACCOUNT });
     const set = new Date(t.createdAt).toISOString();
-    await this.send(
-      { account, session: null },
-      { to, subject: `Reminder: ${t.note}`, body: `Reminder ${t.id}, set at ${set}:\n${t.note}`, idempotency_key: idempotencyKey },
-    );
+    await this.send({ account, session: null }, { to, subject: `Reminder: ${t.note}`, body: `Reminder ${t.id}, set at ${set}:\n${t.note}`, idempotency_key: idempotencyKey });
   }
 
   // ---- timers and receipts
@@ -219,7 +210,10 @@ export class MailEngine {
     const scope = await this.scope(c);
     const m = await this.store.getMessage(req.message_id);
     const r = await this.receipts.receipts({ account: c.account, operator: c.account.permissions.operator, scope }, m, req.message_id);
-    const names = await this.addresses.printAll(r.receipts.map((x) => x.recipient), [c.session]);
+    const names = await this.addresses.printAll(
+      r.receipts.map((x) => x.recipient),
+      [c.session],
+    );
     return { ...r, receipts: r.receipts.map((x) => ({ ...x, recipient: names.get(x.recipient) ?? x.recipient })) };
   }
 
@@ -298,15 +292,14 @@ export class MailEngine {
         now - this.idemWindow,
       );
       if (outcome.kind === 'created') {
-        quiet = await this.judgeLoop(c, outcome.message, req.to.kind === 'room' ? null : target.accounts[0] ?? null);
+        quiet = await this.judgeLoop(c, outcome.message, req.to.kind === 'room' ? null : (target.accounts[0] ?? null));
         if (quiet) this.loops.markQuiet(outcome.message.id);
       }
     } finally {
       judged();
     }
     const m = outcome.message;
-    if (outcome.kind === 'conflict')
-      throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
+    if (outcome.kind === 'conflict') throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
     if (outcome.kind === 'created' && !quiet) void this.ring(target.accounts, m);
     const [from, to] = await Promise.all([this.addresses.print(senderAddress(m), [c.session]), this.addresses.print(m.toAddress, [target.session])]);
     return {

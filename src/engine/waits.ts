@@ -56,8 +56,7 @@ export class WaitRoom {
     const mine = this.byOwner.get(owner) ?? [];
     if (mine.length >= this.caps.perSession) mine[0]?.settle('displaced');
     if (this.count >= this.caps.total) throw new MailError('rate_limited', 'too many parked waits on this daemon', { retry_after: 1 });
-    if ((this.perAccount.get(account) ?? 0) >= this.caps.perAccount)
-      throw new MailError('rate_limited', `too many parked waits for account ${account}`, { retry_after: 1 });
+    if ((this.perAccount.get(account) ?? 0) >= this.caps.perAccount) throw new MailError('rate_limited', `too many parked waits for account ${account}`, { retry_after: 1 });
 
     let resolve!: (e: WaitEnd) => void;
     const ended = new Promise<WaitEnd>((r) => (resolve = r));

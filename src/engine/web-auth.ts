@@ -73,7 +73,11 @@ export class WebAuth {
   private async human(id: string): Promise<AccountRecord> {
     const acc = await this.store.getAccount(id);
     if (!acc) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
-    if (acc.kind !== 'human') throw new MailError('malformed', `${id} is a${acc.kind === 'agent' ? 'n' : ''} ${acc.kind} account; only human accounts log in with a password`, { field: 'id', reason: 'not a human account' });
+    if (acc.kind !== 'human')
+      throw new MailError('malformed', `${id} is a${acc.kind === 'agent' ? 'n' : ''} ${acc.kind} account; only human accounts log in with a password`, {
+        field: 'id',
+        reason: 'not a human account',
+      });
     return acc;
   }
 
@@ -152,7 +156,7 @@ export class WebAuth {
       await this.end(id, s.account);
       throw gone();
     }
-    if (csrf !== null && !sameDigest(sha256(csrf), s.csrf)) throw new MailError('csrf_failed', 'the request does not carry this login\'s CSRF token');
+    if (csrf !== null && !sameDigest(sha256(csrf), s.csrf)) throw new MailError('csrf_failed', "the request does not carry this login's CSRF token");
     if (now - s.last_seen >= Math.min(TOUCH_EVERY_MS, this.options.idleMs / 4)) {
       s.last_seen = now;
       await this.store.putRecord({ kind: K.session, id, value: JSON.stringify(s), updatedAt: now });

@@ -93,7 +93,7 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
     // Messages in seq order, page by page (a mailbox may be large).
     const msgs: MigrateStoreCounts = { source: 0, copied: 0 };
     const page = db.prepare<[number, number], MessageRow>('SELECT * FROM messages WHERE seq > ? ORDER BY seq LIMIT ?');
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const rows = page.all(after, CHUNK);
       if (rows.length === 0) break;
       after = (rows[rows.length - 1] as MessageRow).seq;
@@ -142,8 +142,6 @@ async function checkSame(tx: Tx, rows: MessageRow[]): Promise<void> {
   if ((r?.n ?? 0) !== rows.length) {
     const first = rows[0] as MessageRow;
     const last = rows[rows.length - 1] as MessageRow;
-    throw new Error(
-      `the target already holds other messages at seqs ${first.seq}..${last.seq} (or these ids at other seqs): it is not a copy of this source; nothing was changed`,
-    );
+    throw new Error(`the target already holds other messages at seqs ${first.seq}..${last.seq} (or these ids at other seqs): it is not a copy of this source; nothing was changed`);
   }
 }

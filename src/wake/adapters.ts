@@ -51,7 +51,8 @@ export class AdapterRegistry {
     for (const s of steps) {
       if (s.kind === 'command') checkCommandStep(s);
       if (s.kind === 'codex-app-server' && s.env !== undefined) {
-        if (s.listen !== 'spawn') throw new MailError('malformed', 'env: only a spawned app-server (listen=spawn) is started with an environment', { field: 'env', reason: 'only for listen=spawn' });
+        if (s.listen !== 'spawn')
+          throw new MailError('malformed', 'env: only a spawned app-server (listen=spawn) is started with an environment', { field: 'env', reason: 'only for listen=spawn' });
         checkEnvNames(s.env);
       }
       if (s.kind === 'webhook') checkWebhookStep(s);
@@ -93,10 +94,6 @@ export class AdapterRegistry {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([
-      ...[...this.cache.values()].map((a) => (a as CodexAdapter).close?.()),
-      this.pool.close(),
-      this.outbox?.close(),
-    ]);
+    await Promise.allSettled([...[...this.cache.values()].map((a) => (a as CodexAdapter).close?.()), this.pool.close(), this.outbox?.close()]);
   }
 }

@@ -84,24 +84,10 @@ export type ThreadActiveFlag = 'waitingOnApproval' | 'waitingOnUserInput';
 /** 0.171.0: notLoaded | idle | systemError | active{activeFlags}. Other builds have had a `terminal`
  *  variant and a `running` flag: anything else is carried as `{type: string}` and handled as unknown. */
 export type ThreadStatus =
-  | { type: 'notLoaded' }
-  | { type: 'idle' }
-  | { type: 'systemError' }
-  | { type: 'active'; activeFlags: ThreadActiveFlag[] }
-  | { type: string; [k: string]: unknown };
+  { type: 'notLoaded' } | { type: 'idle' } | { type: 'systemError' } | { type: 'active'; activeFlags: ThreadActiveFlag[] } | { type: string; [k: string]: unknown };
 
 /** `SessionSource`: app-server threads record `vscode`, `codex exec` ones `exec`, the TUI `cli`. */
-export type ThreadSourceKind =
-  | 'cli'
-  | 'vscode'
-  | 'exec'
-  | 'appServer'
-  | 'subAgent'
-  | 'subAgentReview'
-  | 'subAgentCompact'
-  | 'subAgentThreadSpawn'
-  | 'subAgentOther'
-  | 'unknown';
+export type ThreadSourceKind = 'cli' | 'vscode' | 'exec' | 'appServer' | 'subAgent' | 'subAgentReview' | 'subAgentCompact' | 'subAgentThreadSpawn' | 'subAgentOther' | 'unknown';
 /** The kinds a mail recipient's thread can have (sub-agents are not addressed by mail). */
 export const TOP_LEVEL_SOURCE_KINDS: ThreadSourceKind[] = ['cli', 'vscode', 'exec', 'appServer'];
 

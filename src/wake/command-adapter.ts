@@ -19,7 +19,7 @@ import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
 /** What each placeholder stands for. All values come from the daemon, never from mail. */
 export const PLACEHOLDERS = {
   provider_session_id: "the agent's own session id (Claude Code session_id, Codex thread id), corroborated",
-  session: 'the session id (s-…) of the lineage\'s latest session',
+  session: "the session id (s-…) of the lineage's latest session",
   lineage: 'the lineage id',
   account: 'the recipient account',
   wake_text: 'a fixed prompt: you have N new messages, read them with m4a_mail_inbox (no subjects, no senders)',
@@ -65,7 +65,13 @@ export function checkCommandStep(step: Pick<CommandStep, 'argv' | 'cwd' | 'env'>
     if (arg.includes('\0')) bad(`argv[${i}]`, 'contains a NUL byte');
     for (const m of arg.matchAll(PLACEHOLDER_RE)) {
       const name = m[1] ?? '';
-      if (!isPlaceholder(name)) bad(`argv[${i}]`, `unknown placeholder {${name}}; known: ${Object.keys(PLACEHOLDERS).map((p) => `{${p}}`).join(', ')}`);
+      if (!isPlaceholder(name))
+        bad(
+          `argv[${i}]`,
+          `unknown placeholder {${name}}; known: ${Object.keys(PLACEHOLDERS)
+            .map((p) => `{${p}}`)
+            .join(', ')}`,
+        );
       if (i === 0) bad('argv[0]', 'the program must be fixed: placeholders are allowed only in its arguments');
     }
   });
@@ -269,7 +275,11 @@ export class CommandAdapter implements WakeAdapter {
       stderr = Buffer.concat([stderr, c]);
       if (stderr.length > this.stderrBytes) stderr = stderr.subarray(stderr.length - this.stderrBytes);
     });
-    const stderrTail = (): string => stderr.toString('utf8').replace(/^\uFFFD+/, '').trim();
+    const stderrTail = (): string =>
+      stderr
+        .toString('utf8')
+        .replace(/^\uFFFD+/, '')
+        .trim();
 
     let timedOut = false;
     const killGroup = (sig: NodeJS.Signals): void => {

@@ -85,7 +85,13 @@ export class WakeDispatcher {
       const owner = await this.awakeOwner(target, woken);
       if (owner) {
         this.stats.awake++;
-        await this.record([m], recipientOf(target.account, target.lineage), { eventId: this.eventId(), adapter: 'wait', at: this.o.engine.clock.now(), ok: true, detail: `answered the parked inbox read of ${owner}` });
+        await this.record([m], recipientOf(target.account, target.lineage), {
+          eventId: this.eventId(),
+          adapter: 'wait',
+          at: this.o.engine.clock.now(),
+          ok: true,
+          detail: `answered the parked inbox read of ${owner}`,
+        });
         continue;
       }
       this.enqueue(target, m, chain);
@@ -150,7 +156,8 @@ export class WakeDispatcher {
     // The commit that queued them can come before the verdict (debounce 0): wait for it.
     const verdicts = await Promise.all(mail.map((m) => e.loopVerdict(m.id)));
     const quiet = mail.filter((_, i) => verdicts[i]);
-    if (quiet.length > 0) await this.record(quiet, recipient, { eventId: this.eventId(), adapter: 'loop-guard', at: e.clock.now(), ok: false, detail: 'loop guard: stored, wakes nobody' });
+    if (quiet.length > 0)
+      await this.record(quiet, recipient, { eventId: this.eventId(), adapter: 'loop-guard', at: e.clock.now(), ok: false, detail: 'loop guard: stored, wakes nobody' });
     mail = mail.filter((_, i) => !verdicts[i]);
     // Read or acknowledged meanwhile: the agent is at it already.
     const seen = await Promise.all(mail.map((m) => e.store.getRecord(REC.surfaced, `${m.id}|${recipient}`)));
@@ -182,7 +189,10 @@ export class WakeDispatcher {
       session: session?.wake ?? null,
       mail: shown,
       urgent: mail.some((m) => m.priority === 'urgent'),
-      text: wakeText(shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority })), mail.length > shown.length),
+      text: wakeText(
+        shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority })),
+        mail.length > shown.length,
+      ),
     };
     // Every attempt of this run is written in one transaction at its end (one fsync, not one per step).
     const attempts: AttemptRecord[] = [];

@@ -12,7 +12,10 @@ export function createHooksAdapter(hookState: (account: string, lineage: string)
       if (!s) return { ok: false, detail: 'the account has no session' };
       if (!s.live) return { ok: false, detail: `session ${s.id} is not running` };
       if (!hookState(req.account, s.lineage).hooked) return { ok: false, detail: `no hook of session ${s.id} has called this daemon` };
-      return { ok: true, detail: s.listening ? `session ${s.id} listens: its Stop hook surfaces the mail` : `session ${s.id} runs with hooks: the mail surfaces when its turn ends` };
+      return {
+        ok: true,
+        detail: s.listening ? `session ${s.id} listens: its Stop hook surfaces the mail` : `session ${s.id} runs with hooks: the mail surfaces when its turn ends`,
+      };
     },
   };
 }

@@ -62,23 +62,21 @@ export class WebhookAdapter implements WakeAdapter {
   async wake(req: WakeRequest, signal: AbortSignal): Promise<WakeResult> {
     if (signal.aborted) return { ok: false, detail: 'aborted before the webhook was queued' };
     const body = safeJson(webhookPayload(req, this.clock.now()));
-    const queued = this.opts.outbox
-      .enqueue({ eventId: req.eventId, url: this.step.url, allowRemote: this.step.allow_remote ?? false, body })
-      .then(
-        (r): WakeResult => {
-          switch (r.status) {
-            case 'delivered':
-              return { ok: true, detail: r.detail };
-            case 'retrying':
-              return { ok: true, detail: r.detail };
-            case 'duplicate':
-              return { ok: true, detail: r.detail };
-            case 'failed':
-              return { ok: false, detail: r.detail };
-          }
-        },
-        (err: unknown): WakeResult => ({ ok: false, detail: `webhook not queued: ${err instanceof Error ? err.message : String(err)}` }),
-      );
+    const queued = this.opts.outbox.enqueue({ eventId: req.eventId, url: this.step.url, allowRemote: this.step.allow_remote ?? false, body }).then(
+      (r): WakeResult => {
+        switch (r.status) {
+          case 'delivered':
+            return { ok: true, detail: r.detail };
+          case 'retrying':
+            return { ok: true, detail: r.detail };
+          case 'duplicate':
+            return { ok: true, detail: r.detail };
+          case 'failed':
+            return { ok: false, detail: r.detail };
+        }
+      },
+      (err: unknown): WakeResult => ({ ok: false, detail: `webhook not queued: ${err instanceof Error ? err.message : String(err)}` }),
+    );
     let onAbort: (() => void) | undefined;
     const aborted = new Promise<WakeResult>((resolve) => {
       onAbort = () => resolve({ ok: false, detail: 'aborted while waiting for the first attempt; a queued event is still retried' });

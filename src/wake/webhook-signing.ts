@@ -51,8 +51,7 @@ export function signingKeyLoader(dataDir: string): () => string {
   return () => (key ??= readSigningKey(dataDir));
 }
 
-const hmacHex = (key: string, t: number, body: string | Buffer): string =>
-  createHmac('sha256', key).update(`${t}.`).update(body).digest('hex');
+const hmacHex = (key: string, t: number, body: string | Buffer): string => createHmac('sha256', key).update(`${t}.`).update(body).digest('hex');
 
 /** The M4A-Signature header value for `body` sent at unix time `t` (seconds). */
 export function signWebhook(key: string, body: string | Buffer, t: number): string {

@@ -5,10 +5,7 @@
 import { LIMITS } from './limits.js';
 import { selectorProblem, utf8Bytes } from './text.js';
 
-export type Address =
-  | { kind: 'direct'; participant: string }
-  | { kind: 'session'; participant: string; session: string }
-  | { kind: 'room'; room: string };
+export type Address = { kind: 'direct'; participant: string } | { kind: 'session'; participant: string; session: string } | { kind: 'room'; room: string };
 
 export function formatAddress(a: Address): string {
   switch (a.kind) {

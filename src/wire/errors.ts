@@ -41,7 +41,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   unauthenticated: { http: 401, mcp: 'http', meaning: 'no bearer secret, or one that names no account' },
   unattested: { http: 403, mcp: 'http', meaning: 'the connection could not be attested to one process {reason}' },
   foreign_user: { http: 403, mcp: 'http', meaning: 'the peer process belongs to another OS user' },
-  forbidden_origin: { http: 403, mcp: 'http', meaning: 'Host or Origin is not exactly the daemon\'s own {field}' },
+  forbidden_origin: { http: 403, mcp: 'http', meaning: "Host or Origin is not exactly the daemon's own {field}" },
   permission_denied: { http: 403, mcp: 'tool_error', meaning: 'the account lacks a permission {need}' },
   malformed: { http: 400, mcp: 'tool_error', meaning: 'a field is missing, of the wrong type, or not allowed {field, reason, code_point?}' },
   too_large: { http: 413, mcp: 'tool_error', meaning: 'a field is over its byte or count limit {field, limit, actual}' },
@@ -57,10 +57,10 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   idempotency_conflict: { http: 409, mcp: 'tool_error', meaning: 'the idempotency key was used for a different message {message_id}' },
   already_exists: { http: 409, mcp: 'tool_error', meaning: 'the name is taken {field}' },
   rate_limited: { http: 429, mcp: 'tool_error', meaning: 'too many parked waits or requests; retry {retry_after} seconds later' },
-  bad_credentials: { http: 401, mcp: 'http', meaning: 'browser login: unknown account, not a person\'s account, or wrong password (never says which)' },
-  csrf_failed: { http: 403, mcp: 'http', meaning: 'browser request without this login\'s CSRF token, or from another origin' },
+  bad_credentials: { http: 401, mcp: 'http', meaning: "browser login: unknown account, not a person's account, or wrong password (never says which)" },
+  csrf_failed: { http: 403, mcp: 'http', meaning: "browser request without this login's CSRF token, or from another origin" },
   store_unavailable: { http: 503, mcp: 'tool_error', meaning: 'the store failed {operation}; the cause is logged, not returned' },
-  store_corrupt: { http: 503, mcp: 'tool_error', meaning: 'the store\'s file is damaged or holds no mailbox {path, reason}: `m4a serve` refuses to start (exit 7)' },
+  store_corrupt: { http: 503, mcp: 'tool_error', meaning: "the store's file is damaged or holds no mailbox {path, reason}: `m4a serve` refuses to start (exit 7)" },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
 

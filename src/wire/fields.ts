@@ -60,7 +60,10 @@ export const Refs = z.array(Ref).superRefine((a, ctx) => {
     ctx.addIssue({ code: 'custom', message: `at most ${LIMITS.refsCount} refs`, params: { m4a: 'too_large', limit: LIMITS.refsCount, actual: a.length } });
 });
 
-export const MessageId = z.string().regex(/^m-[0-9a-z]{1,64}$/, 'not a message id').describe('message id, m-…');
+export const MessageId = z
+  .string()
+  .regex(/^m-[0-9a-z]{1,64}$/, 'not a message id')
+  .describe('message id, m-…');
 
 /** A send without `to` is most often a model that meant to reply: say how. */
 function missingTo(iss: { input?: unknown }): string | undefined {

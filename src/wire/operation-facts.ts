@@ -150,7 +150,8 @@ export const OPERATION_FACTS = {
   },
   receipts: {
     path: '/mail/receipts',
-    summary: 'Delivery facts of one message per recipient: stored, signalled (adapter, when), surfaced (first inbox read), acknowledged. For its sender, its recipients and the operator.',
+    summary:
+      'Delivery facts of one message per recipient: stored, signalled (adapter, when), surfaced (first inbox read), acknowledged. For its sender, its recipients and the operator.',
     callers: AGENT,
     readOnly: true,
     retrySafe: true,
@@ -264,7 +265,8 @@ export const OPERATION_FACTS = {
   },
   'daemon.stop': {
     path: '/admin/daemon/stop',
-    summary: 'Stop the daemon: `{"when":"now"}` (default) or `{"when":"idle"}` (once no request is in flight and no wait is parked; clients use it to replace an older auto-started daemon).',
+    summary:
+      'Stop the daemon: `{"when":"now"}` (default) or `{"when":"idle"}` (once no request is in flight and no wait is parked; clients use it to replace an older auto-started daemon).',
     callers: OPERATOR,
     readOnly: false,
     retrySafe: true,

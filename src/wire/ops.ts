@@ -77,9 +77,7 @@ export const MessageOut = z.object({
 });
 
 export const InboxResponse = z.object({
-  messages: z
-    .array(MessageOut)
-    .describe('oldest first; each leaves out what is default or implied (verbose: true gives every field); timestamps to the second'),
+  messages: z.array(MessageOut).describe('oldest first; each leaves out what is default or implied (verbose: true gives every field); timestamps to the second'),
   next_cursor: z.string().nullable(),
   unread: z.number().int(),
 });
@@ -93,8 +91,7 @@ export const AckRequest = z
     if ((v.message_id === undefined) === (v.message_ids === undefined))
       ctx.addIssue({ code: 'custom', message: 'give exactly one of message_id or message_ids', path: ['message_id'] });
     const n = v.message_ids?.length ?? 0;
-    if (n > LIMITS.ackIdsMax)
-      ctx.addIssue({ code: 'custom', path: ['message_ids'], message: 'too many ids', params: { m4a: 'too_large', limit: LIMITS.ackIdsMax, actual: n } });
+    if (n > LIMITS.ackIdsMax) ctx.addIssue({ code: 'custom', path: ['message_ids'], message: 'too many ids', params: { m4a: 'too_large', limit: LIMITS.ackIdsMax, actual: n } });
   });
 
 export const AckResponse = z.object({

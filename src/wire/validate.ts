@@ -31,7 +31,11 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.ou
   // A number over its schema maximum (inbox limit ≤ 256) is the same named error as a long text.
   if (issue.code === 'too_big' && issue.origin === 'number') {
     const actual = valueAt(value, issue.path);
-    throw new MailError('too_large', `${field} is over its limit of ${String(issue.maximum)}`, { field, limit: Number(issue.maximum), actual: typeof actual === 'number' ? actual : 0 });
+    throw new MailError('too_large', `${field} is over its limit of ${String(issue.maximum)}`, {
+      field,
+      limit: Number(issue.maximum),
+      actual: typeof actual === 'number' ? actual : 0,
+    });
   }
   // A refused character is named by its code point (U+2028), beside the field.
   const details: ErrorDetails = { field, reason: issue.message };

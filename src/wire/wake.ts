@@ -9,7 +9,7 @@ const url = text(LIMITS.urlBytes);
 const argvItem = text(1024);
 /** Names (never values) of the daemon's environment variables a started program also gets; the
  *  rest of the daemon's environment stays out (see inherited-env.ts). */
-const envNames = z.array(text(128)).max(32).optional().describe('names of daemon environment variables the program also gets (values stay in the daemon\'s environment)');
+const envNames = z.array(text(128)).max(32).optional().describe("names of daemon environment variables the program also gets (values stay in the daemon's environment)");
 
 /** The agent's own hooks (Claude Code, Codex, Gemini CLI, Cursor): succeeds when the session is
  *  live; the mail surfaces at its next Stop / AfterAgent / stop hook (or at once in listen mode). */
@@ -33,7 +33,7 @@ export const CommandStep = z.strictObject({
   kind: z.literal('command'),
   argv: z.array(argvItem).min(1).max(64),
   timeout_secs: z.number().int().min(1).max(3600).optional().describe('default 600'),
-  cwd: text(4096).optional().describe('working directory; {cwd} = the session\'s attested cwd'),
+  cwd: text(4096).optional().describe("working directory; {cwd} = the session's attested cwd"),
   env: envNames,
 });
 
@@ -89,14 +89,26 @@ export const ReceiptsRequest = z.strictObject({ message_id: text(LIMITS.selector
 export const ReceiptsResponse = z.object({ message_id: z.string(), receipts: z.array(ReceiptOut) });
 
 export const TimerSetRequest = z.strictObject({
-  in_secs: z.number().int().min(1).max(366 * 24 * 3600).describe('seconds from now'),
+  in_secs: z
+    .number()
+    .int()
+    .min(1)
+    .max(366 * 24 * 3600)
+    .describe('seconds from now'),
   note: text(LIMITS.subjectBytes).describe('what to remind of'),
   /** Who is reminded: the caller's session (default), or the whole account with `account: true`. */
   account: z.boolean().optional().describe('remind the account, not this session'),
 });
 export const TimerOut = z.object({ id: z.string(), to: z.string(), due_at: z.string(), note: z.string(), created_at: z.string() });
 export const TimerIdRequest = z.strictObject({ id: text(64) });
-export const TimerSnoozeRequest = z.strictObject({ id: text(64), in_secs: z.number().int().min(1).max(366 * 24 * 3600) });
+export const TimerSnoozeRequest = z.strictObject({
+  id: text(64),
+  in_secs: z
+    .number()
+    .int()
+    .min(1)
+    .max(366 * 24 * 3600),
+});
 export const OkResponse = z.object({ ok: z.literal(true) });
 export const TimerListResponse = z.object({ timers: z.array(TimerOut) });
 

@@ -64,9 +64,12 @@ async function sideServer(w: World, argvExtra: string[]): Promise<{ rpc: RpcConn
   return {
     rpc,
     waitFor: (method) =>
-      bounded(method, (async () => {
-        while (!seen.includes(method)) await new Promise((r) => setTimeout(r, 20));
-      })()),
+      bounded(
+        method,
+        (async () => {
+          while (!seen.includes(method)) await new Promise((r) => setTimeout(r, 20));
+        })(),
+      ),
     close: async () => {
       rpc.close();
       await new Promise((r) => setTimeout(r, 200));
@@ -164,7 +167,9 @@ describe('codex app-server wake adapter with the real codex 0.171.0', { timeout:
     assert.equal(model.requests[modelSaw(model, '(normal)')]?.turn, 4, 'the normal mail came as a turn of its own, after the long one');
     assert.deepEqual(adapter.deferred(), []);
     assert.ok(events.includes('codex.deferred.started'));
-    t.diagnostic(`turn/steer answered ${tSteer} ms after wake(); deferred turn started ${next.at - done.at} ms after the long turn completed (${next.at - tRelease} ms after the model was released)`);
+    t.diagnostic(
+      `turn/steer answered ${tSteer} ms after wake(); deferred turn started ${next.at - done.at} ms after the long turn completed (${next.at - tRelease} ms after the model was released)`,
+    );
   });
 
   it('a thread with no rollout (started by another app-server, never ran a turn): ok:false, no turn', async (t: TestContext) => {
@@ -211,9 +216,12 @@ describe('codex app-server wake adapter, listen=spawn, an untrusted approval pol
       const r = await bounded('wake', adapter.wake(wakeRequest(thread.id, w.project, false, 'You have new mail (approval test)'), new AbortController().signal));
       assert.equal(r.ok, true, r.detail);
       const tWake = Date.now() - t0;
-      await bounded('the model hears back', (async () => {
-        while (model.remaining() > 0 || model.exchanges()[0]?.output == null) await new Promise((res) => setTimeout(res, 50));
-      })());
+      await bounded(
+        'the model hears back',
+        (async () => {
+          while (model.remaining() > 0 || model.exchanges()[0]?.output == null) await new Promise((res) => setTimeout(res, 50));
+        })(),
+      );
       const refused = events.filter((e) => e.event === 'codex.refused');
       assert.deepEqual(
         refused.map((e) => [e.fields.method, e.fields.threadId, e.fields.known]),

@@ -113,7 +113,10 @@ describe('m4a setup, then each program lists the m4a server', () => {
     const m4a = servers.find((s) => s.name === 'm4a');
     assert.ok(m4a, `m4a is not among ${r.stdout}`);
     assert.equal(m4a.enabled, true);
-    assert.deepEqual({ type: m4a.transport.type, command: m4a.transport.command, args: m4a.transport.args }, { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'codex'] });
+    assert.deepEqual(
+      { type: m4a.transport.type, command: m4a.transport.command, args: m4a.transport.args },
+      { type: 'stdio', command: 'm4a', args: ['mcp', '--account', 'codex'] },
+    );
     assert.ok(m4a.transport.env_vars.includes('M4A_PORT') && m4a.transport.env_vars.includes('M4A_DATA_DIR'), 'the daemon location reaches the bridge');
   });
 
@@ -185,11 +188,17 @@ describe('a real session speaks through m4a, attested as itself', () => {
 
   it('codex exec: whoami names the codex process', async (t: TestContext) => {
     const w = await world(t);
-    const model = await startScriptedOpenAI([
-      { tool: (names) => names.find((n) => n === 'm4a_mail_whoami' || n.endsWith('__m4a_mail_whoami')), input: {} },
-      { tool: (names) => names.find((n) => n === 'm4a_mail_send' || n.endsWith('__m4a_mail_send')), input: { to: 'claude', subject: 'hello from codex', body: 'sent by a real Codex session' } },
-      { text: 'done' },
-    ], { whileMissing: { tool: 'exec_command', input: { cmd: 'sleep 1' }, max: 30 } });
+    const model = await startScriptedOpenAI(
+      [
+        { tool: (names) => names.find((n) => n === 'm4a_mail_whoami' || n.endsWith('__m4a_mail_whoami')), input: {} },
+        {
+          tool: (names) => names.find((n) => n === 'm4a_mail_send' || n.endsWith('__m4a_mail_send')),
+          input: { to: 'claude', subject: 'hello from codex', body: 'sent by a real Codex session' },
+        },
+        { text: 'done' },
+      ],
+      { whileMissing: { tool: 'exec_command', input: { cmd: 'sleep 1' }, max: 30 } },
+    );
     t.after(() => model.close());
     // The scripted model as Codex's provider; m4a setup appends its [mcp_servers.m4a] after this.
     const codexHome = w.env.CODEX_HOME!;

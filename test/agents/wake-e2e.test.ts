@@ -188,10 +188,15 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
   assert.equal(modelB.remaining(), 3, 'the first turn took exactly one scripted answer');
 
   // B's session is on record once its MCP bridge has talked to the daemon.
-  const codexSession = await until('a codex session on record', 30_000, async () => {
-    const peers = JSON.parse(await w.m4a(['peers', '--json', '--account', 'claude']));
-    return (peers.accounts as any[]).find((a) => a.id === 'codex')?.sessions?.find((s: any) => s.live);
-  }, 250);
+  const codexSession = await until(
+    'a codex session on record',
+    30_000,
+    async () => {
+      const peers = JSON.parse(await w.m4a(['peers', '--json', '--account', 'claude']));
+      return (peers.accounts as any[]).find((a) => a.id === 'codex')?.sessions?.find((s: any) => s.live);
+    },
+    250,
+  );
   t.diagnostic(`B's session ${codexSession.address}: card ${JSON.stringify(codexSession.card)}`);
 
   // ---- the operator's chains --------------------------------------------------------------------
@@ -206,7 +211,11 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
     ['-p', 'Ask codex to review the parser change and wait for its answer.', '--output-format', 'json', '--allowedTools', 'Bash,mcp__m4a__m4a_mail_send,mcp__m4a__m4a_mail_inbox'],
     { cwd: w.project, env: claudeEnv(modelA.url), timeoutMs: FLOW_MS },
   );
-  const wakeStarted: Seen = await own.waitFor('B: a turn started by the wake', (n) => n.method === 'turn/started' && n.params.threadId === threadId && n.params.turn.id !== first.turn.id, FLOW_MS);
+  const wakeStarted: Seen = await own.waitFor(
+    'B: a turn started by the wake',
+    (n) => n.method === 'turn/started' && n.params.threadId === threadId && n.params.turn.id !== first.turn.id,
+    FLOW_MS,
+  );
   await own.waitFor('B: the wake turn completed', (n) => n.method === 'turn/completed' && n.params.turn.id === wakeStarted.params.turn.id, FLOW_MS);
   const r = await claudeRun;
   t.diagnostic(`claude -p ran ${r.ms} ms`);
@@ -274,7 +283,7 @@ it('A (Claude Code) mails B (Codex app-server): B is woken, reads, replies; the 
     toB.signalled.map((s: any) => [s.adapter, s.ok]),
     [['codex-app-server', true]],
   );
-  assert.match(toB.signalled[0].detail, /^withheld/, 'the sender sees which step and when, not the recipient\'s details');
+  assert.match(toB.signalled[0].detail, /^withheld/, "the sender sees which step and when, not the recipient's details");
   const rcAasB = JSON.parse(await w.m4a(['receipts', sentA.message_id, '--json', '--account', 'codex']));
   assert.equal(rcAasB.receipts[0].signalled[0].detail, `turn ${wakeStarted.params.turn.id} started on thread ${threadId}`, 'the recipient sees the detail');
   assert.ok(toB.surfaced_at !== null, 'A’s message surfaced to B (its inbox read)');

@@ -96,17 +96,15 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  const kept =
-    (fn: () => Promise<void>) =>
-    async (): Promise<void> => {
-      try {
-        await fn();
-      } catch (err) {
-        noteFailure();
-        process.stderr.write(`# daemon 1 stderr:\n${d1?.stderr()}\n# daemon 2 stderr:\n${d2?.stderr()}\n`);
-        throw err;
-      }
-    };
+  const kept = (fn: () => Promise<void>) => async (): Promise<void> => {
+    try {
+      await fn();
+    } catch (err) {
+      noteFailure();
+      process.stderr.write(`# daemon 1 stderr:\n${d1?.stderr()}\n# daemon 2 stderr:\n${d2?.stderr()}\n`);
+      throw err;
+    }
+  };
 
   it(
     'agents on either daemon see each other in peers and exchange mail; a parked wait on B answers a send on A',
@@ -120,15 +118,24 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       const fromA = await alice.directory({ detail: true, include_ended: true });
       for (const dir of [fromA, fromB]) {
         const sessionsOf = (id: string) => dir.accounts.find((x) => x.id === id)?.sessions ?? [];
-        assert.ok(sessionsOf('alice').some((s) => s.address.endsWith(a.session!) && s.live), 'alice is in the directory on both daemons, live');
-        assert.ok(sessionsOf('bob').some((s) => s.address.endsWith(b.session!) && s.live), 'bob too');
+        assert.ok(
+          sessionsOf('alice').some((s) => s.address.endsWith(a.session!) && s.live),
+          'alice is in the directory on both daemons, live',
+        );
+        assert.ok(
+          sessionsOf('bob').some((s) => s.address.endsWith(b.session!) && s.live),
+          'bob too',
+        );
       }
       const start = await bob.inbox({});
       const parked = bob.inbox({ wait_secs: 20, ...(start.next_cursor ? { after: start.next_cursor } : {}) });
       await sleep(100);
       const sent = await alice.send({ to: 'bob', subject: 'across', body: 'from A to B' });
       const got = await parked;
-      assert.deepEqual(got.messages.map((m) => m.message_id), [sent.message_id]);
+      assert.deepEqual(
+        got.messages.map((m) => m.message_id),
+        [sent.message_id],
+      );
       // A reply back, to the room both are in, and an ack.
       const reply = await bob.send({ to: '#team', subject: 're: across', body: 'from B', reply_to: sent.message_id });
       const aliceInbox = await alice.inbox({ wait_secs: 5 });
@@ -154,7 +161,10 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
           const s = await carol.send({ to: 'dave', subject: `ping ${i}`, body: 'x' });
           const r = await parked;
           out.push(performance.now() - t0);
-          assert.deepEqual(r.messages.map((m) => m.message_id), [s.message_id]);
+          assert.deepEqual(
+            r.messages.map((m) => m.message_id),
+            [s.message_id],
+          );
           cursor = r.next_cursor ?? cursor;
         }
         return out;
@@ -191,7 +201,11 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       assert.deepEqual([...ids].sort(), [...sent].sort(), 'every message seen');
       // The walk's order is the mailbox order (seq order), as a fresh read from the start lists it.
       const full = await walk(client(d1, secrets.erin!), total);
-      assert.deepEqual(ids, full.map((m) => m.message_id), 'in order, the same on both daemons');
+      assert.deepEqual(
+        ids,
+        full.map((m) => m.message_id),
+        'in order, the same on both daemons',
+      );
       // Each sender's messages appear in the order it sent them.
       const pos = new Map(ids.map((id, i) => [id, i]));
       for (const group of await Promise.all(loops)) for (let i = 1; i < group.length; i++) assert.ok(pos.get(group[i]!)! > pos.get(group[i - 1]!)!);
@@ -267,7 +281,10 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       await sleep(100);
       const t0 = Date.now();
       const s = await client(d1, secrets.carol!).send({ to: 'bob', subject: 'after the storm', body: 'x' });
-      assert.deepEqual((await parked).messages.map((m) => m.message_id), [s.message_id]);
+      assert.deepEqual(
+        (await parked).messages.map((m) => m.message_id),
+        [s.message_id],
+      );
       assert.ok(Date.now() - t0 < 5000, `woken (${Date.now() - t0} ms)`);
     }),
   );

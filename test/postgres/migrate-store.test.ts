@@ -53,8 +53,22 @@ async function fill(s: Store): Promise<void> {
     );
   }
   const aliceScope = scope('alice', 's-1', await s.roomsOf('alice'));
-  await s.ack(aliceScope, ms.filter((_, i) => i % 3 !== 1).slice(0, 14).map(item), 77);
-  await s.ack(scope('bob', null, await s.roomsOf('bob')), ms.filter((m) => m.toKey !== A('alice')).slice(0, 5).map(item), 88);
+  await s.ack(
+    aliceScope,
+    ms
+      .filter((_, i) => i % 3 !== 1)
+      .slice(0, 14)
+      .map(item),
+    77,
+  );
+  await s.ack(
+    scope('bob', null, await s.roomsOf('bob')),
+    ms
+      .filter((m) => m.toKey !== A('alice'))
+      .slice(0, 5)
+      .map(item),
+    88,
+  );
 }
 
 /** Everything a reader or the directory can see. */

@@ -54,7 +54,7 @@ describe('postgres: a name used again, across two daemons', { skip: pgSkip }, ()
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a parked wait on B of an account removed and added again through A is refused, never answered with the new account\'s mail', async () => {
+  it("a parked wait on B of an account removed and added again through A is refused, never answered with the new account's mail", async () => {
     try {
       const bob = client(a, addAccount(dirs[0]!, 'bob'));
       const old = client(b, addAccount(dirs[0]!, 'temp1'));
@@ -72,7 +72,11 @@ describe('postgres: a name used again, across two daemons', { skip: pgSkip }, ()
       assert.ok(r !== 'pending' && 'err' in r && r.err instanceof MailError && r.err.code === 'unauthenticated', `the old wait is refused, got ${JSON.stringify(r).slice(0, 300)}`);
       const [rc] = (await bob.receipts(mail.message_id)).receipts;
       assert.equal(rc?.surfaced_at, null, 'nobody has read the new mail');
-      assert.deepEqual((await fresh.inbox()).messages.map((m) => m.message_id), [mail.message_id], 'the new account reads it on B');
+      assert.deepEqual(
+        (await fresh.inbox()).messages.map((m) => m.message_id),
+        [mail.message_id],
+        'the new account reads it on B',
+      );
     } catch (err) {
       noteFailure();
       process.stderr.write(`# daemon A stderr:\n${a?.stderr()}\n# daemon B stderr:\n${b?.stderr()}\n`);

@@ -22,16 +22,14 @@ after(async () => {
 });
 
 /** Wraps a test body so a failure keeps the file's schemas for a look. */
-const kept =
-  (fn: () => Promise<void>) =>
-  async (): Promise<void> => {
-    try {
-      await fn();
-    } catch (err) {
-      noteFailure();
-      throw err;
-    }
-  };
+const kept = (fn: () => Promise<void>) => async (): Promise<void> => {
+  try {
+    await fn();
+  } catch (err) {
+    noteFailure();
+    throw err;
+  }
+};
 
 /** Walks a key's mail with a cursor the way a reader does (page after the last seq seen). */
 async function walk(store: PostgresStore, account: string, until: number, seen: number[], pauseMs = 0): Promise<void> {
@@ -129,15 +127,22 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
       const sent = (await Promise.all(senders)).flat();
       await Promise.all(walkers);
       const expected = Array.from({ length: total }, (_, i) => i + 1);
-      assert.deepEqual(sent.map((m) => m.seq).sort((x, y) => x - y), expected, 'dense seqs, one per send');
+      assert.deepEqual(
+        sent.map((m) => m.seq).sort((x, y) => x - y),
+        expected,
+        'dense seqs, one per send',
+      );
       for (const seen of walks) assert.deepEqual(seen, expected, 'each walker saw every seq exactly once, in order');
       for (let i = 0; i < 300 && events.length < total; i++) await sleep(10);
-      assert.deepEqual(events.map((e) => e.seq), expected, 'commit events: every seq once, in order, across daemons');
+      assert.deepEqual(
+        events.map((e) => e.seq),
+        expected,
+        'commit events: every seq once, in order, across daemons',
+      );
       // Each sender's own messages kept their call order.
       const bySubject = new Map(sent.map((m) => [m.subject, m.seq]));
       for (let di = 0; di < 3; di++)
-        for (let si = 0; si < 2; si++)
-          for (let i = 1; i < perSender; i++) assert.ok((bySubject.get(`d${di}-s${si}-${i}`) ?? 0) > (bySubject.get(`d${di}-s${si}-${i - 1}`) ?? 0));
+        for (let si = 0; si < 2; si++) for (let i = 1; i < perSender; i++) assert.ok((bySubject.get(`d${di}-s${si}-${i}`) ?? 0) > (bySubject.get(`d${di}-s${si}-${i - 1}`) ?? 0));
     }),
   );
 
@@ -171,10 +176,17 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
       try {
         const applied = await Promise.all(clients.map((c) => migrate(c, schema)));
         const all = applied.flat().sort((a, b) => a - b);
-        assert.deepEqual(all, MIGRATIONS.map((_, i) => i + 1), 'each migration applied by exactly one caller');
+        assert.deepEqual(
+          all,
+          MIGRATIONS.map((_, i) => i + 1),
+          'each migration applied by exactly one caller',
+        );
         assert.equal(applied.filter((a) => a.length > 0).length, 1, 'one caller did all the work');
         const rows = await clients[0]!<{ version: number }[]>`SELECT version FROM m4a_migrations ORDER BY version`;
-        assert.deepEqual(rows.map((r) => r.version), MIGRATIONS.map((_, i) => i + 1));
+        assert.deepEqual(
+          rows.map((r) => r.version),
+          MIGRATIONS.map((_, i) => i + 1),
+        );
         // Stores opening at once on the migrated schema all work.
         const stores = await Promise.all([open(specFor(schema)), open(specFor(schema)), open(specFor(schema))]);
         assert.equal((await send(stores[1], A('bob'))).seq, 1);
@@ -204,11 +216,12 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
         await woken;
         lat.push(performance.now() - t0);
       }
-      assert.deepEqual(got.map((e) => e.seq), Array.from({ length: 30 }, (_, i) => i + 1));
-      assert.deepEqual(got[0]?.keys, [A('bob')]);
-      process.stderr.write(
-        `# store level, append on A (to commit) -> onCommit on B (n=30): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms\n`,
+      assert.deepEqual(
+        got.map((e) => e.seq),
+        Array.from({ length: 30 }, (_, i) => i + 1),
       );
+      assert.deepEqual(got[0]?.keys, [A('bob')]);
+      process.stderr.write(`# store level, append on A (to commit) -> onCommit on B (n=30): p50 ${percentile(lat, 50).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms\n`);
 
       // Kill b's connections (the LISTEN one included); mail sent meanwhile must still be announced.
       const sql = admin();
@@ -216,7 +229,11 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
       assert.ok((await terminateBackends(sql, 'm4a-listen-b')) >= 1);
       for (let i = 0; i < 5; i++) await send(a, keyOfAccount('carol'));
       for (let i = 0; i < 500 && got.length < 35; i++) await sleep(10);
-      assert.deepEqual(got.map((e) => e.seq), Array.from({ length: 35 }, (_, i) => i + 1), 'caught up after the re-LISTEN');
+      assert.deepEqual(
+        got.map((e) => e.seq),
+        Array.from({ length: 35 }, (_, i) => i + 1),
+        'caught up after the re-LISTEN',
+      );
       assert.ok(b.stats().listens > listensBefore, 'listened again');
       // And it still wakes at once afterwards.
       const woken = new Promise<void>((r) => (wake = r));
@@ -290,7 +307,10 @@ describe('postgres: several stores on one schema', { skip: pgSkip }, () => {
         assert.ok(ok, 'appends work again once the database is back');
         for (let i = 0; i < 300 && got.length < 3; i++) await sleep(10);
         assert.deepEqual(got, [1, 2, 3], "the other daemon's commit made while down is announced, in order");
-        assert.deepEqual((await viaProxy.page(scope('bob'), q())).map((m) => m.seq), [1, 2, 3]);
+        assert.deepEqual(
+          (await viaProxy.page(scope('bob'), q())).map((m) => m.seq),
+          [1, 2, 3],
+        );
       } finally {
         await proxy.close();
       }

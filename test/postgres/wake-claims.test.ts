@@ -33,7 +33,14 @@ describe('postgres: wake claims across daemons', { skip: pgSkip }, () => {
         sent.push((await via.send({ to: 'bob', subject: `claim ${i}`, body: 'x' })).message_id);
         await sleep(150);
       }
-      const runs = () => (existsSync(out) ? readFileSync(out, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { ids: string }) : []);
+      const runs = () =>
+        existsSync(out)
+          ? readFileSync(out, 'utf8')
+              .trim()
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l) as { ids: string })
+          : [];
       const deadline = Date.now() + 20_000;
       while (runs().flatMap((r) => r.ids.split(',')).length < sent.length && Date.now() < deadline) await sleep(50);
       await sleep(1500); // a second daemon's duplicate would show up here

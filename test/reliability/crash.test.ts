@@ -108,7 +108,9 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
   });
 
   it(`${ROUNDS} rounds: every acknowledged send present exactly once, retries return the original, cursor walks see each once in order`, async () => {
-    const lanes = SENDERS.flatMap((s) => Array.from({ length: LANES_PER_SENDER }, (_, i) => ({ name: `${s}.l${i}`, sender: s, next: 0, pending: null as Logical | null, history: [] as Logical[] })));
+    const lanes = SENDERS.flatMap((s) =>
+      Array.from({ length: LANES_PER_SENDER }, (_, i) => ({ name: `${s}.l${i}`, sender: s, next: 0, pending: null as Logical | null, history: [] as Logical[] })),
+    );
     const all = new Map<string, Logical>();
     const retriedAfterAck: { key: string; id: string }[] = [];
     /** Each reader's cursor and what its walks saw, continued across every crash. */
@@ -238,11 +240,18 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
     }
     assert.equal(kills, ROUNDS);
     dbg(`${all.size} messages, ${committedUnacked} committed without an acknowledgement`);
-    assert.ok(lanes.every((l) => l.pending === null), where('every send was acknowledged in the end'));
+    assert.ok(
+      lanes.every((l) => l.pending === null),
+      where('every send was acknowledged in the end'),
+    );
 
     // ---- the verdict
     const unacked = [...all.values()].filter((m) => m.ackedId === null);
-    assert.deepEqual(unacked.map((m) => m.key), [], where('no logical message left unacknowledged'));
+    assert.deepEqual(
+      unacked.map((m) => m.key),
+      [],
+      where('no logical message left unacknowledged'),
+    );
     const total = all.size;
     assert.ok(total >= 40, where(`enough traffic to mean something (got ${total} messages)`));
     for (const r of READERS) {
@@ -259,7 +268,11 @@ describe(`crash: SIGKILL during concurrent idempotent sends (seed ${SEED})`, () 
       }
       const unread = (await c.unread()).unread;
       const continued = walks.get(r)!.seen;
-      assert.deepEqual(continued.map((m) => m.message_id), fresh.map((m) => m.message_id), where(`${r}: the walk continued across ${kills} crashes equals a fresh walk`));
+      assert.deepEqual(
+        continued.map((m) => m.message_id),
+        fresh.map((m) => m.message_id),
+        where(`${r}: the walk continued across ${kills} crashes equals a fresh walk`),
+      );
       // Each message once, by id and by idempotency key (correlation).
       assert.equal(new Set(fresh.map((m) => m.message_id)).size, fresh.length, where(`${r}: no message twice`));
       const byKey = new Map<string, MessageOut>();

@@ -49,10 +49,7 @@ const isoSecs = (ms: number) => iso(ms).replace(/\.\d{3}Z$/, 'Z');
 /** What answers print for each reader's session: account/slug, as this run's store named it. */
 const printed = new Map<string, string>();
 
-type Target =
-  | { kind: 'account'; account: Account | 'nobody' }
-  | { kind: 'session'; reader: Reader['name'] | 'gone' }
-  | { kind: 'room'; room: (typeof ROOMS)[number] | 'nowhere' };
+type Target = { kind: 'account'; account: Account | 'nobody' } | { kind: 'session'; reader: Reader['name'] | 'gone' } | { kind: 'room'; room: (typeof ROOMS)[number] | 'nowhere' };
 
 function addressOf(t: Target): Address {
   if (t.kind === 'account') return { kind: 'direct', participant: t.account };
@@ -200,7 +197,8 @@ async function doSend(model: Model, real: Real, s: SendSpec): Promise<MMsg | nul
   else if (parent && parent.from !== reader.account && !model.readable(reader, parent)) expected = 'not_addressed_to_you';
   else if (s.to.kind === 'account' && s.to.account === 'nobody') expected = 'unknown_participant';
   else if (s.to.kind === 'room' && s.to.room === 'nowhere') expected = 'unknown_room';
-  else if (s.to.kind === 'room' && !model.members.get(s.to.room)?.has(reader.account)) expected = 'permission_denied'; // members only
+  else if (s.to.kind === 'room' && !model.members.get(s.to.room)?.has(reader.account))
+    expected = 'permission_denied'; // members only
   else if (s.to.kind === 'session' && s.to.reader === 'gone') expected = 'unknown_session';
   const fingerprint = JSON.stringify([compact(to), subject, body, replyId ?? null]);
   const prior = expected === null && s.idem ? model.idem.get(`${reader.account}\n${s.idem.key}`) : undefined;
@@ -336,7 +334,11 @@ class InboxCmd implements Cmd {
     const where = `${this.toString()} ${JSON.stringify(req)}`;
     const page = await real.engine.inbox(real.callers.get(r.name)!, req);
     const want = model.page(r, { pos: cur?.pos ?? null, pending: this.pending, limit: this.limit ?? 50, thread: threadMsg?.thread ?? null });
-    assert.deepEqual(page.messages.map((m) => m.message_id), want.map((m) => m.id), `${where}: page`);
+    assert.deepEqual(
+      page.messages.map((m) => m.message_id),
+      want.map((m) => m.id),
+      `${where}: page`,
+    );
     page.messages.forEach((got, i) => presentCheck(model, r, got, want[i]!, `${where} #${i}`, this.bodies));
     assert.equal(page.unread, model.unread(r), `${where}: unread`);
     if (!threadMsg) model.show(r, want);
@@ -345,7 +347,8 @@ class InboxCmd implements Cmd {
     assert.ok(page.next_cursor);
     model.cursors.set(r.name, { cursor: page.next_cursor, pos });
   }
-  toString = () => `inbox(${READERS[this.reader]!.name}${this.useCursor ? ' after' : ''}${this.pending ? '' : ' all'} limit ${this.limit}${this.thread !== null ? ` thread#${this.thread}` : ''})`;
+  toString = () =>
+    `inbox(${READERS[this.reader]!.name}${this.useCursor ? ' after' : ''}${this.pending ? '' : ' all'} limit ${this.limit}${this.thread !== null ? ` thread#${this.thread}` : ''})`;
 }
 
 class GetCmd implements Cmd {
@@ -368,7 +371,11 @@ class GetCmd implements Cmd {
     presentCheck(model, r, res!.message, m, where);
     if (this.thread) {
       const want = model.msgs.filter((x) => x.thread === m.thread && mayRead(x));
-      assert.deepEqual(res!.thread?.map((x) => x.message_id), want.map((x) => x.id), `${where}: the readable part of the thread`);
+      assert.deepEqual(
+        res!.thread?.map((x) => x.message_id),
+        want.map((x) => x.id),
+        `${where}: the readable part of the thread`,
+      );
     } else assert.equal(res!.thread, undefined);
   }
   toString = () => `get(${READERS[this.reader]!.name} #${this.pick}${this.thread ? ' thread' : ''})`;
@@ -418,7 +425,10 @@ class WaitCmd implements Cmd {
     const headPos = model.msgs.length;
     const box: { settled: W.InboxResponse | Error | null } = { settled: null };
     const wait = real.engine.inbox(caller, { wait_secs: 10, ...(this.withCursor ? { after: head } : {}) });
-    void wait.then((v) => (box.settled = v), (e: Error) => (box.settled = e));
+    void wait.then(
+      (v) => (box.settled = v),
+      (e: Error) => (box.settled = e),
+    );
     const answered = (why: string): W.InboxResponse => {
       const v = box.settled;
       assert.ok(v !== null, `${where}: ${why}`);
@@ -430,7 +440,11 @@ class WaitCmd implements Cmd {
     // of the page); what it was shown does not.
     const pendingNow = this.withCursor ? [] : model.page(r, { pos: null, pending: true, limit: 50, thread: null });
     if (model.news(r, pendingNow)) {
-      assert.deepEqual(answered('unshown mail answers at once').messages.map((m) => m.message_id), pendingNow.map((m) => m.id), where);
+      assert.deepEqual(
+        answered('unshown mail answers at once').messages.map((m) => m.message_id),
+        pendingNow.map((m) => m.id),
+        where,
+      );
       model.show(r, pendingNow);
       return;
     }
@@ -459,7 +473,11 @@ class WaitCmd implements Cmd {
       // is allowed (the query is the truth), but only with exactly that page.
       const want = model.page(r, { pos: this.withCursor ? headPos : null, pending: true, limit: 50, thread: null });
       assert.ok(this.during === 'join' && model.news(r, want), `${where}: answered with nothing new to read: ${JSON.stringify(box.settled).slice(0, 300)}`);
-      assert.deepEqual(answered('answered').messages.map((x) => x.message_id), want.map((x) => x.id), `${where}: answered after joining, with the page as it now is`);
+      assert.deepEqual(
+        answered('answered').messages.map((x) => x.message_id),
+        want.map((x) => x.id),
+        `${where}: answered after joining, with the page as it now is`,
+      );
       model.show(r, want);
       model.cursors.set(r.name, { cursor: answered('answered').next_cursor!, pos: model.msgs.indexOf(want[want.length - 1]!) + 1 });
       return;
@@ -481,7 +499,11 @@ class WaitCmd implements Cmd {
       const page = answered('a send the caller may read answers the wait');
       // With a cursor: exactly the new message; without: the unacknowledged page, ending with it.
       const want = this.withCursor ? [m] : model.page(r, { pos: null, pending: true, limit: 50, thread: null });
-      assert.deepEqual(page.messages.map((x) => x.message_id), want.map((x) => x.id), `${where}: answered with the new message${this.withCursor ? '' : ' after the unacknowledged mail'}`);
+      assert.deepEqual(
+        page.messages.map((x) => x.message_id),
+        want.map((x) => x.id),
+        `${where}: answered with the new message${this.withCursor ? '' : ' after the unacknowledged mail'}`,
+      );
       presentCheck(model, r, page.messages[page.messages.length - 1]!, m, where);
       model.show(r, want);
       assert.equal(page.unread, model.unread(r), `${where}: unread`);
@@ -515,7 +537,9 @@ const commands = [
   sendArb.map((s) => new SendCmd(s)),
   sendArb.map((s) => new SendCmd(s)),
   fc.tuple(readerArb, fc.array(fc.nat(), { minLength: 1, maxLength: 3 }), fc.option(fc.nat(), { freq: 5 }), fc.boolean()).map(([r, p, u, s]) => new AckCmd(r, p, u, s)),
-  fc.tuple(readerArb, fc.boolean(), fc.boolean(), fc.option(fc.integer({ min: 1, max: 4 })), fc.option(fc.nat(), { freq: 5 }), fc.boolean()).map(([r, c, p, l, t, b]) => new InboxCmd(r, c, p, l, t, b)),
+  fc
+    .tuple(readerArb, fc.boolean(), fc.boolean(), fc.option(fc.integer({ min: 1, max: 4 })), fc.option(fc.nat(), { freq: 5 }), fc.boolean())
+    .map(([r, c, p, l, t, b]) => new InboxCmd(r, c, p, l, t, b)),
   fc.tuple(readerArb, fc.nat(), fc.boolean()).map(([r, p, t]) => new GetCmd(r, p, t)),
   fc.tuple(fc.nat({ max: ROOMS.length - 1 }), fc.nat({ max: ACCOUNTS.length - 1 })).map(([room, a]) => new MemberCmd(room, a)),
   fc

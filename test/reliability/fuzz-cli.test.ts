@@ -22,15 +22,73 @@ const DEADLINE_MS = 20_000;
 // Verbs that start or stop daemons, write agent configs or wait for minutes are not fuzzed as the
 // first word (they may still appear as arguments).
 const VERBS = [
-  ['send'], ['reply'], ['inbox'], ['read'], ['thread'], ['ack'], ['unread'], ['whoami'], ['peers'], ['alias'], ['status'],
-  ['capabilities'], ['doctor'], ['help'], ['admin'], ['admin', 'account', 'add'], ['admin', 'account', 'rotate'], ['admin', 'account', 'remove'],
-  ['admin', 'account', 'list'], ['admin', 'room', 'add'], ['admin', 'room', 'set'], ['admin', 'room', 'remove'], ['admin', 'room', 'list'], ['admin', 'room', 'member', 'add'],
-  ['admin', 'room', 'member', 'remove'], ['admin', 'listener', 'set'], ['admin', 'listener', 'remove'],
+  ['send'],
+  ['reply'],
+  ['inbox'],
+  ['read'],
+  ['thread'],
+  ['ack'],
+  ['unread'],
+  ['whoami'],
+  ['peers'],
+  ['alias'],
+  ['status'],
+  ['capabilities'],
+  ['doctor'],
+  ['help'],
+  ['admin'],
+  ['admin', 'account', 'add'],
+  ['admin', 'account', 'rotate'],
+  ['admin', 'account', 'remove'],
+  ['admin', 'account', 'list'],
+  ['admin', 'room', 'add'],
+  ['admin', 'room', 'set'],
+  ['admin', 'room', 'remove'],
+  ['admin', 'room', 'list'],
+  ['admin', 'room', 'member', 'add'],
+  ['admin', 'room', 'member', 'remove'],
+  ['admin', 'listener', 'set'],
+  ['admin', 'listener', 'remove'],
 ];
 const FLAGS = [
-  '--json', '--account', '--data-dir', '--reply-to', '--urgent', '--idempotency-key', '--correlation', '--subject', '--wait', '--all', '--thread',
-  '--limit', '--after', '--no-bodies', '--live', '--remove', '--working-on', '--role', '--parent', '--kind', '--label', '--bind-provider',
-  '--operator', '--no-send', '--no-read', '--everyone', '--open', '--closed', '--help', '-h', '--version', '--', '-', '-x', '--json=1', '--limit=2', '---', '--no-json',
+  '--json',
+  '--account',
+  '--data-dir',
+  '--reply-to',
+  '--urgent',
+  '--idempotency-key',
+  '--correlation',
+  '--subject',
+  '--wait',
+  '--all',
+  '--thread',
+  '--limit',
+  '--after',
+  '--no-bodies',
+  '--live',
+  '--remove',
+  '--working-on',
+  '--role',
+  '--parent',
+  '--kind',
+  '--label',
+  '--bind-provider',
+  '--operator',
+  '--no-send',
+  '--no-read',
+  '--everyone',
+  '--open',
+  '--closed',
+  '--help',
+  '-h',
+  '--version',
+  '--',
+  '-',
+  '-x',
+  '--json=1',
+  '--limit=2',
+  '---',
+  '--no-json',
 ];
 
 interface Ran {
@@ -42,7 +100,7 @@ interface Ran {
   ms: number;
 }
 
-describe('fuzz: the CLI\'s argument parsing', () => {
+describe("fuzz: the CLI's argument parsing", () => {
   let d: TestDaemon;
   let home: string;
   let env: NodeJS.ProcessEnv;
@@ -72,7 +130,33 @@ describe('fuzz: the CLI\'s argument parsing', () => {
       M4A_LISTEN_SECS: '1',
       NO_COLOR: '1',
     };
-    values = ['bob', 'fuzzer', '#lobby', '#nowhere', 'nobody', 'bob/s-0', 'fuzzer/', m1.message_id, m2.message_id, 'm-zz', 'c1.0', 'c1.zzzzzzzzzzzzz', '0', '-1', '60', '3.5', '1e309', 'NaN', 'agent', 'robot', 'http://127.0.0.1:9/', 'http://example.com/', '', ' ', 'a..b'];
+    values = [
+      'bob',
+      'fuzzer',
+      '#lobby',
+      '#nowhere',
+      'nobody',
+      'bob/s-0',
+      'fuzzer/',
+      m1.message_id,
+      m2.message_id,
+      'm-zz',
+      'c1.0',
+      'c1.zzzzzzzzzzzzz',
+      '0',
+      '-1',
+      '60',
+      '3.5',
+      '1e309',
+      'NaN',
+      'agent',
+      'robot',
+      'http://127.0.0.1:9/',
+      'http://example.com/',
+      '',
+      ' ',
+      'a..b',
+    ];
   });
   after(async () => {
     await d.stop();
@@ -102,13 +186,25 @@ describe('fuzz: the CLI\'s argument parsing', () => {
       { weight: 4, arbitrary: fc.constantFrom(...values) },
       { weight: 2, arbitrary: fc.string({ maxLength: 12 }).map(noNul) },
       { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 8 }).map(noNul) },
-      { weight: 1, arbitrary: fc.string({ unit: fc.integer({ min: 1, max: 0x9f }).filter((c) => c < 0x20 || c > 0x7e).map((c) => String.fromCharCode(c)), maxLength: 6 }) },
+      {
+        weight: 1,
+        arbitrary: fc.string({
+          unit: fc
+            .integer({ min: 1, max: 0x9f })
+            .filter((c) => c < 0x20 || c > 0x7e)
+            .map((c) => String.fromCharCode(c)),
+          maxLength: 6,
+        }),
+      },
       // Long arguments, in bytes (Linux refuses a single argument over 128 KiB before we run).
       { weight: 1, arbitrary: fc.tuple(fc.constantFrom(513, 5_000, 70_000), fc.constantFrom('x', 'é', '😀')).map(([n, c]) => c.repeat(Math.ceil(n / Buffer.byteLength(c)))) },
       { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...FLAGS), fc.string({ maxLength: 8 }).map(noNul)).map(([f, v]) => `${f}=${v}`) },
     );
     const argv = fc
-      .tuple(fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...VERBS) }, { weight: 1, arbitrary: fc.array(token, { minLength: 1, maxLength: 1 }) }), fc.array(token, { maxLength: 6 }))
+      .tuple(
+        fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...VERBS) }, { weight: 1, arbitrary: fc.array(token, { minLength: 1, maxLength: 1 }) }),
+        fc.array(token, { maxLength: 6 }),
+      )
       .map(([verb, rest]) => [...verb, ...rest]);
     // Shown short in counterexamples: a 70 000-character argument prints as its length.
     const shown = argv.map((a) => Object.assign(a, { [fc.toStringMethod]: () => JSON.stringify(a.map((x) => (x.length > 60 ? `${x.slice(0, 20)}…(${x.length})` : x))) }));
@@ -126,7 +222,8 @@ describe('fuzz: the CLI\'s argument parsing', () => {
           assert.ok(!/Unhandled|uncaught|node:internal/i.test(r.stderr), `${what}: an unhandled error:\n${r.stderr.slice(0, 3000)}`);
           if (r.code !== 0) assert.ok(r.stderr.trim().length > 0, `${what}: exit ${r.code} with nothing on stderr`);
           seen.set(r.code, (seen.get(r.code) ?? 0) + 1);
-          if (process.env.M4A_FUZZ_CLI_DEBUG) process.stderr.write(`cli: ${Math.round(r.ms)} ms exit ${r.code} ${what.slice(0, 120)} :: ${r.stderr.split("\n")[0]?.slice(0, 120)}\n`);
+          if (process.env.M4A_FUZZ_CLI_DEBUG)
+            process.stderr.write(`cli: ${Math.round(r.ms)} ms exit ${r.code} ${what.slice(0, 120)} :: ${r.stderr.split('\n')[0]?.slice(0, 120)}\n`);
         }
         const grew = (await d.engine.store.headSeq()) - head;
         const ok = results.filter((r) => r.code === 0 && sendsMail(r.argv)).length;
@@ -140,7 +237,14 @@ describe('fuzz: the CLI\'s argument parsing', () => {
           [[['send'], ['send', 'bob'], ['inbox', '--limit', 'abc'], ['inbox', '--wait', '60', '--json']]],
           [[['send', 'bob', 'x'.repeat(600), 'b'], ['send', 'bob', 's', 'b', '--urgent'], ['read', 'm-zz'], ['status']]],
           [[['ack'], ['inbox', '--after', 'garbage'], ['admin', 'listener', 'set', 'bob', 'http://example.com/'], ['--nope']]],
-          [[['send', '#nowhere', 's', 'b', '--json'], ['reply', 'm-zz', 'b'], ['admin', 'account', 'add', ''], ['send', 'bob', 's\u0007', 'b\u001b']]],
+          [
+            [
+              ['send', '#nowhere', 's', 'b', '--json'],
+              ['reply', 'm-zz', 'b'],
+              ['admin', 'account', 'add', ''],
+              ['send', 'bob', 's\u0007', 'b\u001b'],
+            ],
+          ],
         ],
       },
     );

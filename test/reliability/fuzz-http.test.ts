@@ -23,17 +23,27 @@ const runs = (n: number) => ({ numRuns: NUM_RUNS ?? n, includeErrorInReport: tru
 const short = <T extends object>(v: T, text: string | Buffer): T =>
   Object.assign(v, { [fc.toStringMethod]: () => `${JSON.stringify(String(text).slice(0, 300))}${text.length > 300 ? ` … (${text.length} bytes)` : ''}` });
 
-
 /** Strings at and one past each byte limit, in one-, two- and four-byte characters. */
 const LIMIT_SIZES = [
-  LIMITS.selectorBytes, LIMITS.subjectBytes, LIMITS.bodyBytes, LIMITS.correlationBytes, LIMITS.refLocatorBytes,
-  LIMITS.refDigestBytes, LIMITS.declaredBytes, LIMITS.labelBytes, LIMITS.urlBytes, 64,
+  LIMITS.selectorBytes,
+  LIMITS.subjectBytes,
+  LIMITS.bodyBytes,
+  LIMITS.correlationBytes,
+  LIMITS.refLocatorBytes,
+  LIMITS.refDigestBytes,
+  LIMITS.declaredBytes,
+  LIMITS.labelBytes,
+  LIMITS.urlBytes,
+  64,
 ];
 const sized = fc
   .tuple(fc.constantFrom(...LIMIT_SIZES), fc.constantFrom(-1, 0, 1, 2), fc.constantFrom('k', 'é', '😀', 'a1'))
   .map(([n, delta, unit]) => unit.repeat(Math.max(0, Math.ceil((n + delta) / Buffer.byteLength(unit)))));
 
-const CONTROL = fc.integer({ min: 0, max: 0x9f }).filter((c) => c < 0x20 || c >= 0x7f).map((c) => String.fromCharCode(c));
+const CONTROL = fc
+  .integer({ min: 0, max: 0x9f })
+  .filter((c) => c < 0x20 || c >= 0x7f)
+  .map((c) => String.fromCharCode(c));
 const weirdString = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 12 }),
@@ -109,13 +119,35 @@ describe('fuzz: HTTP routes and MCP', () => {
     const ids = [...readable, foreign.message_id, 'm-0', 'm-zzzzzzzzzz', 'm-', 'm-A', `m-${'a'.repeat(65)}`];
     const cursors = ['c1.0', 'c1.1', 'c1.3', 'c1.zzzzzzzzzzzz', 'c1.', 'c2.1', 'c1.-1', 'x'.repeat(65)];
     const addresses = [
-      'bob', 'alice', me, 'bob/s-deadbeefdeadbeef', `alice/${me.split('/')[1]!.slice(0, 10)}`, 'nobody', '#lobby', '#nowhere', '#', '', 'alice/', '/s-1',
-      'a'.repeat(129), { kind: 'direct', participant: 'bob' }, { kind: 'room', room: 'lobby' }, { kind: 'session', participant: 'alice', session: me.split('/')[1] },
-      { kind: 'direct', participant: 'bob', extra: 1 }, { kind: 'email', to: 'x' },
+      'bob',
+      'alice',
+      me,
+      'bob/s-deadbeefdeadbeef',
+      `alice/${me.split('/')[1]!.slice(0, 10)}`,
+      'nobody',
+      '#lobby',
+      '#nowhere',
+      '#',
+      '',
+      'alice/',
+      '/s-1',
+      'a'.repeat(129),
+      { kind: 'direct', participant: 'bob' },
+      { kind: 'room', room: 'lobby' },
+      { kind: 'session', participant: 'alice', session: me.split('/')[1] },
+      { kind: 'direct', participant: 'bob', extra: 1 },
+      { kind: 'email', to: 'x' },
     ];
     const selectors = ['fz1', 'fz2', 'lobby', 'nobody', 'ok.name_1@x+y-z', '-x', '.x', 'a..b', 'a b', 'k'.repeat(128), 'k'.repeat(129), 'é', ''];
     const text = ['', 'plain', 'line\nbreak', 'tab\there'];
-    const refs = [[], [{ kind: 'git', locator: 'abc' }], [{ kind: 'git', locator: 'abc', digest: 'ff' }], Array.from({ length: 9 }, () => ({ kind: 'k', locator: 'l' })), [{ kind: 'k' }], [{ kind: 'k', locator: 'l', digest: 'XYZ' }]];
+    const refs = [
+      [],
+      [{ kind: 'git', locator: 'abc' }],
+      [{ kind: 'git', locator: 'abc', digest: 'ff' }],
+      Array.from({ length: 9 }, () => ({ kind: 'k', locator: 'l' })),
+      [{ kind: 'k' }],
+      [{ kind: 'k', locator: 'l', digest: 'XYZ' }],
+    ];
     const bool = [true, false];
     const waits = [0, 0.01, 1, 60, 1e9, -1];
     const limits = [1, 2, 50, 256, 257, 0, -1, 1.5];
@@ -129,34 +161,89 @@ describe('fuzz: HTTP routes and MCP', () => {
           { to: 'bob', subject: 's', body: 'b', reply_to: foreign.message_id },
         ],
         fields: {
-          to: addresses, subject: text, body: text, reply_to: ids, correlation: text, refs,
-          idempotency_key: ['k1', 'k2', 'k'.repeat(128), 'k'.repeat(129), 'bad key'], priority: ['normal', 'urgent', 'low'],
+          to: addresses,
+          subject: text,
+          body: text,
+          reply_to: ids,
+          correlation: text,
+          refs,
+          idempotency_key: ['k1', 'k2', 'k'.repeat(128), 'k'.repeat(129), 'bad key'],
+          priority: ['normal', 'urgent', 'low'],
         },
       },
-      '/mail/inbox': { base: () => ({}), more: [{ include_acked: true, limit: 2 }, { after: 'c1.0', wait_secs: 1 }, { thread_id: readable[0], include_bodies: false }], fields: { after: cursors, limit: limits, include_acked: bool, include_bodies: bool, thread_id: ids, wait_secs: waits } },
-      '/mail/ack': { base: () => ({ message_id: readable[0] }), more: [{ message_ids: readable }, ...spare.map((id, i) => ({ message_ids: [id, i % 2 ? 'm-0' : foreign.message_id] }))], fields: { message_id: ids, message_ids: [ids.slice(0, 2), [], Array.from({ length: 257 }, () => 'm-1'), readable, ...spare.map((id, i) => [id, i % 2 ? 'm-0' : foreign.message_id])] } },
-      '/mail/get': { base: () => ({ message_id: readable[1] }), more: [{ message_id: foreign.message_id, thread: true }, { message_id: readable[2], thread: true }], fields: { message_id: ids, thread: bool } },
+      '/mail/inbox': {
+        base: () => ({}),
+        more: [
+          { include_acked: true, limit: 2 },
+          { after: 'c1.0', wait_secs: 1 },
+          { thread_id: readable[0], include_bodies: false },
+        ],
+        fields: { after: cursors, limit: limits, include_acked: bool, include_bodies: bool, thread_id: ids, wait_secs: waits },
+      },
+      '/mail/ack': {
+        base: () => ({ message_id: readable[0] }),
+        more: [{ message_ids: readable }, ...spare.map((id, i) => ({ message_ids: [id, i % 2 ? 'm-0' : foreign.message_id] }))],
+        fields: {
+          message_id: ids,
+          message_ids: [ids.slice(0, 2), [], Array.from({ length: 257 }, () => 'm-1'), readable, ...spare.map((id, i) => [id, i % 2 ? 'm-0' : foreign.message_id])],
+        },
+      },
+      '/mail/get': {
+        base: () => ({ message_id: readable[1] }),
+        more: [
+          { message_id: foreign.message_id, thread: true },
+          { message_id: readable[2], thread: true },
+        ],
+        fields: { message_id: ids, thread: bool },
+      },
       '/mail/unread': { base: () => ({}), fields: {} },
       '/mail/whoami': { base: () => ({}), fields: {} },
       '/mail/directory': { base: () => ({}), more: [{ include_ended: true, detail: true }], fields: { include_ended: bool, detail: bool } },
       '/mail/reply': {
         base: () => ({ message_id: readable[0], body: 'fuzz' }),
-        more: [{ message_id: readable[1], body: 'b', ack: false, to_sender: true, idempotency_key: 'r1' }, { message_id: foreign.message_id, body: 'b' }],
+        more: [
+          { message_id: readable[1], body: 'b', ack: false, to_sender: true, idempotency_key: 'r1' },
+          { message_id: foreign.message_id, body: 'b' },
+        ],
         fields: { message_id: ids, body: text, ack: bool, to_sender: bool, idempotency_key: ['r1', 'r2', 'k'.repeat(129), 'bad key'] },
       },
-      '/mail/notice': { base: () => ({ event: 'peek' }), more: [{ event: 'tool' }, { event: 'stop', wait_secs: 0 }], fields: { event: ['stop', 'prompt', 'tool', 'peek', 'later', ''], wait_secs: [0, 0.01, -1, 'x'] } },
+      '/mail/notice': {
+        base: () => ({ event: 'peek' }),
+        more: [{ event: 'tool' }, { event: 'stop', wait_secs: 0 }],
+        fields: { event: ['stop', 'prompt', 'tool', 'peek', 'later', ''], wait_secs: [0, 0.01, -1, 'x'] },
+      },
       '/mail/listen': { base: () => ({ on: false }), fields: { on: [...bool, 'yes', 1] } },
       '/mail/timer/list': { base: () => ({}), fields: {} },
       '/mail/timer/snooze': { base: () => ({ id: 't-none', in_secs: 60 }), fields: { id: ['t-none', '', 'x'.repeat(65)], in_secs: [0, 1, 1.5, 366 * 24 * 3600 + 1, -5] } },
       '/mail/timer/clear': { base: () => ({ id: 't-none' }), fields: { id: ['t-none', '', 'x'.repeat(65)] } },
       '/mail/receipts': { base: () => ({ message_id: readable[0] }), more: [{ message_id: foreign.message_id }], fields: { message_id: [...ids, 'x'.repeat(300)] } },
-      '/mail/remind': { base: () => ({ in_secs: 3600, note: 'fuzz' }), more: [{ in_secs: 60, note: 'acct', account: true }], fields: { in_secs: [0, 1, 59.5, 3600, 366 * 24 * 3600 + 1, -5], note: [...text, 'n'.repeat(513)], account: bool } },
-      '/mail/status': { base: () => ({ working_on: 'fuzzing' }), more: [{ alias: 'front' }, { alias: 'back', unalias: 'front', role: 'r' }, { parent: me }], fields: { working_on: text, role: text, parent: [me, ...text], alias: ['front', 'back', 's-abc', 'abcdef12', 'x'.repeat(65), ...selectors], unalias: ['front', ...selectors] } },
+      '/mail/remind': {
+        base: () => ({ in_secs: 3600, note: 'fuzz' }),
+        more: [{ in_secs: 60, note: 'acct', account: true }],
+        fields: { in_secs: [0, 1, 59.5, 3600, 366 * 24 * 3600 + 1, -5], note: [...text, 'n'.repeat(513)], account: bool },
+      },
+      '/mail/status': {
+        base: () => ({ working_on: 'fuzzing' }),
+        more: [{ alias: 'front' }, { alias: 'back', unalias: 'front', role: 'r' }, { parent: me }],
+        fields: {
+          working_on: text,
+          role: text,
+          parent: [me, ...text],
+          alias: ['front', 'back', 's-abc', 'abcdef12', 'x'.repeat(65), ...selectors],
+          unalias: ['front', ...selectors],
+        },
+      },
     };
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
       '/admin/account/add': {
         base: () => ({ id: 'fz1' }),
-        fields: { id: selectors, kind: ['agent', 'human', 'service', 'robot'], label: text, permissions: [{}, { send: false }, { read: true, urgent: true }, { root: true }], bind_provider: ['claude', ...selectors] },
+        fields: {
+          id: selectors,
+          kind: ['agent', 'human', 'service', 'robot'],
+          label: text,
+          permissions: [{}, { send: false }, { read: true, urgent: true }, { root: true }],
+          bind_provider: ['claude', ...selectors],
+        },
       },
       '/admin/account/rotate': { base: () => ({ id: 'fz1' }), fields: { id: selectors } },
       '/admin/account/remove': { base: () => ({ id: 'fz2' }), fields: { id: selectors } },
@@ -167,7 +254,10 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/room/list': { base: () => ({}), fields: { name: selectors } },
       '/admin/room/member/add': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
       '/admin/room/member/remove': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
-      '/admin/listener': { base: () => ({ account: 'fz1', url: 'http://127.0.0.1:9/bell' }), fields: { account: selectors, url: ['http://localhost:9/', 'http://example.com/', 'http://[::1]:9/', 'http://127.0.0.1:99999/', 'x'.repeat(2049), ''] } },
+      '/admin/listener': {
+        base: () => ({ account: 'fz1', url: 'http://127.0.0.1:9/bell' }),
+        fields: { account: selectors, url: ['http://localhost:9/', 'http://example.com/', 'http://[::1]:9/', 'http://127.0.0.1:99999/', 'x'.repeat(2049), ''] },
+      },
       '/admin/listener/remove': { base: () => ({ account: 'fz1' }), fields: { account: selectors } },
       // Wake chains: only safe steps (a program that does nothing, a closed loopback port), since a
       // stored command step runs when mail arrives.
@@ -177,12 +267,25 @@ describe('fuzz: HTTP routes and MCP', () => {
         fields: {
           account: selectors,
           session: ['nobody', 's-abc', ...selectors],
-          steps: [[], [{ kind: 'hooks' }], [{ kind: 'command', argv: ['/bin/true'] }], [{ kind: 'command', argv: ['/bin/true', '{subject}'] }], [{ kind: 'command', argv: ['{account}'] }], [{ kind: 'webhook', url: 'http://example.com/' }], [{ kind: 'codex-app-server', listen: 'ws://127.0.0.1:9' }], [{ kind: 'pager' }], Array.from({ length: 9 }, () => ({ kind: 'hooks' }))],
+          steps: [
+            [],
+            [{ kind: 'hooks' }],
+            [{ kind: 'command', argv: ['/bin/true'] }],
+            [{ kind: 'command', argv: ['/bin/true', '{subject}'] }],
+            [{ kind: 'command', argv: ['{account}'] }],
+            [{ kind: 'webhook', url: 'http://example.com/' }],
+            [{ kind: 'codex-app-server', listen: 'ws://127.0.0.1:9' }],
+            [{ kind: 'pager' }],
+            Array.from({ length: 9 }, () => ({ kind: 'hooks' })),
+          ],
           rooms: bool,
           debounce_ms: [0, 250, 60_001, -1, 1.5],
         },
       },
-      '/admin/user/create': { base: () => ({ id: 'fzuser', password: 'long enough pw' }), fields: { id: selectors, display_name: text, password: ['short', 'long enough pw', 'p'.repeat(1025), ''], operator: bool } },
+      '/admin/user/create': {
+        base: () => ({ id: 'fzuser', password: 'long enough pw' }),
+        fields: { id: selectors, display_name: text, password: ['short', 'long enough pw', 'p'.repeat(1025), ''], operator: bool },
+      },
       '/admin/user/passwd': { base: () => ({ id: 'fzuser', password: 'another long pw' }), fields: { id: selectors, password: ['short', 'another long pw', 'p'.repeat(1025)] } },
       '/admin/user/revoke-sessions': { base: () => ({ id: 'fzuser' }), fields: { id: selectors } },
       '/admin/wake/list': { base: () => ({}), fields: { account: selectors } },
@@ -192,10 +295,7 @@ describe('fuzz: HTTP routes and MCP', () => {
     };
     // Every operation a bearer reaches has a spec here (a new operation fails this until it is fuzzed).
     for (const p of HTTP_PATHS) assert.ok(mail[p] ?? admin[p], `fuzz spec for ${p}`);
-    routes = [
-      ...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })),
-      ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s })),
-    ];
+    routes = [...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })), ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s }))];
     tools = OPERATION_NAMES.flatMap((n) => {
       const o = OPERATIONS[n];
       return o.tool ? [{ tool: o.tool, spec: routes.find((r) => r.path === o.path)! }] : [];
@@ -219,7 +319,16 @@ describe('fuzz: HTTP routes and MCP', () => {
     const setField = key.chain((k) => valueFor(Object.hasOwn(spec.fields, k) ? spec.fields[k]! : ['x']).map((v) => ({ k, v })));
     const starts = [spec.base(), ...(spec.more ?? [])];
     const mutated = fc
-      .tuple(fc.nat({ max: starts.length - 1 }), fc.array(fc.oneof(setField, key.map((k) => ({ k, v: undefined }))), { maxLength: 3 }))
+      .tuple(
+        fc.nat({ max: starts.length - 1 }),
+        fc.array(
+          fc.oneof(
+            setField,
+            key.map((k) => ({ k, v: undefined })),
+          ),
+          { maxLength: 3 },
+        ),
+      )
       .map(([start, muts]) => {
         const o: Record<string, unknown> = structuredClone(starts[start]!);
         for (const { k, v } of muts) {
@@ -255,7 +364,10 @@ describe('fuzz: HTTP routes and MCP', () => {
       },
       { weight: 1, arbitrary: fc.tuple(json, fc.nat()).map(([t, n]): Body => ({ bytes: t.slice(0, t.length ? n % t.length : 0), invalidUtf8: false, overCap: false })) },
       { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((a): Body => ({ bytes: Buffer.from(a), invalidUtf8: false, overCap: false })) },
-      { weight: 1, arbitrary: fc.constantFrom('', ' ', '\ufeff{}', 'null', '[]', '"x"', '1e999', '{"a":1,"a":2}').map((t): Body => ({ bytes: t, invalidUtf8: false, overCap: false })) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('', ' ', '\ufeff{}', 'null', '[]', '"x"', '1e999', '{"a":1,"a":2}').map((t): Body => ({ bytes: t, invalidUtf8: false, overCap: false })),
+      },
       {
         weight: 1,
         arbitrary: fc.tuple(fc.constantFrom(...Object.keys(spec.fields), 'x'), fc.constantFrom(1000, 100_000), fc.boolean()).map(([k, n, arr]): Body => {
@@ -321,7 +433,10 @@ describe('fuzz: HTTP routes and MCP', () => {
     const store = d.engine.store;
     const toolCall = fc.integer({ min: 0, max: 1_000_000 }).chain((i) => {
       const t = tools[i % tools.length]!;
-      return fc.record({ name: fc.oneof({ weight: 8, arbitrary: fc.constant(t.tool) }, { weight: 1, arbitrary: valueFor(['m4a_mail_nope', 'tools/call', '']) }), arguments: objectFor(t.spec) }, { requiredKeys: ['name'] });
+      return fc.record(
+        { name: fc.oneof({ weight: 8, arbitrary: fc.constant(t.tool) }, { weight: 1, arbitrary: valueFor(['m4a_mail_nope', 'tools/call', '']) }), arguments: objectFor(t.spec) },
+        { requiredKeys: ['name'] },
+      );
     });
     const params = fc.oneof(
       { weight: 6, arbitrary: toolCall },
@@ -343,72 +458,83 @@ describe('fuzz: HTTP routes and MCP', () => {
       },
       { requiredKeys: [] },
     );
-    const payload = fc.oneof(
-      { weight: 6, arbitrary: msg },
-      { weight: 3, arbitrary: fc.array(msg, { maxLength: 4 }) },
-      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-    );
+    const payload = fc.oneof({ weight: 6, arbitrary: msg }, { weight: 3, arbitrary: fc.array(msg, { maxLength: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) });
     const nested = (n: number) => `${'['.repeat(n)}"m4a_mail_send"${']'.repeat(n)}`;
-    const deepRpc = fc.tuple(fc.constantFrom(1000, 100_000), fc.constantFrom(...tools.map((t) => t.tool))).chain(([n, tool]) =>
-      fc.constantFrom(
-        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":${nested(n)}}}`,
-        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${tool}","arguments":{"to":${nested(n)},"message_id":${nested(n)}}}}`,
-        `{"jsonrpc":"2.0","id":${nested(n)},"method":"ping"}`,
-        `{"jsonrpc":"2.0","id":1,"method":${nested(n)}}`,
-        `{"jsonrpc":${nested(n)},"id":1,"method":"ping"}`,
-        `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${nested(n)}}`,
-        `[${Array.from({ length: 3 }, () => `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"${tool}","arguments":${nested(n)}}}`).join(',')}]`,
-      ),
-    );
+    const deepRpc = fc
+      .tuple(fc.constantFrom(1000, 100_000), fc.constantFrom(...tools.map((t) => t.tool)))
+      .chain(([n, tool]) =>
+        fc.constantFrom(
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":${nested(n)}}}`,
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"${tool}","arguments":{"to":${nested(n)},"message_id":${nested(n)}}}}`,
+          `{"jsonrpc":"2.0","id":${nested(n)},"method":"ping"}`,
+          `{"jsonrpc":"2.0","id":1,"method":${nested(n)}}`,
+          `{"jsonrpc":${nested(n)},"id":1,"method":"ping"}`,
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":${nested(n)}}`,
+          `[${Array.from({ length: 3 }, () => `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"${tool}","arguments":${nested(n)}}}`).join(',')}]`,
+        ),
+      );
     await fc.assert(
-      fc.asyncProperty(fc.oneof({ weight: 12, arbitrary: payload.map((p) => ({ p, text: JSON.stringify(p) ?? '' })) }, { weight: 1, arbitrary: deepRpc.map((text) => short({ p: undefined, text }, text)) }), async ({ p, text }) => {
-        const where = `/mcp ${text.slice(0, 200)}`;
-        const before = await storeSnapshot(store);
-        const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
-        assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
-        const prior = before.head;
-        if (r.status === 202) {
-          assert.equal(r.text, '', `${where}: 202 has no body`);
-          assert.equal(await store.headSeq(), prior, `${where}: notifications store nothing`);
-          return;
-        }
-        if (r.status !== 200) {
-          assertEnvelope(r, where);
-          await assertUnchanged(store, before, where);
-          return;
-        }
-        const answers: any[] = Array.isArray(r.json) ? r.json : [r.json];
-        assert.ok(answers.length > 0, `${where}: an empty batch answer`);
-        let created = 0;
-        let refusals = 0;
-        for (const a of answers) {
-          assert.equal(a?.jsonrpc, '2.0', `${where}: jsonrpc`);
-          assert.ok(Object.hasOwn(a, 'id'), `${where}: every answer has an id`);
-          assert.notEqual(Object.hasOwn(a, 'result'), Object.hasOwn(a, 'error'), `${where}: exactly one of result or error`);
-          if (a.error) {
-            assert.ok([-32600, -32601, -32602].includes(a.error.code), `${where}: JSON-RPC error code ${a.error.code}`);
-            assert.equal(typeof a.error.message, 'string');
-            refusals++;
-            continue;
+      fc.asyncProperty(
+        fc.oneof(
+          { weight: 12, arbitrary: payload.map((p) => ({ p, text: JSON.stringify(p) ?? '' })) },
+          { weight: 1, arbitrary: deepRpc.map((text) => short({ p: undefined, text }, text)) },
+        ),
+        async ({ p, text }) => {
+          const where = `/mcp ${text.slice(0, 200)}`;
+          const before = await storeSnapshot(store);
+          const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
+          assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
+          const prior = before.head;
+          if (r.status === 202) {
+            assert.equal(r.text, '', `${where}: 202 has no body`);
+            assert.equal(await store.headSeq(), prior, `${where}: notifications store nothing`);
+            return;
           }
-          const content = a.result?.content;
-          if (!Array.isArray(content)) continue; // initialize, ping, tools/list
-          assert.equal(content.length, 1, where);
-          assert.equal(content[0].type, 'text', where);
-          const out = JSON.parse(content[0].text);
-          if (a.result.isError) {
-            assert.ok(isErrorCode(out?.error?.code), `${where}: tool error ${content[0].text}`);
-            assert.notEqual(out.error.code, 'internal', `${where}: internal error in a tool call`);
-            assert.equal(ERROR_TABLE[out.error.code as keyof typeof ERROR_TABLE].mcp, 'tool_error', `${where}: ${out.error.code} must not be a tool result`);
-            refusals++;
-          } else if (typeof out.message_id === 'string' && typeof out.duplicate === 'boolean' && !out.duplicate) created++;
-        }
-        assert.equal(await store.headSeq(), prior + created, `${where}: the store holds exactly the sends that succeeded`);
-        if (!Array.isArray(r.json) && refusals === 1) await assertUnchanged(store, before, where);
-        if (!Array.isArray(p) && p && typeof p === 'object' && (typeof (p as any).id === 'number' || typeof (p as any).id === 'string') && (p as any).jsonrpc === '2.0' && typeof (p as any).method === 'string') {
-          assert.equal(r.json.id, (p as any).id, `${where}: the answer echoes the id`);
-        }
-      }),
+          if (r.status !== 200) {
+            assertEnvelope(r, where);
+            await assertUnchanged(store, before, where);
+            return;
+          }
+          const answers: any[] = Array.isArray(r.json) ? r.json : [r.json];
+          assert.ok(answers.length > 0, `${where}: an empty batch answer`);
+          let created = 0;
+          let refusals = 0;
+          for (const a of answers) {
+            assert.equal(a?.jsonrpc, '2.0', `${where}: jsonrpc`);
+            assert.ok(Object.hasOwn(a, 'id'), `${where}: every answer has an id`);
+            assert.notEqual(Object.hasOwn(a, 'result'), Object.hasOwn(a, 'error'), `${where}: exactly one of result or error`);
+            if (a.error) {
+              assert.ok([-32600, -32601, -32602].includes(a.error.code), `${where}: JSON-RPC error code ${a.error.code}`);
+              assert.equal(typeof a.error.message, 'string');
+              refusals++;
+              continue;
+            }
+            const content = a.result?.content;
+            if (!Array.isArray(content)) continue; // initialize, ping, tools/list
+            assert.equal(content.length, 1, where);
+            assert.equal(content[0].type, 'text', where);
+            const out = JSON.parse(content[0].text);
+            if (a.result.isError) {
+              assert.ok(isErrorCode(out?.error?.code), `${where}: tool error ${content[0].text}`);
+              assert.notEqual(out.error.code, 'internal', `${where}: internal error in a tool call`);
+              assert.equal(ERROR_TABLE[out.error.code as keyof typeof ERROR_TABLE].mcp, 'tool_error', `${where}: ${out.error.code} must not be a tool result`);
+              refusals++;
+            } else if (typeof out.message_id === 'string' && typeof out.duplicate === 'boolean' && !out.duplicate) created++;
+          }
+          assert.equal(await store.headSeq(), prior + created, `${where}: the store holds exactly the sends that succeeded`);
+          if (!Array.isArray(r.json) && refusals === 1) await assertUnchanged(store, before, where);
+          if (
+            !Array.isArray(p) &&
+            p &&
+            typeof p === 'object' &&
+            (typeof (p as any).id === 'number' || typeof (p as any).id === 'string') &&
+            (p as any).jsonrpc === '2.0' &&
+            typeof (p as any).method === 'string'
+          ) {
+            assert.equal(r.json.id, (p as any).id, `${where}: the answer echoes the id`);
+          }
+        },
+      ),
       runs(200),
     );
   });
@@ -426,7 +552,7 @@ describe('fuzz: HTTP routes and MCP', () => {
     }
   });
 
-  it('paths, methods, Host, Origin and Authorization: only the daemon\'s own names and a valid bearer get through', async () => {
+  it("paths, methods, Host, Origin and Authorization: only the daemon's own names and a valid bearer get through", async () => {
     const allowedHosts = [`127.0.0.1:${d.port}`, `localhost:${d.port}`];
     const allowedOrigins = allowedHosts.map((h) => `http://${h}`);
     const knownPaths = ['/health', '/mcp', ...routes.map((r) => r.path)];
@@ -441,11 +567,35 @@ describe('fuzz: HTTP routes and MCP', () => {
           { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...knownPaths), fc.webSegment()).map(([p, s]) => `${p}/${s}`) },
           { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...knownPaths), fc.webQueryParameters()).map(([p, q]) => `${p}?${q}`) },
           { weight: 1, arbitrary: fc.webPath().map((p) => p || '/') },
-          { weight: 1, arbitrary: fc.constantFrom('/', '//mail/send', '/mail/send/', '/MAIL/SEND', '/mail/%73end', '/../mail/send', '/admin', '/mcp/', '/web/inbox', '/web/api/send', '/web/api/login', '/web/assets/app.js', '/web/assets/nope.js') },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              '/',
+              '//mail/send',
+              '/mail/send/',
+              '/MAIL/SEND',
+              '/mail/%73end',
+              '/../mail/send',
+              '/admin',
+              '/mcp/',
+              '/web/inbox',
+              '/web/api/send',
+              '/web/api/login',
+              '/web/assets/app.js',
+              '/web/assets/nope.js',
+            ),
+          },
         ),
-        host: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...allowedHosts) }, { weight: 1, arbitrary: fc.constantFrom(`LOCALHOST:${d.port}`, `127.0.0.1:${d.port + 1}`, 'localhost', `[::1]:${d.port}`, `evil.example:${d.port}`) }, { weight: 1, arbitrary: headerValue.filter((h) => h !== '') }),
+        host: fc.oneof(
+          { weight: 6, arbitrary: fc.constantFrom(...allowedHosts) },
+          { weight: 1, arbitrary: fc.constantFrom(`LOCALHOST:${d.port}`, `127.0.0.1:${d.port + 1}`, 'localhost', `[::1]:${d.port}`, `evil.example:${d.port}`) },
+          { weight: 1, arbitrary: headerValue.filter((h) => h !== '') },
+        ),
         origin: fc.oneof(fc.constantFrom(...allowedOrigins, 'null', 'http://evil.example', `https://127.0.0.1:${d.port}`), headerValue),
-        auth: fc.oneof(fc.constantFrom('alice', 'operator', 'none', 'lower'), headerValue.map((v) => `raw:${v}`)),
+        auth: fc.oneof(
+          fc.constantFrom('alice', 'operator', 'none', 'lower'),
+          headerValue.map((v) => `raw:${v}`),
+        ),
         body: fc.constantFrom('{}', '', '{"to":"bob","subject":"s","body":"b"}'),
       },
       { requiredKeys: ['method', 'path', 'host', 'auth', 'body'] },
@@ -488,7 +638,8 @@ describe('fuzz: HTTP routes and MCP', () => {
         }
         if (r.status === 200) {
           assert.ok(hostOk && originOk, `${where}: accepted with a foreign Host or Origin`);
-          if (!(a.path.split('?')[0] === '/health')) assert.ok(['alice', 'operator', 'lower'].includes(a.auth) || a.auth === `raw:Bearer ${aliceSecret}`, `${where}: accepted without the bearer`);
+          if (!(a.path.split('?')[0] === '/health'))
+            assert.ok(['alice', 'operator', 'lower'].includes(a.auth) || a.auth === `raw:Bearer ${aliceSecret}`, `${where}: accepted without the bearer`);
         } else if (a.method !== 'HEAD') {
           const code = assertEnvelope(r, where);
           if (code === 'method_not_allowed' && documented.has(a.path.split('?')[0]!)) assert.equal(r.headers.allow, 'POST', `${where}: 405 without Allow: POST`);

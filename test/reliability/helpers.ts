@@ -155,7 +155,9 @@ export async function assertUnchanged(store: Store, before: StoreSnapshot, where
   const a = JSON.parse(was) as Record<string, unknown>;
   const b = JSON.parse(now.text) as Record<string, unknown>;
   const changed = Object.keys(a).filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
-  assert.fail(`${where}: a refused request changed the store (${changed.map((k) => `${k}: ${JSON.stringify(a[k]).slice(0, 400)} → ${JSON.stringify(b[k]).slice(0, 400)}`).join('; ')})`);
+  assert.fail(
+    `${where}: a refused request changed the store (${changed.map((k) => `${k}: ${JSON.stringify(a[k]).slice(0, 400)} → ${JSON.stringify(b[k]).slice(0, 400)}`).join('; ')})`,
+  );
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

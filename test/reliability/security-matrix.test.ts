@@ -110,7 +110,7 @@ describe('security matrix', () => {
     const secret = await alice.send({ to: oneAddr, subject: 'for one only', body: 'the plan' });
     const before = await snapshot();
     const inbox = (await two.call('/mail/inbox', { include_acked: true, limit: 256 })).body;
-    assert.ok(!inbox.messages.some((m: any) => m.message_id === secret.message_id), 'not in the sibling\'s inbox');
+    assert.ok(!inbox.messages.some((m: any) => m.message_id === secret.message_id), "not in the sibling's inbox");
     for (const [path, body] of [
       ['/mail/get', { message_id: secret.message_id }],
       ['/mail/get', { message_id: secret.message_id, thread: true }],
@@ -125,22 +125,28 @@ describe('security matrix', () => {
     }
     await unchanged(before, 'the refused ack and reply changed nothing');
     const own = (await one.call('/mail/inbox', { limit: 256 })).body;
-    assert.ok(own.messages.some((m: any) => m.message_id === secret.message_id && m.acked_at === undefined), 'still pending for its session');
+    assert.ok(
+      own.messages.some((m: any) => m.message_id === secret.message_id && m.acked_at === undefined),
+      'still pending for its session',
+    );
   });
 
-  it('a removed room member loses the room\'s whole history: no inbox, get, ack or reply', async () => {
+  it("a removed room member loses the room's whole history: no inbox, get, ack or reply", async () => {
     await d.operator.admin.roomAdd('ops');
     await d.operator.admin.memberAdd('ops', 'alice');
     await d.operator.admin.memberAdd('ops', 'bob');
     const old = await alice.send({ to: '#ops', subject: 'room history', body: 'before the removal' });
-    assert.ok((await bob.inbox({ include_acked: true, limit: 256 })).messages.some((m) => m.message_id === old.message_id), 'a member reads it');
+    assert.ok(
+      (await bob.inbox({ include_acked: true, limit: 256 })).messages.some((m) => m.message_id === old.message_id),
+      'a member reads it',
+    );
     const unreadBefore = (await bob.unread()).unread;
     await d.operator.admin.memberRemove('ops', 'bob');
     const later = await alice.send({ to: '#ops', subject: 'after the removal', body: '' });
     const before = await snapshot();
     const seen = (await bob.inbox({ include_acked: true, limit: 256 })).messages.map((m) => m.message_id);
     assert.ok(!seen.includes(old.message_id) && !seen.includes(later.message_id), 'no room mail, old or new');
-    assert.equal((await bob.unread()).unread, unreadBefore - 1, 'the room\'s unread mail left the count');
+    assert.equal((await bob.unread()).unread, unreadBefore - 1, "the room's unread mail left the count");
     for (const [path, body] of [
       ['/mail/get', { message_id: old.message_id }],
       ['/mail/get', { message_id: later.message_id, thread: true }],
@@ -268,12 +274,18 @@ describe('security matrix', () => {
       }
     }
     // No Host header at all (HTTP/1.0 allows leaving it out).
-    const noHost = await rawRequest(d.port, `POST /mail/send HTTP/1.0\r\nAuthorization: Bearer ${aliceSecret}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(send)}\r\n\r\n${send}`);
+    const noHost = await rawRequest(
+      d.port,
+      `POST /mail/send HTTP/1.0\r\nAuthorization: Bearer ${aliceSecret}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(send)}\r\n\r\n${send}`,
+    );
     assert.equal(noHost.status, 403);
     assert.equal(noHost.body.error.code, 'forbidden_origin');
     await unchanged(before, 'nothing sent, nothing created');
     // The daemon's own names still pass.
-    assert.equal((await http(d.url, '/mail/whoami', { token: aliceSecret, body: '{}', headers: { host: `localhost:${d.port}`, origin: `http://localhost:${d.port}` } })).status, 200);
+    assert.equal(
+      (await http(d.url, '/mail/whoami', { token: aliceSecret, body: '{}', headers: { host: `localhost:${d.port}`, origin: `http://localhost:${d.port}` } })).status,
+      200,
+    );
   });
 
   it('an oversized body is refused 413 too_large {field: "(body)"} before parsing, on every door, storing nothing', async () => {
@@ -292,7 +304,9 @@ describe('security matrix', () => {
       const s = connect(d.port, '127.0.0.1');
       let data = '';
       s.on('connect', () => {
-        s.write(`POST /mail/send HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${aliceSecret}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`);
+        s.write(
+          `POST /mail/send HTTP/1.1\r\nHost: 127.0.0.1:${d.port}\r\nAuthorization: Bearer ${aliceSecret}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+        );
         const chunk = 'y'.repeat(64 * 1024);
         for (let sent = 0; sent <= over; sent += chunk.length) s.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
         s.write('0\r\n\r\n');
@@ -341,16 +355,25 @@ describe('security matrix', () => {
     for (const p of parked) {
       const r = await p;
       assert.equal(r.status, 200);
-      assert.deepEqual(r.body.messages.map((x: any) => x.message_id), [m.message_id]);
+      assert.deepEqual(
+        r.body.messages.map((x: any) => x.message_id),
+        [m.message_id],
+      );
     }
     const mb = await alice.send({ to: 'bob', subject: 'wake bob', body: '' });
-    assert.deepEqual((await bobWait).messages.map((x) => x.message_id), [mb.message_id]);
+    assert.deepEqual(
+      (await bobWait).messages.map((x) => x.message_id),
+      [mb.message_id],
+    );
     assert.equal(d.engine.parkedWaits(), base, 'no wait left parked');
     // The cap bounds concurrent waits, it is not a ban: the fourth session can wait now.
     const cur = (await sessions[3]!.call('/mail/inbox', { include_acked: true, limit: 256 })).body.next_cursor;
     const again = sessions[3]!.call('/mail/inbox', { wait_secs: 30, after: cur });
     for (let i = 0; i < 1000 && d.engine.parkedWaits() < base + 1; i++) await sleep(10);
     const m2 = await alice.send({ to: 'flood', subject: 'again', body: '' });
-    assert.deepEqual((await again).body.messages.map((x: any) => x.message_id), [m2.message_id]);
+    assert.deepEqual(
+      (await again).body.messages.map((x: any) => x.message_id),
+      [m2.message_id],
+    );
   });
 });

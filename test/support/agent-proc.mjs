@@ -11,7 +11,14 @@ function call(path, body) {
   return new Promise((resolve) => {
     const payload = JSON.stringify(body ?? {});
     const req = request(
-      { agent, host: url.hostname, port: url.port, path, method: 'POST', headers: { host: url.host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: 'POST',
+        headers: { host: url.host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      },
       (res) => {
         let data = '';
         res.on('data', (c) => (data += c));

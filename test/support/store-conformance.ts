@@ -162,7 +162,10 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
 
       it('lists accounts sorted by id', async () => {
         for (const id of ['carol', 'alice', 'bob']) await store.addAccount(account(id));
-        assert.deepEqual((await store.listAccounts()).map((a) => a.id), ['alice', 'bob', 'carol']);
+        assert.deepEqual(
+          (await store.listAccounts()).map((a) => a.id),
+          ['alice', 'bob', 'carol'],
+        );
       });
 
       it('removes an account with its memberships, listener, sessions and the mail delivered to it', async () => {
@@ -190,15 +193,19 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(await store.listNames(), [{ account: 'bob', name: 'web', lineage: 's2', kind: 'slug' }]);
         assert.equal(await store.getMessage(mail.id), null);
         assert.equal(await store.getMessage(sessionMail.id), null);
-        assert.deepEqual(await store.getMessage(toBob.id), toBob, 'mail it sent is its recipients\'');
-        assert.deepEqual(await store.getMessage(roomMail.id), roomMail, 'room mail is the room\'s');
+        assert.deepEqual(await store.getMessage(toBob.id), toBob, "mail it sent is its recipients'");
+        assert.deepEqual(await store.getMessage(roomMail.id), roomMail, "room mail is the room's");
         assert.equal(await store.removeAccount('alice'), null);
       });
     });
 
     describe('a name used again', () => {
       const sweep = {
-        owned: [{ kind: 'chain', id: 'alice' }, { kind: 'chain', prefix: 'alice/' }, { kind: 'timer', prefix: 'alice|' }],
+        owned: [
+          { kind: 'chain', id: 'alice' },
+          { kind: 'chain', prefix: 'alice/' },
+          { kind: 'timer', prefix: 'alice|' },
+        ],
         byMessage: ['surfaced', 'attempt'],
         byRecipient: ['surfaced', 'attempt'],
       };
@@ -216,9 +223,17 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const alice = scope('alice', 'L1', ['lobby']);
         await store.ack(alice, [item(direct), item(room)], 5);
         await store.insertRecords([
-          rec('chain', 'alice'), rec('chain', 'alice/L1'), rec('chain', 'alicex'), rec('timer', 'alice|t1'), rec('timer', 'alicex|t2'),
-          rec('surfaced', `${direct.id}|alice`), rec('surfaced', `${room.id}|alice`), rec('surfaced', `${room.id}|alicex`),
-          rec('attempt', `${room.id}|alice/L1|000000001-000001`), rec('attempt', `${room.id}|alicex|000000001-000002`), rec('other', 'alice'),
+          rec('chain', 'alice'),
+          rec('chain', 'alice/L1'),
+          rec('chain', 'alicex'),
+          rec('timer', 'alice|t1'),
+          rec('timer', 'alicex|t2'),
+          rec('surfaced', `${direct.id}|alice`),
+          rec('surfaced', `${room.id}|alice`),
+          rec('surfaced', `${room.id}|alicex`),
+          rec('attempt', `${room.id}|alice/L1|000000001-000001`),
+          rec('attempt', `${room.id}|alicex|000000001-000002`),
+          rec('other', 'alice'),
         ]);
         assert.deepEqual(await store.removeAccount('alice', sweep), { messages: 2 });
         assert.deepEqual(await ids('chain'), ['alicex']);
@@ -231,8 +246,8 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal((await store.getAccount('alice'))?.bornSeq, 3, 'born after every seq handed out');
         await store.addMember('lobby', 'alice');
         const again = scope('alice', 'L1', ['lobby']);
-        assert.deepEqual(seqs(await store.page(again, q())), [room.seq], 'only the room\'s mail, as to any new member');
-        assert.equal(await store.unread(again), 1, 'the old account\'s acks do not count');
+        assert.deepEqual(seqs(await store.page(again, q())), [room.seq], "only the room's mail, as to any new member");
+        assert.equal(await store.unread(again), 1, "the old account's acks do not count");
         assert.equal((await store.page(again, q()))[0]?.ackedAt, null);
         assert.deepEqual(await store.ackedAt(again, [item(direct), item(room)]), new Map());
         const fresh = await send(store, A('alice'));
@@ -249,7 +264,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal((await store.getMessage(other.id))?.idempotencyKey, 'k1');
         await store.addAccount(account('alice'));
         const retry = await store.appendMessage(message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint: 'f' }), 0);
-        assert.equal(retry.kind, 'created', 'a new account is never answered with the old one\'s message');
+        assert.equal(retry.kind, 'created', "a new account is never answered with the old one's message");
         assert.equal((await store.appendMessage(message(A('bob'), { fromAccount: 'carol', idempotencyKey: 'k1', fingerprint: 'f' }), 0)).kind, 'duplicate');
       });
 
@@ -276,8 +291,15 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const room = await send(store, R('lobby'));
         const sent = await send(store, A('bob'), { fromAccount: 'alice', idempotencyKey: 'k1', fingerprint: 'f' });
         await store.insertRecords([
-          rec('chain', 'alice'), rec('chain', 'alice/L1'), rec('chain', 'alicex'), rec('timer', 'alice|t1'), rec('timer', 'alicex|t2'),
-          rec('surfaced', `${room.id}|alice`), rec('surfaced', `${room.id}|alicex`), rec('attempt', `${room.id}|alice/L1|000000001-000001`), rec('other', 'alice'),
+          rec('chain', 'alice'),
+          rec('chain', 'alice/L1'),
+          rec('chain', 'alicex'),
+          rec('timer', 'alice|t1'),
+          rec('timer', 'alicex|t2'),
+          rec('surfaced', `${room.id}|alice`),
+          rec('surfaced', `${room.id}|alicex`),
+          rec('attempt', `${room.id}|alice/L1|000000001-000001`),
+          rec('other', 'alice'),
         ]);
         assert.equal(await store.addAccount(account('alice'), sweep), 'ok');
         assert.deepEqual(await ids('chain'), ['alicex']);
@@ -292,7 +314,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(await ids('chain'), ['alice', 'alicex'], 'a refused creation deletes nothing');
       });
 
-      it('removes a room with its mail and every account\'s acks of it; a new room of the name starts empty', async () => {
+      it("removes a room with its mail and every account's acks of it; a new room of the name starts empty", async () => {
         await store.addAccount(account('alice'));
         await store.addAccount(account('bob'));
         await store.addRoom('lobby', 1);
@@ -314,7 +336,11 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const fresh = await send(store, R('lobby'));
         for (const who of ['alice', 'bob']) {
           const s = scope(who, null, await store.roomsOf(who));
-          assert.deepEqual(seqs(await store.page(s, q({ limit: 10 }))).filter((n) => n !== kept.seq), [fresh.seq], who);
+          assert.deepEqual(
+            seqs(await store.page(s, q({ limit: 10 }))).filter((n) => n !== kept.seq),
+            [fresh.seq],
+            who,
+          );
           assert.equal(await store.unread(s), 1, `${who}: only the new room's message, its own acks of the old one gone`);
         }
         assert.deepEqual(await store.ackedAt(scope('alice', null, ['other']), [item(kept)]), new Map([[kept.seq, 4]]), 'acks of other rooms stay');
@@ -350,7 +376,13 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal((await store.getRoom('square'))?.open, true);
         assert.equal(await store.setRoomOpen('square', false), true);
         assert.equal(await store.setRoomOpen('lobby', true), true);
-        assert.deepEqual((await store.listRooms()).map((r) => [r.name, r.open]), [['lobby', true], ['square', false]]);
+        assert.deepEqual(
+          (await store.listRooms()).map((r) => [r.name, r.open]),
+          [
+            ['lobby', true],
+            ['square', false],
+          ],
+        );
         assert.equal(await store.setRoomOpen('nowhere', true), false);
         assert.equal(await store.getRoom('nowhere'), null);
       });
@@ -364,10 +396,15 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.addMember('lobby', 'alice'), 'exists');
       });
 
-      it('lists rooms, members and an account\'s rooms sorted', async () => {
+      it("lists rooms, members and an account's rooms sorted", async () => {
         for (const id of ['carol', 'alice', 'bob']) await store.addAccount(account(id));
         for (const r of ['zeta', 'alpha', 'mid']) await store.addRoom(r, 1);
-        for (const [r, a] of [['zeta', 'carol'], ['zeta', 'alice'], ['alpha', 'alice'], ['mid', 'bob']] as const) {
+        for (const [r, a] of [
+          ['zeta', 'carol'],
+          ['zeta', 'alice'],
+          ['alpha', 'alice'],
+          ['mid', 'bob'],
+        ] as const) {
           await store.addMember(r, a);
         }
         assert.deepEqual(await store.roomsOf('alice'), ['alpha', 'zeta']);
@@ -463,9 +500,21 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const corroborated = { provider: 'claude', providerSessionId: 'p1', model: 'opus', cwd: '/w' };
         const rec = await store.registerSession(session('alice', 's1', { createdAt: 2_000, corroborated }));
         assert.deepEqual(rec, {
-          account: 'alice', id: 's1', lineage: 's1', hostId: 'host-1', pid: 4242, startTime: 77,
-          exe: '/usr/bin/agent', uid: 1000, corroborated, declared: {}, createdAt: 2_000,
-          lastSeen: 2_000, endedAt: null, successor: null, slug: null,
+          account: 'alice',
+          id: 's1',
+          lineage: 's1',
+          hostId: 'host-1',
+          pid: 4242,
+          startTime: 77,
+          exe: '/usr/bin/agent',
+          uid: 1000,
+          corroborated,
+          declared: {},
+          createdAt: 2_000,
+          lastSeen: 2_000,
+          endedAt: null,
+          successor: null,
+          slug: null,
         });
         assert.deepEqual(await store.getSession('alice', 's1'), rec);
         assert.equal(await store.getSession('bob', 's1'), null);
@@ -535,7 +584,10 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.registerSession(session('bob', 's5', { createdAt: 3_000, corroborated: x }));
         await store.registerSession(session('alice', 's6', { createdAt: 2_500, corroborated: x }));
         const found = await store.findByProviderSession('alice', 'claude', 'X');
-        assert.deepEqual(found.map((s) => s.id), ['s2', 's6', 's1']);
+        assert.deepEqual(
+          found.map((s) => s.id),
+          ['s2', 's6', 's1'],
+        );
         assert.deepEqual(await store.findByProviderSession('alice', 'claude', 'none'), []);
       });
 
@@ -578,16 +630,25 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.endSession('alice', 's2', 200);
         await store.endSession('alice', 's4', 150);
         assert.equal(await store.pruneSessions(150), 1);
-        assert.deepEqual((await store.listSessions()).map((s) => s.id), ['s2', 's3', 's4']);
+        assert.deepEqual(
+          (await store.listSessions()).map((s) => s.id),
+          ['s2', 's3', 's4'],
+        );
         assert.equal(await store.pruneSessions(1_000), 2);
-        assert.deepEqual((await store.listSessions()).map((s) => s.id), ['s3']);
+        assert.deepEqual(
+          (await store.listSessions()).map((s) => s.id),
+          ['s3'],
+        );
       });
 
       it('lists sessions in registration order', async () => {
         await store.registerSession(session('bob', 'b1', { createdAt: 5 }));
         await store.registerSession(session('alice', 'a1', { createdAt: 9 }));
         await store.registerSession(session('alice', 'a0', { createdAt: 1 }));
-        assert.deepEqual((await store.listSessions()).map((s) => `${s.account}/${s.id}`), ['bob/b1', 'alice/a1', 'alice/a0']);
+        assert.deepEqual(
+          (await store.listSessions()).map((s) => `${s.account}/${s.id}`),
+          ['bob/b1', 'alice/a1', 'alice/a0'],
+        );
       });
     });
 
@@ -606,19 +667,22 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await slugOf('alice', 's2'), 'web-2');
         assert.deepEqual(await store.resolveName('alice', 'web-3'), nameOf('alice', 'web-3', 's3', 'slug'));
         assert.equal(await store.resolveName('alice', 'web-4'), null);
-        assert.deepEqual((await store.listSessions()).map((s) => s.slug), ['web', 'web-2', 'web-3', 'web', 'api', null]);
+        assert.deepEqual(
+          (await store.listSessions()).map((s) => s.slug),
+          ['web', 'web-2', 'web-3', 'web', 'api', null],
+        );
         const x = (await store.getSession('alice', 's2'))?.corroborated.providerSessionId ?? '';
-        assert.deepEqual((await store.findByProviderSession('alice', 'claude', x)).map((s) => s.slug), ['web-2']);
+        assert.deepEqual(
+          (await store.findByProviderSession('alice', 'claude', x)).map((s) => s.slug),
+          ['web-2'],
+        );
         assert.equal((await store.setDeclared('alice', 's3', { role: 'r' }))?.slug, 'web-3');
         assert.equal((await web('s1')).slug, 'web', 'a repeated registration changes nothing');
         assert.equal((await store.namesOf('alice')).length, 4);
       });
 
       it('gives two registrations at once with the same base different slugs', async () => {
-        const [a, b] = await Promise.all([
-          store.registerSession(session('alice', 's1', { slugBase: 'web' })),
-          store.registerSession(session('alice', 's2', { slugBase: 'web' })),
-        ]);
+        const [a, b] = await Promise.all([store.registerSession(session('alice', 's1', { slugBase: 'web' })), store.registerSession(session('alice', 's2', { slugBase: 'web' }))]);
         assert.deepEqual([a.slug, b.slug].sort(), ['web', 'web-2']);
       });
 
@@ -641,7 +705,10 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const s8 = await store.registerSession(session('alice', 's8', { slugBase: 'late', predecessor: 's7' }));
         assert.equal(s8.slug, null);
         assert.equal(await store.resolveName('alice', 'late'), null);
-        assert.deepEqual((await store.namesOf('alice')).map((n) => n.name), ['front', 'web', 'web-2']);
+        assert.deepEqual(
+          (await store.namesOf('alice')).map((n) => n.name),
+          ['front', 'web', 'web-2'],
+        );
       });
 
       it('keeps slugs and aliases in one namespace per account', async () => {
@@ -660,7 +727,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(await store.resolveName('alice', 'front'), nameOf('alice', 'front', 's1', 'alias'));
       });
 
-      it('answers a repeated alias, or the lineage\'s own slug, with ok and changes nothing', async () => {
+      it("answers a repeated alias, or the lineage's own slug, with ok and changes nothing", async () => {
         await store.registerSession(session('alice', 's1', { slugBase: 'web' }));
         assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
         assert.equal(await store.addAlias('alice', 's1', 'front'), 'ok');
@@ -703,12 +770,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         ];
         assert.deepEqual(await store.namesOf('alice'), alice);
         assert.deepEqual(await store.namesOf('nobody'), []);
-        assert.deepEqual(await store.listNames(), [
-          ...alice,
-          nameOf('bob', 'aaa', 'b1', 'alias'),
-          nameOf('bob', 'mid', 'b1', 'slug'),
-          nameOf('carol', 'b', 'c1', 'alias'),
-        ]);
+        assert.deepEqual(await store.listNames(), [...alice, nameOf('bob', 'aaa', 'b1', 'alias'), nameOf('bob', 'mid', 'b1', 'slug'), nameOf('carol', 'b', 'c1', 'alias')]);
         assert.equal(await store.resolveName('bob', 'zeta'), null);
       });
 
@@ -725,14 +787,20 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.endSession('alice', 's3', 120);
         await store.endSession('alice', 's5', 500);
         assert.equal(await store.pruneSessions(200), 2);
-        assert.deepEqual((await store.namesOf('alice')).map((n) => n.name), ['db', 'old', 'one', 'web']);
+        assert.deepEqual(
+          (await store.namesOf('alice')).map((n) => n.name),
+          ['db', 'old', 'one', 'web'],
+        );
         assert.equal(await slugOf('alice', 's2'), 'web');
         assert.deepEqual((await store.resolveName('alice', 'one'))?.lineage, 's1');
         assert.notEqual(await store.resolveName('bob', 'api'), null, "another account's same name stays");
         assert.equal((await store.registerSession(session('alice', 's6', { slugBase: 'api' }))).slug, 'api', 'a pruned name is free again');
         await store.endSession('alice', 's2', 300);
         assert.equal(await store.pruneSessions(1_000), 2);
-        assert.deepEqual((await store.namesOf('alice')).map((n) => n.name), ['api', 'db']);
+        assert.deepEqual(
+          (await store.namesOf('alice')).map((n) => n.name),
+          ['api', 'db'],
+        );
       });
     });
 
@@ -777,9 +845,18 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.registerSession(session('alice', 'y2', { createdAt: 3_000, predecessor: 'z1' }));
         await store.registerSession(session('alice', 'x3', { createdAt: 3_000, predecessor: 'y2' }));
         await store.registerSession(session('bob', 'z1', { createdAt: 1 }));
-        assert.deepEqual((await store.lineageSessions('alice', 'z1')).map((s) => s.id), ['z1', 'y2', 'x3']);
-        assert.deepEqual((await store.lineageSessions('alice', 'other')).map((s) => s.id), ['other']);
-        assert.deepEqual((await store.lineageSessions('bob', 'z1')).map((s) => s.id), ['z1']);
+        assert.deepEqual(
+          (await store.lineageSessions('alice', 'z1')).map((s) => s.id),
+          ['z1', 'y2', 'x3'],
+        );
+        assert.deepEqual(
+          (await store.lineageSessions('alice', 'other')).map((s) => s.id),
+          ['other'],
+        );
+        assert.deepEqual(
+          (await store.lineageSessions('bob', 'z1')).map((s) => s.id),
+          ['z1'],
+        );
         assert.deepEqual(await store.lineageSessions('alice', 'y2'), [], 'a lineage is named by its first session');
         assert.deepEqual(await store.lineageSessions('alice', 'none'), []);
       });
@@ -789,9 +866,17 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('numbers messages from 1 in commit order and keeps every field', async () => {
         assert.equal(await store.headSeq(), 0);
         const m = message(A('bob'), {
-          fromSession: 's-1', fromKind: 'human', replyTo: 'msg-0', correlation: 'c-1', priority: 'urgent',
-          refs: [{ kind: 'file', locator: '/a', digest: 'abc' }, { kind: 'url', locator: 'http://x' }],
-          idempotencyKey: 'k', fingerprint: 'f',
+          fromSession: 's-1',
+          fromKind: 'human',
+          replyTo: 'msg-0',
+          correlation: 'c-1',
+          priority: 'urgent',
+          refs: [
+            { kind: 'file', locator: '/a', digest: 'abc' },
+            { kind: 'url', locator: 'http://x' },
+          ],
+          idempotencyKey: 'k',
+          fingerprint: 'f',
         });
         const out = await store.appendMessage(m, 0);
         assert.deepEqual(out, { kind: 'created', message: { ...m, seq: 1 } });
@@ -804,8 +889,14 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('gives concurrent appends distinct seqs in call order', async () => {
         const ms = Array.from({ length: 20 }, (_, i) => message(A(`u${i % 3}`)));
         const outs = await Promise.all(ms.map((m) => store.appendMessage(m, 0)));
-        assert.deepEqual(outs.map((o) => o.message.seq), Array.from({ length: 20 }, (_, i) => i + 1));
-        assert.deepEqual(outs.map((o) => o.message.id), ms.map((m) => m.id));
+        assert.deepEqual(
+          outs.map((o) => o.message.seq),
+          Array.from({ length: 20 }, (_, i) => i + 1),
+        );
+        assert.deepEqual(
+          outs.map((o) => o.message.id),
+          ms.map((m) => m.id),
+        );
       });
 
       it('rejects a second message with an existing id and stores nothing', async () => {
@@ -899,9 +990,18 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('lists by id prefix in code point order, up to the limit', async () => {
         for (const id of ['b|2', 'a|1', 'b|10', 'b|1', 'bz', 'b|\u{1F600}', 'c']) await store.putRecord(rec('k', id, id));
         await store.putRecord(rec('other', 'b|0', 'x'));
-        assert.deepEqual((await store.listRecords('k', 'b|', 100)).map((r) => r.id), ['b|1', 'b|10', 'b|2', 'b|\u{1F600}']);
-        assert.deepEqual((await store.listRecords('k', 'b|', 2)).map((r) => r.id), ['b|1', 'b|10']);
-        assert.deepEqual((await store.listRecords('k', '', 100)).map((r) => r.id), ['a|1', 'bz', 'b|1', 'b|10', 'b|2', 'b|\u{1F600}', 'c']);
+        assert.deepEqual(
+          (await store.listRecords('k', 'b|', 100)).map((r) => r.id),
+          ['b|1', 'b|10', 'b|2', 'b|\u{1F600}'],
+        );
+        assert.deepEqual(
+          (await store.listRecords('k', 'b|', 2)).map((r) => r.id),
+          ['b|1', 'b|10'],
+        );
+        assert.deepEqual(
+          (await store.listRecords('k', '', 100)).map((r) => r.id),
+          ['a|1', 'bz', 'b|1', 'b|10', 'b|2', 'b|\u{1F600}', 'c'],
+        );
         assert.deepEqual(await store.listRecords('k', 'b|', 0), []);
         assert.deepEqual(await store.listRecords('none', '', 10), []);
       });
@@ -923,7 +1023,10 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await send(store, A('bob'));
         await send(store, R('lobby'));
         await tick();
-        assert.deepEqual(seen, [{ keys: [A('bob')], seq: 1 }, { keys: [R('lobby')], seq: 2 }]);
+        assert.deepEqual(seen, [
+          { keys: [A('bob')], seq: 1 },
+          { keys: [R('lobby')], seq: 2 },
+        ]);
         const readable = await Promise.all(heads);
         seen.forEach((e, i) => assert.ok((readable[i] ?? 0) >= e.seq, 'the commit is visible to the listener'));
         off();
@@ -977,7 +1080,10 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const mine = await mailbox();
         const page = await store.page(alice, q());
         assert.deepEqual(seqs(page), [1, 3, 4, 7, 8]);
-        assert.deepEqual(page, mine.map((m) => ({ ...m, ackedAt: null })));
+        assert.deepEqual(
+          page,
+          mine.map((m) => ({ ...m, ackedAt: null })),
+        );
       });
 
       it('starts after the cursor', async () => {
@@ -1014,7 +1120,16 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.ack(alice, [item(mine[1] as StoredMessage), item(mine[3] as StoredMessage)], 500);
         assert.deepEqual(seqs(await store.page(alice, q({ pendingOnly: true }))), [1, 4, 8]);
         const all = await store.page(alice, q());
-        assert.deepEqual(all.map((m) => [m.seq, m.ackedAt]), [[1, null], [3, 500], [4, null], [7, 500], [8, null]]);
+        assert.deepEqual(
+          all.map((m) => [m.seq, m.ackedAt]),
+          [
+            [1, null],
+            [3, 500],
+            [4, null],
+            [7, 500],
+            [8, null],
+          ],
+        );
         assert.deepEqual(seqs(await store.page(alice, q({ pendingOnly: true, after: 1, limit: 1 }))), [4]);
       });
 
@@ -1022,7 +1137,12 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const me = scope('alice');
         const ms: StoredMessage[] = [];
         for (let i = 0; i < 10; i++) ms.push(await send(store, A('alice')));
-        const ackSeqs = async (...ss: number[]) => store.ack(me, ss.map((s) => ({ seq: s, toKey: A('alice') })), 1);
+        const ackSeqs = async (...ss: number[]) =>
+          store.ack(
+            me,
+            ss.map((s) => ({ seq: s, toKey: A('alice') })),
+            1,
+          );
         const pending = async (over: Partial<PageQuery> = {}) => seqs(await store.page(me, q({ pendingOnly: true, ...over })));
         await ackSeqs(2, 4);
         assert.deepEqual(await pending(), [1, 3, 5, 6, 7, 8, 9, 10]);
@@ -1068,7 +1188,13 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.ack(s1, [item(direct), item(room)], 10);
         assert.deepEqual(await store.page(s2, q({ pendingOnly: true })), []);
         assert.deepEqual(await store.page(scope('alice', null, ['lobby']), q({ pendingOnly: true })), []);
-        assert.deepEqual([...(await store.ackedAt(s2, [item(direct), item(room)]))], [[1, 10], [2, 10]]);
+        assert.deepEqual(
+          [...(await store.ackedAt(s2, [item(direct), item(room)]))],
+          [
+            [1, 10],
+            [2, 10],
+          ],
+        );
         assert.deepEqual(await store.ack(s2, [item(room)], 20), [{ seq: 2, ackedAt: 10, fresh: false }]);
         // Another member of the room has its own acks.
         assert.deepEqual(seqs(await store.page(scope('bob', null, ['lobby']), q({ pendingOnly: true }))), [2]);
@@ -1095,7 +1221,10 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const c = await send(store, A('alice'));
         await store.ack(me, [item(b)], 7);
         await store.ack(me, [item(a)], 9);
-        assert.deepEqual([...(await store.ackedAt(me, [item(a), item(b), item(c)]))].sort(), [[1, 9], [2, 7]]);
+        assert.deepEqual([...(await store.ackedAt(me, [item(a), item(b), item(c)]))].sort(), [
+          [1, 9],
+          [2, 7],
+        ]);
         // Direct mail is acked under the reader's account: another account's scope has no ack.
         assert.equal((await store.ackedAt(scope('bob', 'L9'), [item(a)])).size, 0);
       });
@@ -1198,7 +1327,10 @@ class Model {
   readonly members = new Map<string, Set<string>>();
 
   roomsOf(acct: string): string[] {
-    return [...this.members].filter(([, m]) => m.has(acct)).map(([r]) => r).sort();
+    return [...this.members]
+      .filter(([, m]) => m.has(acct))
+      .map(([r]) => r)
+      .sort();
   }
 
   page(s: ReaderScope, pq: PageQuery): [number, number | null][] {
@@ -1234,11 +1366,14 @@ async function randomRun(store: Store, seed: number): Promise<void> {
     await store.addRoom(r, 1);
     model.members.set(r, new Set());
   }
-  const keys = [
-    A('alice'), A('bob'), A('carol'), keyOfLineage('alice', 'L1'), keyOfLineage('alice', 'L2'),
-    keyOfLineage('bob', 'L3'), R('r1'), R('r2'),
+  const keys = [A('alice'), A('bob'), A('carol'), keyOfLineage('alice', 'L1'), keyOfLineage('alice', 'L2'), keyOfLineage('bob', 'L3'), R('r1'), R('r2')];
+  const readers: [string, string | null][] = [
+    ['alice', 'L1'],
+    ['alice', 'L2'],
+    ['alice', null],
+    ['bob', 'L3'],
+    ['carol', null],
   ];
-  const readers: [string, string | null][] = [['alice', 'L1'], ['alice', 'L2'], ['alice', null], ['bob', 'L3'], ['carol', null]];
   const threads = ['t1', 't2', 't3'];
 
   for (let step = 1; step <= 500; step++) {

@@ -8,7 +8,7 @@ import { chromiumMissing, launchChromium } from './browser.js';
 import { PASSWORD, createPerson } from './web-helpers.js';
 
 const skip = chromiumMissing() ?? false;
-type Page$ = any;  
+type Page$ = any;
 
 /** Controls of the current page without an accessible name (label, aria-label(ledby), or text). */
 const unnamed = (page: Page): Promise<string[]> =>
@@ -70,7 +70,13 @@ const focused = (page: Page) =>
     const win = globalThis as Page$;
     const el = win.document.activeElement;
     const cs = win.getComputedStyle(el);
-    return { tag: el.tagName, text: (el.textContent ?? '').trim(), label: el.labels?.[0]?.textContent ?? '', outline: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) > 0, shadow: cs.boxShadow !== 'none' };
+    return {
+      tag: el.tagName,
+      text: (el.textContent ?? '').trim(),
+      label: el.labels?.[0]?.textContent ?? '',
+      outline: cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) > 0,
+      shadow: cs.boxShadow !== 'none',
+    };
   });
 
 describe('browser mailbox: keyboard and accessibility', { skip, timeout: 120_000 }, () => {

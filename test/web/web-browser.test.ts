@@ -19,7 +19,7 @@ const SLUG = slugFromCwd(process.cwd()) ?? 'session';
 const T = { timeout: 30_000 };
 // Callbacks below run in the page, where globalThis is the window (this file is compiled without
 // the DOM library, and string predicates would need eval, which the door's CSP forbids).
-type Page$ = any;  
+type Page$ = any;
 
 describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
   let d: TestDaemon;
@@ -37,7 +37,11 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     await d.operator.admin.roomAdd('reviewers');
     await d.operator.admin.memberAdd('reviewers', 'alice');
     await d.operator.admin.memberAdd('reviewers', 'codex');
-    await codex.send({ to: 'alice', subject: 'review done', body: 'Two findings on fix-42:\n1. the retry loop never backs off\n2. a test is missing\nDetails: https://example.com/review/42' });
+    await codex.send({
+      to: 'alice',
+      subject: 'review done',
+      body: 'Two findings on fix-42:\n1. the retry loop never backs off\n2. a test is missing\nDetails: https://example.com/review/42',
+    });
     browser = await launchChromium();
     ctx = await browser.newContext({ viewport: { width: 1100, height: 720 } });
     page = await ctx.newPage();
@@ -78,7 +82,7 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     assert.equal(await page.locator('#unread-count').textContent(), '1');
   });
 
-  it('shows an agent\'s mail as it arrives, without reloading and without polling', T, async () => {
+  it("shows an agent's mail as it arrives, without reloading and without polling", T, async () => {
     const inboxCalls: number[] = [];
     const onReq = (r: { url(): string }) => r.url().endsWith('/web/api/inbox') && inboxCalls.push(Date.now());
     page.on('request', onReq);
@@ -102,7 +106,7 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     }
   });
 
-  it('renders a stored XSS attempt in an agent\'s message as inert text', T, async () => {
+  it("renders a stored XSS attempt in an agent's message as inert text", T, async () => {
     const body = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> javascript:window.__xss=3 https://user:pw@example.com/secret and http://example.com/ok.';
     const sent = await codex.send({ to: 'alice', subject: '<img src=x onerror="window.__xss = 4">', body });
     await page.locator('.msg', { hasText: '<img src=x' }).waitFor();
@@ -162,7 +166,10 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     await page.getByRole('link', { name: 'Inbox' }).click();
     await page.locator('.msg', { hasText: 'build is green' }).waitFor();
     const before = Number(await page.locator('#unread-count').textContent());
-    await page.locator('.msg', { hasText: 'build is green' }).getByRole('button', { name: /^Acknowledge/ }).click();
+    await page
+      .locator('.msg', { hasText: 'build is green' })
+      .getByRole('button', { name: /^Acknowledge/ })
+      .click();
     await page.locator('.msg', { hasText: 'build is green' }).locator('.acked').waitFor();
     assert.equal(Number(await page.locator('#unread-count').textContent()), before - 1);
     await page.reload();
@@ -231,7 +238,7 @@ describe('browser mailbox in Chromium', { skip, timeout: 180_000 }, () => {
     assert.ok(cookie, 'logged in');
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, 'Strict');
-    assert.equal(await page.evaluate(() => (globalThis as Page$).document.cookie), '', 'the page\'s script cannot read the cookie');
+    assert.equal(await page.evaluate(() => (globalThis as Page$).document.cookie), '', "the page's script cannot read the cookie");
     const csrf = (await page.evaluate(() => (globalThis as Page$).localStorage.getItem('m4a.csrf'))) as string | null;
     await page.getByRole('button', { name: 'Log out', exact: true }).click();
     await page.getByRole('heading', { name: 'Log in' }).waitFor();

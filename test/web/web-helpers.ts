@@ -4,7 +4,12 @@ import { raw, type TestDaemon } from '../support/test-daemon.js';
 export const PASSWORD = 'correct horse battery';
 
 export async function createPerson(d: TestDaemon, id: string, o: { operator?: boolean; display_name?: string; password?: string } = {}): Promise<void> {
-  await d.operator.call('/admin/user/create', { id, password: o.password ?? PASSWORD, ...(o.display_name ? { display_name: o.display_name } : {}), ...(o.operator ? { operator: true } : {}) });
+  await d.operator.call('/admin/user/create', {
+    id,
+    password: o.password ?? PASSWORD,
+    ...(o.display_name ? { display_name: o.display_name } : {}),
+    ...(o.operator ? { operator: true } : {}),
+  });
 }
 
 export interface WebAnswer {

@@ -82,7 +82,11 @@ describe('browser door over HTTP', () => {
     const me = await call(d.url, l, 'me');
     assert.deepEqual(me.json, { account: 'alice', label: 'Alice', operator: false, unread: 0 });
 
-    for (const [account, password] of [['alice', 'wrong password'], ['codex', PASSWORD], ['nobody', PASSWORD]] as const) {
+    for (const [account, password] of [
+      ['alice', 'wrong password'],
+      ['codex', PASSWORD],
+      ['nobody', PASSWORD],
+    ] as const) {
       const r = await webPost(d.url, 'login', { body: { account, password } });
       assert.equal(r.status, 401, account);
       assert.equal(r.json.error.code, 'bad_credentials');
@@ -91,12 +95,12 @@ describe('browser door over HTTP', () => {
     }
   });
 
-  it('refuses a request without the login\'s CSRF token, from another origin, or not sent as JSON by the page', async () => {
+  it("refuses a request without the login's CSRF token, from another origin, or not sent as JSON by the page", async () => {
     const l = await login(d.url, 'bob');
     const send = { to: 'codex', subject: 'csrf probe', body: 'should never arrive' };
     const refusals: [string, Parameters<typeof webPost>[2], number, string][] = [
       ['no token', { cookie: l.cookie, body: send }, 403, 'csrf_failed'],
-      ['another login\'s token', { cookie: l.cookie, csrf: (await login(d.url, 'olga')).csrf, body: send }, 403, 'csrf_failed'],
+      ["another login's token", { cookie: l.cookie, csrf: (await login(d.url, 'olga')).csrf, body: send }, 403, 'csrf_failed'],
       ['a foreign Origin', { cookie: l.cookie, csrf: l.csrf, body: send, origin: 'http://evil.example' }, 403, 'forbidden_origin'],
       ['another port of this host', { cookie: l.cookie, csrf: l.csrf, body: send, origin: 'http://127.0.0.1:1' }, 403, 'forbidden_origin'],
       ['no Origin', { cookie: l.cookie, csrf: l.csrf, body: send, origin: null }, 403, 'csrf_failed'],
@@ -138,7 +142,7 @@ describe('browser door over HTTP', () => {
     assert.equal(fresh.json.error.retry_after_ms, 300, 'a good login clears the count');
   });
 
-  it('a person\'s mail is the same mail: agents see it came from a person, and replies land in the inbox the CLI reads', async () => {
+  it("a person's mail is the same mail: agents see it came from a person, and replies land in the inbox the CLI reads", async () => {
     const l = await login(d.url, 'alice');
     const sent = await call(d.url, l, 'send', { to: 'codex', subject: 'please review', body: 'branch fix-42' });
     assert.equal(sent.status, 200);
@@ -150,12 +154,15 @@ describe('browser door over HTTP', () => {
 
     const inbox = await call(d.url, l, 'inbox');
     assert.equal(inbox.json.messages[0].message_id, reply.message_id);
-    assert.equal(inbox.json.messages[0].from_kind, undefined, 'an agent\'s mail: from_kind left out');
+    assert.equal(inbox.json.messages[0].from_kind, undefined, "an agent's mail: from_kind left out");
     assert.equal(inbox.json.messages[0].from, reply.from, 'the browser reads the sender short, as agents do');
     assert.match(inbox.json.messages[0].from, /^codex\/(?!s-[0-9a-f]{64})/);
     assert.equal(inbox.json.unread, 1);
     const thread = await call(d.url, l, 'get', { message_id: reply.message_id, thread: true });
-    assert.deepEqual(thread.json.thread.map((m: { message_id: string }) => m.message_id), [sent.json.message_id, reply.message_id]);
+    assert.deepEqual(
+      thread.json.thread.map((m: { message_id: string }) => m.message_id),
+      [sent.json.message_id, reply.message_id],
+    );
 
     // The same account through a bearer secret (what m4a inbox uses) reads the same mail.
     const secret = (await d.operator.admin.accountRotate('alice')).secret;
@@ -169,7 +176,7 @@ describe('browser door over HTTP', () => {
     assert.equal((await call(d.url, l, 'me')).json.unread, 0, 'acknowledged once for the account, wherever it was done');
   });
 
-  it('a live update parks on the daemon\'s wait and answers when mail commits', async () => {
+  it("a live update parks on the daemon's wait and answers when mail commits", async () => {
     const l = await login(d.url, 'alice');
     const start = await call(d.url, l, 'inbox');
     const t0 = Date.now();
@@ -214,9 +221,16 @@ describe('browser door over HTTP', () => {
     assert.equal((await call(d.url, olga, 'admin/room/add', { name: 'reviewers' })).status, 200);
     assert.equal((await call(d.url, olga, 'admin/room/member/add', { room: 'reviewers', account: 'alice' })).status, 200);
     assert.equal((await call(d.url, olga, 'admin/listener', { account: 'codex', url: 'http://127.0.0.1:9/ring' })).status, 200);
-    await d.operator.admin.wakeSet({ account: 'codex', steps: [{ kind: 'hooks' }, { kind: 'command', argv: ['codex', 'exec', 'resume', '{provider_session_id}', '{wake_text}'] }] });
+    await d.operator.admin.wakeSet({
+      account: 'codex',
+      steps: [{ kind: 'hooks' }, { kind: 'command', argv: ['codex', 'exec', 'resume', '{provider_session_id}', '{wake_text}'] }],
+    });
     const o = await call(d.url, olga, 'admin/overview');
-    assert.deepEqual(o.json.wake.map((c: { account: string; steps: { kind: string }[] }) => [c.account, c.steps.map((x) => x.kind)]), [['codex', ['hooks', 'command']]], 'operators see the chains');
+    assert.deepEqual(
+      o.json.wake.map((c: { account: string; steps: { kind: string }[] }) => [c.account, c.steps.map((x) => x.kind)]),
+      [['codex', ['hooks', 'command']]],
+      'operators see the chains',
+    );
     assert.deepEqual(o.json.rooms.find((r: { name: string }) => r.name === 'reviewers').members, ['alice']);
     assert.equal(o.json.listeners.codex, 'http://127.0.0.1:9/ring');
     assert.ok(!JSON.stringify(o.json).includes('secret'), 'no secret or digest in the overview');
@@ -229,7 +243,11 @@ describe('browser door over HTTP', () => {
   });
 
   it('user create: a human account with send and read, a checked password, operator only', async () => {
-    const r = await d.operator.call<{ account: { kind: string; label: string; permissions: Record<string, boolean> } }>('/admin/user/create', { id: 'dave', display_name: 'Dave D', password: 'long enough' });
+    const r = await d.operator.call<{ account: { kind: string; label: string; permissions: Record<string, boolean> } }>('/admin/user/create', {
+      id: 'dave',
+      display_name: 'Dave D',
+      password: 'long enough',
+    });
     assert.equal(r.account.kind, 'human');
     assert.equal(r.account.label, 'Dave D');
     assert.deepEqual(r.account.permissions, { send: true, read: true, urgent: false, operator: false });

@@ -1,6 +1,20 @@
 // Writing a plan: a backup before the first change to a pre-existing file, writes that keep the
 // file's mode (and go through a symlink to its target), then removal of emptied directories.
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname } from 'node:path';
 import type { Change } from './plan.js';
 import { readText } from './plan.js';

@@ -125,7 +125,11 @@ function planJsonEntry(t: Extract<Target, { kind: 'json-entry' }>, text: string,
   };
   if (current === undefined) {
     const ins = insertMember(doc, t.keys, t.value, t.path);
-    return { after: check(ins.text), edit: { kind: 'json-entry', keys: t.keys, value: t.value, lead: ins.lead, body: ins.body, trail: ins.trail, created: ins.created }, kept: false };
+    return {
+      after: check(ins.text),
+      edit: { kind: 'json-entry', keys: t.keys, value: t.value, lead: ins.lead, body: ins.body, trail: ins.trail, created: ins.created },
+      kept: false,
+    };
   }
   if (t.ensure) {
     // Not ours: kept as it is (and left by unsetup) unless we added it.
@@ -138,7 +142,10 @@ function planJsonEntry(t: Extract<Target, { kind: 'json-entry' }>, text: string,
   }
   const ours = prior !== undefined && isDeepStrictEqual(current, prior.value);
   if (!ours && !force)
-    throw new Refusal(`${t.path} already has an MCP server named "${SERVER}" that m4a setup did not write; rename or remove it, or run again with --force (it is put back by unsetup)`, t.path);
+    throw new Refusal(
+      `${t.path} already has an MCP server named "${SERVER}" that m4a setup did not write; rename or remove it, or run again with --force (it is put back by unsetup)`,
+      t.path,
+    );
   const r = replaceValue(doc, t.keys, t.value);
   const edit: Edit = ours
     ? { ...prior, value: t.value, body: r.body }
@@ -181,7 +188,14 @@ function planJsonAppend(t: Extract<Target, { kind: 'json-append' }>, text: strin
   const earlier = prior ? items.findIndex((v) => isDeepStrictEqual(v, prior.value)) : -1;
   if (prior && earlier >= 0) {
     const r = replaceValue(doc, [...t.keys, earlier], t.value);
-    return { after: check(r.text, items.map((v, i) => (i === earlier ? t.value : v))), edit: { ...prior, value: t.value, marker: t.marker, body: r.body }, kept: true };
+    return {
+      after: check(
+        r.text,
+        items.map((v, i) => (i === earlier ? t.value : v)),
+      ),
+      edit: { ...prior, value: t.value, marker: t.marker, body: r.body },
+      kept: true,
+    };
   }
   // Our command in an object edited by hand: the user's now; left as it is (unsetup removes it
   // only if we added it).
@@ -206,9 +220,13 @@ function planBlock(t: Extract<Target, { kind: 'block' }>, text: string, prior: E
     try {
       ours = (parseToml(put.text) as { mcp_servers?: JsonObject }).mcp_servers?.[SERVER];
     } catch (err) {
-      throw new Refusal(`adding [mcp_servers.${SERVER}] would make ${t.path} invalid TOML (${err instanceof Error ? err.message.split('\n').pop() : String(err)}); nothing was changed`, t.path);
+      throw new Refusal(
+        `adding [mcp_servers.${SERVER}] would make ${t.path} invalid TOML (${err instanceof Error ? err.message.split('\n').pop() : String(err)}); nothing was changed`,
+        t.path,
+      );
     }
-    if (!isDeepStrictEqual(JSON.parse(JSON.stringify(ours)), t.table)) throw new Refusal(`could not add [mcp_servers.${SERVER}] to ${t.path} as intended; nothing was changed`, t.path);
+    if (!isDeepStrictEqual(JSON.parse(JSON.stringify(ours)), t.table))
+      throw new Refusal(`could not add [mcp_servers.${SERVER}] to ${t.path} as intended; nothing was changed`, t.path);
   }
   return { after: put.text, edit: { kind: 'block', syntax: t.syntax, prefix: put.prefix ?? prior?.prefix ?? '', body: t.body }, kept: prior !== undefined };
 }
@@ -316,7 +334,11 @@ function undoJson(path: string, edit: JsonEntryEdit | JsonItemEdit | JsonAppendE
         ? current.indexOf(edit.item)
         : ((i) => (i >= 0 ? i : current.findIndex((v) => holds(v, edit.marker))))(current.findIndex((v) => isDeepStrictEqual(v, edit.value)));
     if (at < 0) return before;
-    setAt(expected, edit.keys, current.filter((_, i) => i !== at));
+    setAt(
+      expected,
+      edit.keys,
+      current.filter((_, i) => i !== at),
+    );
     pruneValue(expected, edit.keys, edit.created);
     if (once) candidates.push(before.replace(exact, () => ''));
     asNow([...edit.keys, at]);

@@ -68,7 +68,8 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
       `No m4a on PATH is this package, so ${transport === 'stdio' && hooks ? 'the entry and the hooks run' : transport === 'stdio' ? 'the entry runs' : 'the hooks run'} ${bridge.command} ${bridge.prefix.join(' ')}: ${commandFiles.join(' and ')} now ${commandFiles.length > 1 ? 'hold' : 'holds'} a machine-specific path. Put this package's m4a on PATH (npm install -g mail4agent) and run setup again before you commit ${commandFiles.length > 1 ? 'them' : 'it'}.`,
     );
   const main = bridge.prefix[0];
-  if ((transport === 'stdio' || hooks) && main && !existsSync(main)) todo.push(`The ${transport === 'stdio' ? 'entry runs' : 'hooks run'} ${main}, which does not exist yet: build this package (npm run build).`);
+  if ((transport === 'stdio' || hooks) && main && !existsSync(main))
+    todo.push(`The ${transport === 'stdio' ? 'entry runs' : 'hooks run'} ${main}, which does not exist yet: build this package (npm run build).`);
   if (transport === 'http') {
     todo.push(
       `The ${NAMES[program]} entry reads the secret from ${TOKEN_VAR}: set it where ${NAMES[program]} starts, e.g. export ${TOKEN_VAR}="$(node -p 'require(process.argv[1]).accounts[process.argv[2]].secret' ${shq(creds)} ${shq(account)})" (the secret is stored in ${creds} and is not printed).`,
@@ -85,15 +86,24 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
     const override = agents && join(dirname(agents), 'AGENTS.override.md');
     if (override && existsSync(override)) todo.push(`Codex reads ${override} instead of AGENTS.md there, so the mail4agent section in ${agents} is not loaded: copy it over.`);
   }
-  if (program === 'gemini' && dir) todo.push(`Gemini CLI ignores ${join(dir, '.gemini', 'settings.json')} in untrusted folders (and connects no MCP servers there): trust ${dir} when Gemini CLI asks.`);
+  if (program === 'gemini' && dir)
+    todo.push(`Gemini CLI ignores ${join(dir, '.gemini', 'settings.json')} in untrusted folders (and connects no MCP servers there): trust ${dir} when Gemini CLI asks.`);
   if (hooks) {
     if (program === 'claude' && dir) todo.push(`Claude Code runs the hooks in ${hooks} only after you accept the workspace trust dialog for ${dir}.`);
     if (program === 'codex')
-      todo.push(`Codex runs non-managed hooks only after they are trusted: open /hooks in Codex and trust the mail4agent Stop and UserPromptSubmit hooks from ${hooks} (trust follows their definition, so trust them again whenever setup changes them).`);
-    if (program === 'gemini' && dir) todo.push(`Gemini CLI fingerprints project hooks: trust the mail4agent hooks in ${hooks} when it asks, and again after they change (setup with another account or m4a command changes them).`);
+      todo.push(
+        `Codex runs non-managed hooks only after they are trusted: open /hooks in Codex and trust the mail4agent Stop and UserPromptSubmit hooks from ${hooks} (trust follows their definition, so trust them again whenever setup changes them).`,
+      );
+    if (program === 'gemini' && dir)
+      todo.push(
+        `Gemini CLI fingerprints project hooks: trust the mail4agent hooks in ${hooks} when it asks, and again after they change (setup with another account or m4a command changes them).`,
+      );
     if (program === 'cursor' && dir) todo.push(`Cursor runs the hooks in ${hooks} only in a trusted workspace: trust ${dir} in Cursor.`);
   }
-  if (program === 'cursor' && !dir) todo.push('Cursor has no user rules file, so the agent guide was not installed: run `m4a setup cursor --project DIR` in a project for it, or paste it into Cursor Settings > Rules.');
+  if (program === 'cursor' && !dir)
+    todo.push(
+      'Cursor has no user rules file, so the agent guide was not installed: run `m4a setup cursor --project DIR` in a project for it, or paste it into Cursor Settings > Rules.',
+    );
   todo.push(...changes.flatMap((c) => (c.note ? [c.note] : [])));
   if (changes.some((c) => c.action !== 'unchanged')) todo.push(`Restart running ${NAMES[program]} sessions: they load MCP servers${hooks ? ' and hooks' : ''} at start.`);
   return todo;
@@ -157,7 +167,16 @@ export async function runUnsetup(name: string, o: ScopeFlags, env: NodeJS.Proces
           ...undone.notes,
         ]
       : [`Nothing is recorded for ${where(program, scope)} in ${statePath(env)}: nothing to remove.`];
-    const r: SetupResult = { program, scope: scope.kind, account, account_created: false, secret_rotated: false, transport: undone.record?.transport ?? 'stdio', files: undone.files, todo };
+    const r: SetupResult = {
+      program,
+      scope: scope.kind,
+      account,
+      account_created: false,
+      secret_rotated: false,
+      transport: undone.record?.transport ?? 'stdio',
+      files: undone.files,
+      todo,
+    };
     print(r, json, `m4a unsetup ${where(program, scope)}`);
   } catch (err) {
     failWith(err, json);

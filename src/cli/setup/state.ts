@@ -76,5 +76,10 @@ export function writeState(s: SetupState, env: NodeJS.ProcessEnv = process.env):
 /** The record of the file at `path`, from this setup or another (for ownership checks). */
 export function recordFor(s: SetupState, path: string, key: string): FileRecord | undefined {
   const own = s.setups[key]?.files.find((f) => f.path === path);
-  return own ?? Object.values(s.setups).flatMap((r) => r.files).find((f) => f.path === path);
+  return (
+    own ??
+    Object.values(s.setups)
+      .flatMap((r) => r.files)
+      .find((f) => f.path === path)
+  );
 }

@@ -19,7 +19,6 @@ export class CallerResolver {
     private onProven: (socket: Socket) => void = () => undefined,
   ) {}
 
-
   private attestSocket(socket: Socket): Promise<AttestResult> {
     let p = this.perSocket.get(socket);
     if (!p) {

@@ -85,7 +85,14 @@ export class HttpDoor {
     if (this.o.web && WebDoor.owns(path)) return this.o.web.handle(req, res, path);
     if (path === '/health') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, new MailError('method_not_allowed', 'use GET /health').toBody(), { allow: 'GET, HEAD' });
-      return sendJson(res, 200, { ok: true, name: 'mail4agent', version: this.o.version, attestation: this.o.attestor.supported, store: this.o.engine.store.kind, pid: process.pid });
+      return sendJson(res, 200, {
+        ok: true,
+        name: 'mail4agent',
+        version: this.o.version,
+        attestation: this.o.attestor.supported,
+        store: this.o.engine.store.kind,
+        pid: process.pid,
+      });
     }
     if (path === '/mcp') {
       if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', 'POST JSON-RPC to /mcp; this server offers no stream').toBody(), { allow: 'POST' });

@@ -14,10 +14,8 @@ export class OriginGuard {
   }
 
   check(host: string | undefined, origin: string | undefined): void {
-    if (!host || !this.hosts.has(host.toLowerCase()))
-      throw new MailError('forbidden_origin', 'the Host header does not name this daemon', { field: 'host' });
-    if (origin !== undefined && !this.origins.has(origin))
-      throw new MailError('forbidden_origin', 'the Origin is not this daemon\'s own origin', { field: 'origin' });
+    if (!host || !this.hosts.has(host.toLowerCase())) throw new MailError('forbidden_origin', 'the Host header does not name this daemon', { field: 'host' });
+    if (origin !== undefined && !this.origins.has(origin)) throw new MailError('forbidden_origin', "the Origin is not this daemon's own origin", { field: 'origin' });
   }
 
   get allowedOrigins(): string[] {

@@ -21,7 +21,11 @@ interface RpcResponse {
   error?: { code: number; message: string; data?: unknown };
 }
 
-const rpcError = (id: Id, code: number, message: string, data?: Record<string, unknown>): RpcResponse => ({ jsonrpc: '2.0', id, error: { code, message, ...(data ? { data } : {}) } });
+const rpcError = (id: Id, code: number, message: string, data?: Record<string, unknown>): RpcResponse => ({
+  jsonrpc: '2.0',
+  id,
+  error: { code, message, ...(data ? { data } : {}) },
+});
 
 export interface McpAnswer {
   status: number;
@@ -72,7 +76,7 @@ export class McpHandler {
     if (m.jsonrpc !== '2.0') return hasId && validId ? rpcError(id, -32600, 'jsonrpc must be "2.0"') : rpcError(null, -32600, 'jsonrpc must be "2.0"');
     if (typeof m.method !== 'string') {
       // A response from the client (to nothing we asked) or garbage: responses get no reply.
-      return Object.hasOwn(m, 'result') || Object.hasOwn(m, 'error') ? null : rpcError(validId ? (id) : null, -32600, 'method must be a string');
+      return Object.hasOwn(m, 'result') || Object.hasOwn(m, 'error') ? null : rpcError(validId ? id : null, -32600, 'method must be a string');
     }
     if (!hasId) return null; // notification: no reply
     if (!validId) return rpcError(null, -32600, 'id must be a string or a number');

@@ -65,7 +65,7 @@ const lineageKey = (account: string, lineage: string) => `${account}\n${lineage}
 /** SQLite's BINARY order of UTF-8 text, which is code point order (UTF-16 `<` is not, past U+FFFF). */
 function binaryCompare(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     const x = a.codePointAt(i) as number;
     const y = b.codePointAt(i) as number;
     if (x !== y) return x - y;
@@ -262,7 +262,10 @@ class MemoryStore implements Store {
   }
 
   async roomsOf(account: string): Promise<string[]> {
-    return [...this.rooms].filter(([, r]) => r.members.has(account)).map(([n]) => n).sort();
+    return [...this.rooms]
+      .filter(([, r]) => r.members.has(account))
+      .map(([n]) => n)
+      .sort();
   }
 
   async addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
@@ -454,12 +457,7 @@ class MemoryStore implements Store {
 
   async findByProviderSession(account: string, provider: string, providerSessionId: string): Promise<SessionRecord[]> {
     return [...this.sessions.values()]
-      .filter(
-        (s) =>
-          s.account === account &&
-          s.corroborated.provider === provider &&
-          s.corroborated.providerSessionId === providerSessionId,
-      )
+      .filter((s) => s.account === account && s.corroborated.provider === provider && s.corroborated.providerSessionId === providerSessionId)
       .reverse() // newest registration first among equal createdAt (sort is stable)
       .sort((a, b) => b.createdAt - a.createdAt)
       .map((s) => this.out(s));

@@ -174,7 +174,7 @@ export const MIGRATIONS: readonly string[] = [
 export async function migrate(sql: Sql, schema: string | null): Promise<number[]> {
   return sql.begin(async (tx) => {
     // Keyed by the schema, so daemons of different schemas (or test files) never wait on each other.
-    const key = schema ?? ((await tx<{ s: string }[]>`SELECT current_schema() AS s`)[0]?.s ?? 'public');
+    const key = schema ?? (await tx<{ s: string }[]>`SELECT current_schema() AS s`)[0]?.s ?? 'public';
     await tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, hashtext(${`migrate:${key}`}))`;
     if (schema !== null) await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS m4a_migrations (

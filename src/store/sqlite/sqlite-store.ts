@@ -349,10 +349,7 @@ export class SqliteStore implements Store {
   async findSessionsByPrefix(account: string, prefix: string, limit: number): Promise<SessionRecord[]> {
     if (limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
     const upper = prefixUpperBound(prefix);
-    const rows =
-      upper === null
-        ? this.st.sessionsByPrefixOpen.all(account, prefix, limit)
-        : this.st.sessionsByPrefix.all(account, prefix, upper, limit);
+    const rows = upper === null ? this.st.sessionsByPrefixOpen.all(account, prefix, limit) : this.st.sessionsByPrefix.all(account, prefix, upper, limit);
     return rows.map(toSession);
   }
 
@@ -509,7 +506,7 @@ export class SqliteStore implements Store {
   private advanceFloor(ackKey: string, toKey: string): void {
     const start = this.st.getFloor.get(ackKey, toKey)?.floor ?? 0;
     let floor = start;
-    for (let done = false; !done; ) {
+    for (let done = false; !done;) {
       const rows = this.st.nextAboveFloor.all(ackKey, toKey, floor).map((r) => ({ seq: r.seq, acked: r.acked === 1 }));
       ({ floor, done } = floorStep(floor, rows));
     }

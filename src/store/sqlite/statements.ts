@@ -86,9 +86,7 @@ export function prepareStatements(db: Database.Database) {
     // Prefix search: one range of the (account, id) primary key; the open form has no upper bound.
     sessionsByPrefix: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.id >= ? AND s.id < ? ORDER BY s.id LIMIT ?`),
     sessionsByPrefixOpen: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.id >= ? ORDER BY s.id LIMIT ?`),
-    lineageSessions: p<SessionOutRow>(
-      `${SESSIONS} WHERE s.account = ? AND s.lineage = ? ORDER BY s.created_at, s.rowid`,
-    ),
+    lineageSessions: p<SessionOutRow>(`${SESSIONS} WHERE s.account = ? AND s.lineage = ? ORDER BY s.created_at, s.rowid`),
     lineageHasSession: p<{ one: number }>('SELECT 1 AS one FROM sessions WHERE account = ? AND lineage = ? LIMIT 1'),
     insertSession: p(
       `INSERT INTO sessions (account, id, lineage, host_id, pid, start_time, exe, uid, c_provider,
@@ -98,9 +96,7 @@ export function prepareStatements(db: Database.Database) {
          @c_provider_session_id, @c_model, @c_cwd, @d_working_on, @d_role, @d_parent, @created_at,
          @last_seen, @ended_at, @successor)`,
     ),
-    setSuccessor: p(
-      'UPDATE sessions SET successor = ?, ended_at = COALESCE(ended_at, ?) WHERE account = ? AND id = ? AND successor IS NULL',
-    ),
+    setSuccessor: p('UPDATE sessions SET successor = ?, ended_at = COALESCE(ended_at, ?) WHERE account = ? AND id = ? AND successor IS NULL'),
     listSessions: p<SessionOutRow>(`${SESSIONS} ORDER BY s.rowid`),
     findByProviderSession: p<SessionOutRow>(
       `${SESSIONS} WHERE s.account = ? AND s.c_provider = ? AND s.c_provider_session_id = ?
@@ -115,9 +111,7 @@ export function prepareStatements(db: Database.Database) {
 
     getName: p<NameRow>('SELECT account, name, lineage, kind FROM names WHERE account = ? AND name = ?'),
     insertName: p('INSERT INTO names (account, name, lineage, kind) VALUES (?, ?, ?, ?)'),
-    slugOfLineage: p<{ name: string }>(
-      "SELECT name FROM names WHERE account = ? AND lineage = ? AND kind = 'slug'",
-    ),
+    slugOfLineage: p<{ name: string }>("SELECT name FROM names WHERE account = ? AND lineage = ? AND kind = 'slug'"),
     /** Names of the account in [from, to): the taken `base-N` of a slug base. */
     namesInRange: p<{ name: string }>('SELECT name FROM names WHERE account = ? AND name >= ? AND name < ?'),
     deleteAlias: p("DELETE FROM names WHERE account = ? AND name = ? AND lineage = ? AND kind = 'alias'"),

@@ -43,13 +43,9 @@ export interface ScriptedAnthropic {
   close(): Promise<void>;
 }
 
-
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content))
-    return content
-      .map((b: any) => (b?.type === 'text' && typeof b.text === 'string' ? b.text : ''))
-      .join('');
+  if (Array.isArray(content)) return content.map((b: any) => (b?.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('');
   return '';
 };
 

@@ -10,7 +10,9 @@ import { serveModel } from './model-request.js';
 
 /** `tool` is a function name as offered in the request's `tools`, or a function that picks it. */
 /** `input` may be computed from the request that takes the turn (e.g. from a tool output it carries). */
-export type OpenAITurn = ({ tool: string | ((names: string[]) => string | undefined); input: Record<string, unknown> | ((body: any) => Record<string, unknown>) } | { text: string }) & {
+export type OpenAITurn = (
+  { tool: string | ((names: string[]) => string | undefined); input: Record<string, unknown> | ((body: any) => Record<string, unknown>) } | { text: string }
+) & {
   /** Hold this answer until the promise settles (keeps the agent's turn running meanwhile). */
   gate?: Promise<unknown>;
 };
@@ -53,7 +55,6 @@ export interface ScriptedOpenAIOptions {
    *  times, without taking a scripted turn: e.g. exec_command with `sleep 1`. */
   whileMissing?: { tool: string; input: Record<string, unknown>; max: number };
 }
-
 
 /** Names of the function tools in a Responses request: plain functions, and the functions inside a
  *  namespace tool (if the client groups MCP tools that way), as `namespace.name` and bare. */
@@ -102,7 +103,10 @@ function stream(res: ServerResponse, model: string, item: Item): void {
   } else {
     const id = `fc_scripted_${seq}`;
     const ns = item.namespace !== undefined ? { namespace: item.namespace } : {};
-    send('response.output_item.added', { output_index: 0, item: { id, type: 'function_call', status: 'in_progress', call_id: item.callId, name: item.name, ...ns, arguments: '' } });
+    send('response.output_item.added', {
+      output_index: 0,
+      item: { id, type: 'function_call', status: 'in_progress', call_id: item.callId, name: item.name, ...ns, arguments: '' },
+    });
     send('response.function_call_arguments.delta', { item_id: id, output_index: 0, delta: item.args });
     send('response.function_call_arguments.done', { item_id: id, output_index: 0, arguments: item.args });
     done = { id, type: 'function_call', status: 'completed', call_id: item.callId, name: item.name, ...ns, arguments: item.args };

@@ -98,7 +98,9 @@ describe('security matrix A: idle connections', () => {
       });
     });
     const body = '{}';
-    s.write(`POST /mail/whoami HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\nauthorization: Bearer ${aliceSecret}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    s.write(
+      `POST /mail/whoami HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\nauthorization: Bearer ${aliceSecret}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    );
     assert.match(await answered, /^HTTP\/1\.1 200/);
     held.push(...(await idle(d.port, PER_PEER + 10)));
     await until('unproven ones were closed', () => held.filter((x) => x !== s && closed(x)).length >= 10, 5_000);

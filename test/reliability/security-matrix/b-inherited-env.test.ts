@@ -36,8 +36,7 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
   let alice: string;
   let aliceFile: string;
   let served: ServedDaemon | null = null;
-  const cli = (args: string[], extra: Record<string, string> = {}) =>
-    spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...env, ...extra }, timeout: 30_000 });
+  const cli = (args: string[], extra: Record<string, string> = {}) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...env, ...extra }, timeout: 30_000 });
   const operator = (url: string) => new MailClient({ url, token: readFileSync(join(dataDir, 'operator.token'), 'utf8').trim() });
   const daemonPid = (): number => (JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')) as { pid: number }).pid;
   const environ = (pid: number): Record<string, string> =>
@@ -103,20 +102,20 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
   it('the auto-started daemon has no M4A_TOKEN, M4A_CREDENTIALS or API key in its environment, only the allow-list', () => {
     const got = environ(daemonPid());
     assertNoSecret(got, 'the auto-started daemon');
-    assert.equal(got.M4A_DATA_DIR, dataDir, 'the daemon\'s own settings are kept');
+    assert.equal(got.M4A_DATA_DIR, dataDir, "the daemon's own settings are kept");
     assert.equal(got.M4A_PORT, env.M4A_PORT);
     assert.equal(got.HOME, home);
     assert.equal(got.PATH, env.PATH);
   });
 
-  it('bob\'s command wake has neither alice\'s secret, her credentials file nor the API key, and `m4a whoami` there is not alice', async () => {
+  it("bob's command wake has neither alice's secret, her credentials file nor the API key, and `m4a whoami` there is not alice", async () => {
     const url = `http://127.0.0.1:${env.M4A_PORT}`;
     const op = operator(url);
     const out = join(home, 'out', 'autostarted.json');
     try {
       await op.admin.wakeSet({ account: 'bob', steps: [{ kind: 'command', argv: [process.execPath, program, out, CLI], timeout_secs: 60 }], debounce_ms: 0 });
       const got = await wakeBob(url, out);
-      assertNoSecret(got.env, 'bob\'s command wake');
+      assertNoSecret(got.env, "bob's command wake");
       assert.equal(got.env.M4A_WAKE_ACCOUNT, 'bob');
       assert.equal(got.env.M4A_DATA_DIR, dataDir, 'the woken program can find the daemon');
       assert.notEqual(got.whoami.status, 0, `whoami in bob's wake must not answer as anyone: ${got.whoami.stdout}`);
@@ -130,15 +129,25 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
   it('`m4a serve` run in a shell holding the secret: a wake gets only the allow-list and the names its chain gives; naming M4A_TOKEN or M4A_CREDENTIALS is refused', async () => {
     assert.equal(cli(['daemon', 'stop']).status, 0);
     const port = await freePort();
-    served = await serveProcess(['--data-dir', dataDir, '--port', String(port)], { ...env, M4A_PORT: String(port), M4A_TOKEN: alice, M4A_ACCOUNT: 'alice', M4A_CREDENTIALS: aliceFile, OPENAI_API_KEY: API_KEY, KEEP_ME: 'named by the chain', NOT_NAMED: 'x' });
+    served = await serveProcess(['--data-dir', dataDir, '--port', String(port)], {
+      ...env,
+      M4A_PORT: String(port),
+      M4A_TOKEN: alice,
+      M4A_ACCOUNT: 'alice',
+      M4A_CREDENTIALS: aliceFile,
+      OPENAI_API_KEY: API_KEY,
+      KEEP_ME: 'named by the chain',
+      NOT_NAMED: 'x',
+    });
     const op = operator(served.url);
     const out = join(home, 'out', 'served.json');
     try {
       const before = await op.admin.wakeList();
       for (const name of ['M4A_TOKEN', 'M4A_CREDENTIALS']) {
-        const refused = await op.admin
-          .wakeSet({ account: 'bob', steps: [{ kind: 'command', argv: [process.execPath, program, out, CLI], env: ['KEEP_ME', name] }] })
-          .then(() => null, (e: unknown) => e);
+        const refused = await op.admin.wakeSet({ account: 'bob', steps: [{ kind: 'command', argv: [process.execPath, program, out, CLI], env: ['KEEP_ME', name] }] }).then(
+          () => null,
+          (e: unknown) => e,
+        );
         assert.ok(refused instanceof MailError, `${name}: ${String(refused)}`);
         assert.equal(refused.code, 'malformed');
         assert.equal(refused.details.field, 'env[1]');

@@ -134,7 +134,10 @@ describe('C: the browser door cannot mint an operator credential', () => {
       secrets.push([`rotate ${id}`, r.json.secret]);
     }
     // And whatever the escalating requests answer (a refusal carries no secret).
-    for (const [name, body] of [['admin/account/add', { id: 'agent-f', permissions: { operator: true } }], ['admin/account/rotate', { id: 'oscar' }]] as const) {
+    for (const [name, body] of [
+      ['admin/account/add', { id: 'agent-f', permissions: { operator: true } }],
+      ['admin/account/rotate', { id: 'oscar' }],
+    ] as const) {
       const r = await call(d.url, olga, name, body);
       if (typeof r.json?.secret === 'string') secrets.push([name, r.json.secret]);
     }
@@ -158,7 +161,7 @@ describe('C: the browser door cannot mint an operator credential', () => {
     assert.deepEqual(perms['agent-c'], { send: true, read: true, urgent: false, operator: false });
     assert.deepEqual(perms['agent-d'], { send: true, read: true, urgent: true, operator: false });
     const js = await (await fetch(`${d.url}/web/assets/page-admin.js`)).text(); // the operator page's module
-    assert.match(js, /'Permissions'/, 'the operator page lists each account\'s permissions');
+    assert.match(js, /'Permissions'/, "the operator page lists each account's permissions");
     assert.match(js, /permissions: ' \+ permText\(r\.account\.permissions\)/, 'and shows them for an account it just created');
     assert.doesNotMatch(js, /person-operator|operator: pop\.checked/, 'the page offers no operator checkbox');
   });

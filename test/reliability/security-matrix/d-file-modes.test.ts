@@ -5,7 +5,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MailClient } from '../../../src/client/http-client.js';
@@ -232,7 +247,10 @@ describe('security matrix D: file modes', { skip: canRun ? false : 'needs Linux,
     writeFileSync(join(dir, 'mail.db'), '', { mode: 0o644 });
     chmodSync(join(dir, 'mail.db'), 0o644);
     const home = mkdtempSync(join(root, 'home-'));
-    const r = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--json', '--data-dir', dir], { encoding: 'utf8', env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_URL: 'http://127.0.0.1:9' } });
+    const r = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--json', '--data-dir', dir], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_URL: 'http://127.0.0.1:9' },
+    });
     const check = (JSON.parse(r.stdout).checks as { name: string; status: string; detail: string; todo?: string }[]).find((c) => c.name === 'data directory');
     assert.equal(check?.status, 'fail', JSON.stringify(check));
     assert.match(check.detail, /mail\.db 644/);

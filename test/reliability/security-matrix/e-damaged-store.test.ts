@@ -26,7 +26,10 @@ interface ServeRun {
 
 /** `m4a serve` on dir until it exits, or until it listens (then it is stopped: a failure). */
 function runServe(dir: string, env: NodeJS.ProcessEnv = {}): Promise<ServeRun> {
-  const child = spawn(process.execPath, [BUILT_CLI, 'serve', '--data-dir', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, M4A_LOG_LEVEL: 'info', ...env } });
+  const child = spawn(process.execPath, [BUILT_CLI, 'serve', '--data-dir', dir, '--port', '0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, M4A_LOG_LEVEL: 'info', ...env },
+  });
   let stderr = '';
   let started = false;
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -42,11 +45,19 @@ function runServe(dir: string, env: NodeJS.ProcessEnv = {}): Promise<ServeRun> {
 
 /** Every file of the directory with its bytes. */
 function dirState(dir: string): Record<string, string> {
-  return Object.fromEntries(readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n)).toString('base64')]));
+  return Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((n) => [n, readFileSync(join(dir, n)).toString('base64')]),
+  );
 }
 
 function doctor(dir: string, home: string): { status: number | null; json: { ok: boolean; checks: { name: string; status: string; detail: string; todo?: string }[] } } {
-  const r = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--check-store', '--json', '--data-dir', dir], { encoding: 'utf8', env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_TOKEN: '' }, timeout: 30_000 });
+  const r = spawnSync(process.execPath, [BUILT_CLI, 'doctor', '--check-store', '--json', '--data-dir', dir], {
+    encoding: 'utf8',
+    env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_TOKEN: '' },
+    timeout: 30_000,
+  });
   return { status: r.status, json: JSON.parse(r.stdout) };
 }
 
@@ -149,7 +160,11 @@ describe('security matrix E: a damaged database', () => {
     const d = await serveProcess(['--data-dir', dir, '--port', '0']);
     d.child.kill('SIGTERM');
     assert.equal(await d.exited, 0, d.stderr());
-    assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('mail.db')), ['mail.db'], 'no half-built file is left');
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.startsWith('mail.db')),
+      ['mail.db'],
+      'no half-built file is left',
+    );
     const db = new Database(join(dir, 'mail.db'), { readonly: true });
     assert.ok((db.pragma('user_version', { simple: true }) as number) > 0);
     db.close();
@@ -192,12 +207,19 @@ describe('security matrix E: a damaged database', () => {
     assert.equal(d.status, 1);
   });
 
-  it('a CLI command that auto-starts a daemon on a damaged store fails at once with the daemon\'s store_corrupt line', { timeout: 10_000 }, async () => {
+  it("a CLI command that auto-starts a daemon on a damaged store fails at once with the daemon's store_corrupt line", { timeout: 10_000 }, async () => {
     const dir = copyOf(base);
     writeFileSync(join(dir, 'mail.db'), '');
     rmSync(join(dir, 'daemon.json'), { force: true });
     const home = mkdtempSync(join(root, 'home-'));
-    const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_DATA_DIR: dir, M4A_PORT: String(await freePort()), M4A_LOG_LEVEL: 'info' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      M4A_DATA_DIR: dir,
+      M4A_PORT: String(await freePort()),
+      M4A_LOG_LEVEL: 'info',
+    };
     delete env.M4A_URL; // else no daemon is started
     // Bounded below the 15 s an unfixed command waits: it must not wait out the timeout.
     const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
@@ -242,7 +264,7 @@ describe('security matrix E: a damaged database', () => {
 
     const d = await serveProcess(['--data-dir', dir, '--port', '0']);
     try {
-      const bob = new MailClient({ url: d.url, token: (await adminSecret(dir, d.url, 'bob')) });
+      const bob = new MailClient({ url: d.url, token: await adminSecret(dir, d.url, 'bob') });
       let seen: MailError | null = null;
       try {
         for (let after: string | undefined, i = 0; i < 100; i++) {

@@ -57,7 +57,7 @@ describe('security matrix F: a name used again is a new participant', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('admin account remove temp1; admin account add temp1: the new secret reads none of the old account\'s mail and inherits nothing', async () => {
+  it("admin account remove temp1; admin account add temp1: the new secret reads none of the old account's mail and inherits nothing", async () => {
     const { client: old, secret: oldSecret } = await d.account('temp1');
     const me = await old.whoami(); // this test process is a session of temp1: session mail has a key
     const direct = await bob.send({ to: 'temp1', subject: 'old secret plan', body: 'for the old temp1 only' });
@@ -90,21 +90,28 @@ describe('security matrix F: a name used again is a new participant', () => {
     for (const id of [direct.message_id, toSession.message_id]) await refused(fresh.get(id), 'unknown_message', `get ${id}`);
     // What the old account sent stays the recipient's; the new one has no sender's rights over it.
     assert.equal((await bob.get(sent.message_id)).message.subject, 'from the old temp1');
-    await refused(fresh.get(sent.message_id), 'not_addressed_to_you', 'get of the old account\'s sent mail');
-    await refused(fresh.receipts(sent.message_id), 'not_addressed_to_you', 'receipts of the old account\'s sent mail');
+    await refused(fresh.get(sent.message_id), 'not_addressed_to_you', "get of the old account's sent mail");
+    await refused(fresh.receipts(sent.message_id), 'not_addressed_to_you', "receipts of the old account's sent mail");
     await refused(fresh.send({ to: 'bob', subject: 're', body: 'x', reply_to: sent.message_id }), 'not_addressed_to_you', 'a reply as its sender');
     const retry = await fresh.send({ to: 'bob', subject: 'a new message', body: 'y', idempotency_key: 'k-reused' });
     assert.equal(retry.duplicate, false, 'the old idempotency key does not answer with the old message');
     assert.notEqual(retry.message_id, sent.message_id);
     assert.deepEqual((await fresh.timers()).timers, [], 'no timers');
-    assert.deepEqual((await d.operator.admin.wakeList()).chains.filter((c) => c.account === 'temp1'), [], 'no wake chain');
+    assert.deepEqual(
+      (await d.operator.admin.wakeList()).chains.filter((c) => c.account === 'temp1'),
+      [],
+      'no wake chain',
+    );
     assert.equal(await d.engine.store.getListener('temp1'), null, 'no listener');
 
     // Mail to the new account wakes no program of the old one (its chain would have run at once).
     const mail = await bob.send({ to: 'temp1', subject: 'for the new temp1', body: 'z' });
     await sleep(600);
     assert.equal(existsSync(marker), false, 'the old wake chain did not run');
-    assert.deepEqual((await fresh.inbox()).messages.map((m) => m.message_id), [mail.message_id]);
+    assert.deepEqual(
+      (await fresh.inbox()).messages.map((m) => m.message_id),
+      [mail.message_id],
+    );
   });
 
   /** Starts a long-poll inbox read of `c` and resolves once the daemon holds it parked. */
@@ -123,7 +130,11 @@ describe('security matrix F: a name used again is a new participant', () => {
   const isRefusal = (r: Outcome | 'pending', code: string): boolean => r !== 'pending' && r.err instanceof MailError && r.err.code === code;
   const untouched = async (fresh: MailClient, id: string): Promise<void> => {
     const inbox = await fresh.inbox();
-    assert.deepEqual(inbox.messages.map((m) => m.message_id), [id], 'the mail waits for the new account, unread');
+    assert.deepEqual(
+      inbox.messages.map((m) => m.message_id),
+      [id],
+      'the mail waits for the new account, unread',
+    );
     const [rc] = (await bob.receipts(id)).receipts;
     assert.equal(rc?.surfaced_at !== null && rc?.surfaced_at !== undefined, true, 'surfaced by the read just made');
   };
@@ -152,12 +163,22 @@ describe('security matrix F: a name used again is a new participant', () => {
     const store = d.engine.store;
     const at = Date.now() - 60_000;
     // The records of a removed temp6 as the build before this one left them: no incarnation.
-    const chain = { account: 'temp6', lineage: null, steps: [{ kind: 'command', argv: [process.execPath, '-e', 'require("node:fs").writeFileSync(process.argv[1], "ran")', marker] }], rooms: false, debounceMs: 0 };
+    const chain = {
+      account: 'temp6',
+      lineage: null,
+      steps: [{ kind: 'command', argv: [process.execPath, '-e', 'require("node:fs").writeFileSync(process.argv[1], "ran")', marker] }],
+      rooms: false,
+      debounceMs: 0,
+    };
     await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: at });
     const timer = { id: 't-0123456789ab', account: 'temp6', lineage: null, session: null, due: Date.now() + 3_600_000, note: 'old', createdAt: at };
     await store.putRecord({ kind: 'timer', id: `temp6|${timer.id}`, value: JSON.stringify(timer), updatedAt: at });
     await store.putRecord({ kind: 'notice', id: 's:temp6/L-old', value: JSON.stringify({ noticed: 99, listening: true }), updatedAt: at });
-    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), false, 'a chain of no account is not listed');
+    assert.equal(
+      (await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'),
+      false,
+      'a chain of no account is not listed',
+    );
 
     const added = await cli(['admin', 'account', 'add', 'temp6', '--json']);
     assert.equal(added.status, 0, added.stderr);
@@ -166,11 +187,19 @@ describe('security matrix F: a name used again is a new participant', () => {
     assert.equal(await store.getRecord('timer', `temp6|${timer.id}`), null, 'and the timer');
     assert.equal(await store.getRecord('notice', 's:temp6/L-old'), null, 'and the notice');
     assert.deepEqual((await fresh.timers()).timers, []);
-    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), false, 'no chain listed');
+    assert.equal(
+      (await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'),
+      false,
+      'no chain listed',
+    );
 
     // A chain without an incarnation older than the account (as another daemon's cache may hold it).
     await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: at });
-    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), false, 'an older chain is not listed');
+    assert.equal(
+      (await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'),
+      false,
+      'an older chain is not listed',
+    );
     const mail = await bob.send({ to: 'temp6', subject: 'for the new temp6', body: 'x' });
     await sleep(2600); // past the chain cache
     const again = await bob.send({ to: 'temp6', subject: 'and again', body: 'y' });
@@ -184,7 +213,11 @@ describe('security matrix F: a name used again is a new participant', () => {
 
     // The rule is about age, not form: a chain of that form set after the account was made is its own.
     await store.putRecord({ kind: 'wake_chain', id: 'temp6', value: JSON.stringify(chain), updatedAt: Date.now() });
-    assert.equal((await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'), true, 'a later chain is listed');
+    assert.equal(
+      (await d.operator.admin.wakeList()).chains.some((c) => c.account === 'temp6'),
+      true,
+      'a later chain is listed',
+    );
     await sleep(2600);
     const woke = await bob.send({ to: 'temp6', subject: 'now it wakes', body: 'z' });
     let tried: unknown[] = [];
@@ -231,7 +264,10 @@ describe('security matrix F: a name used again is a new participant', () => {
     const now = await bob.send({ to: '#reviewers', subject: 'new room', body: 'c' }).catch((e: unknown) => e);
     assert.ok(now instanceof MailError && now.code === 'permission_denied', 'bob is not a member of the new room');
     const post = await carol.send({ to: '#reviewers', subject: 'new room', body: 'c' });
-    assert.deepEqual((await alice.inbox()).messages.map((m) => m.message_id), [post.message_id]);
+    assert.deepEqual(
+      (await alice.inbox()).messages.map((m) => m.message_id),
+      [post.message_id],
+    );
     assert.equal((await alice.unread()).unread, 1);
   });
 });

@@ -14,7 +14,7 @@ import { startTestDaemon, type TestDaemon } from '../../support/test-daemon.js';
 import { startAgent, type AgentProc } from '../../support/agent.js';
 import { assertUnchanged, storeSnapshot } from '../helpers.js';
 
-describe('security matrix G: an alias cannot squat a session\'s name', () => {
+describe("security matrix G: an alias cannot squat a session's name", () => {
   let d: TestDaemon;
   let codex: MailClient;
   let secret: string;
@@ -49,16 +49,20 @@ describe('security matrix G: an alias cannot squat a session\'s name', () => {
     for (const name of ['billing-service-2', 'billing-service-3']) assert.equal((await squatter.p.call('/mail/status', { alias: name })).status, 200);
 
     const real = await agent('billing-service');
-    assert.equal(real.slug, 'billing-service', 'the real session gets its directory\'s name, not billing-service-2');
+    assert.equal(real.slug, 'billing-service', "the real session gets its directory's name, not billing-service-2");
     const second = await agent('other/billing-service');
     assert.equal(second.slug, 'billing-service-2');
     const sent = await codex.send({ to: 'claude/billing-service', subject: 'invoice run', body: 'for the billing service' });
     assert.equal(sent.to, `claude/${real.slug}`, 'mail to the slug goes to the real session (printed by its slug)');
     assert.equal((await codex.send({ to: 'claude/billing-service-2', subject: 'x', body: '' })).to, `claude/${second.slug}`);
-    assert.equal((await codex.send({ to: 'claude/@billing-service', subject: 'x', body: '' })).to, `claude/${squatter.slug}`, 'the alias is reached only by its own, visibly different, name');
+    assert.equal(
+      (await codex.send({ to: 'claude/@billing-service', subject: 'x', body: '' })).to,
+      `claude/${squatter.slug}`,
+      'the alias is reached only by its own, visibly different, name',
+    );
     assert.deepEqual(set.body.aliases, ['@billing-service'], 'the alias carries its @');
     const inbox = (await squatter.p.call('/mail/inbox', {})).body as { messages: { message_id: string }[] };
-    assert.ok(!inbox.messages.some((m) => m.message_id === sent.message_id), 'the squatter never sees the slug\'s mail');
+    assert.ok(!inbox.messages.some((m) => m.message_id === sent.message_id), "the squatter never sees the slug's mail");
   });
 
   it('no working directory gives a slug that looks like an alias, and a taken alias is refused without a change', async () => {

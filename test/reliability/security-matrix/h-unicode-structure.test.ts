@@ -16,8 +16,7 @@ import { assertEnvelope, assertUnchanged, http, storeSnapshot } from '../helpers
 
 /** Every character the finding names, with the name the refusal must give. */
 const CHARS: number[] = [
-  0x2028, 0x2029, 0x0085, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c,
-  0x200b, 0xfeff, 0x0080, 0x009f, 0x2060, 0xe0041,
+  0x2028, 0x2029, 0x0085, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c, 0x200b, 0xfeff, 0x0080, 0x009f, 0x2060, 0xe0041,
 ];
 /** A body refuses C1 controls (as before) and keeps the format characters. */
 const C1 = [0x0080, 0x0085, 0x009f];
@@ -34,17 +33,45 @@ const FORMAT = 'an invisible format character';
 const VS = 'a variation selector';
 const FILLER = 'a Hangul filler';
 const INVISIBLE: Array<[number, string]> = [
-  [0x00ad, FORMAT], [0x0600, FORMAT], [0x0605, FORMAT], [0x06dd, FORMAT], [0x070f, FORMAT], [0x0890, FORMAT],
-  [0x0891, FORMAT], [0x08e2, FORMAT], [0x110bd, FORMAT], [0x110cd, FORMAT], [0x13430, FORMAT], [0x1343f, FORMAT],
-  [0x1bca0, FORMAT], [0x1bca3, FORMAT], [0x1d173, FORMAT], [0x1d17a, FORMAT], [0x034f, FORMAT],
-  [0xfe00, VS], [0xfe0e, VS], [0xe0100, VS], [0xe01ef, VS], [0x180b, VS],
-  [0x115f, FILLER], [0x1160, FILLER], [0x3164, FILLER], [0xffa0, FILLER],
+  [0x00ad, FORMAT],
+  [0x0600, FORMAT],
+  [0x0605, FORMAT],
+  [0x06dd, FORMAT],
+  [0x070f, FORMAT],
+  [0x0890, FORMAT],
+  [0x0891, FORMAT],
+  [0x08e2, FORMAT],
+  [0x110bd, FORMAT],
+  [0x110cd, FORMAT],
+  [0x13430, FORMAT],
+  [0x1343f, FORMAT],
+  [0x1bca0, FORMAT],
+  [0x1bca3, FORMAT],
+  [0x1d173, FORMAT],
+  [0x1d17a, FORMAT],
+  [0x034f, FORMAT],
+  [0xfe00, VS],
+  [0xfe0e, VS],
+  [0xe0100, VS],
+  [0xe01ef, VS],
+  [0x180b, VS],
+  [0x115f, FILLER],
+  [0x1160, FILLER],
+  [0x3164, FILLER],
+  [0xffa0, FILLER],
 ];
 const RAW_INVISIBLE = new RegExp(`[${INVISIBLE.map(([cp]) => `\\u{${cp.toString(16)}}`).join('')}]`, 'u');
 /** Emoji that must keep working: ZWJ sequences and the emoji presentation selector U+FE0F. */
 const EMOJI = ['\u{1f469}\u200d\u{1f4bb}', '\u2764\ufe0f', '\u{1f3f3}\ufe0f\u200d\u{1f308}', '\u2600\ufe0f'];
 
-const stopInput = JSON.stringify({ session_id: 'h1', transcript_path: '/tmp/h1.jsonl', cwd: '/repo', hook_event_name: 'Stop', stop_hook_active: false, last_assistant_message: 'Done.' });
+const stopInput = JSON.stringify({
+  session_id: 'h1',
+  transcript_path: '/tmp/h1.jsonl',
+  cwd: '/repo',
+  hook_event_name: 'Stop',
+  stop_hook_active: false,
+  last_assistant_message: 'Done.',
+});
 
 describe('security matrix H: Unicode structure in text models read', () => {
   let d: TestDaemon;
@@ -213,7 +240,24 @@ describe('security matrix H: Unicode structure in text models read', () => {
     const id = 'm-legacyh0000001';
     const now = Date.now();
     await d.engine.store.appendMessage(
-      { id, threadId: id, fromAccount: 'codex', fromSession: null, fromKind: 'agent', toAddress: 'claude', toKey: 'a:claude', subject, body: subject, replyTo: null, correlation: null, refs: [], priority: 'normal', createdAt: now, idempotencyKey: null, fingerprint: null },
+      {
+        id,
+        threadId: id,
+        fromAccount: 'codex',
+        fromSession: null,
+        fromKind: 'agent',
+        toAddress: 'claude',
+        toKey: 'a:claude',
+        subject,
+        body: subject,
+        replyTo: null,
+        correlation: null,
+        refs: [],
+        priority: 'normal',
+        createdAt: now,
+        idempotencyKey: null,
+        fingerprint: null,
+      },
       now,
     );
     const reason = await stopHook();
@@ -239,7 +283,7 @@ describe('security matrix H: Unicode structure in text models read', () => {
     }
   });
 
-  it('an MCP result and `m4a read` show a body\'s characters as escapes: the same value to a parser, no raw line break', async () => {
+  it("an MCP result and `m4a read` show a body's characters as escapes: the same value to a parser, no raw line break", async () => {
     const body = BODY_CHARS.map((cp) => `${ch(cp)}${FAKE}`).join('');
     const s = await codex.send({ to: 'claude', subject: 'read me', body });
     const cli = await claude.run(`${m4a} read ${s.message_id}`);
@@ -295,7 +339,7 @@ describe('security matrix I: address parts over 128 bytes are too_large, never u
     await assertUnchanged(d.engine.store, before, 'refused sends store nothing');
   });
 
-  it('room names and a wake chain\'s session name of 129 bytes are too_large by field', async () => {
+  it("room names and a wake chain's session name of 129 bytes are too_large by field", async () => {
     const before = await storeSnapshot(d.engine.store);
     const cases: Array<[string, unknown, string]> = [
       ['/admin/room/add', { name: long }, 'name'],

@@ -54,7 +54,9 @@ describe('security matrix I: the doors', () => {
           seen += c.toString('utf8');
           if (!seen.includes('"account"') || seen.includes('#cut')) return;
           seen += '#cut';
-          s.write(`POST /mail/send HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\nauthorization: Bearer ${secret}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"to":"alice",`);
+          s.write(
+            `POST /mail/send HTTP/1.1\r\nhost: 127.0.0.1:${d.port}\r\nauthorization: Bearer ${secret}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"to":"alice",`,
+          );
           setTimeout(() => s.destroy(), 100);
         });
         s.on('close', () => resolve());

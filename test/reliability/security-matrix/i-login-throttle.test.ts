@@ -63,7 +63,10 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
       const wrong = await guess(d, '127.0.0.2', 'carol', 'wrong 1');
       assert.equal(wrong.json.error.code, 'bad_credentials');
       assert.equal(wrong.json.error.failures, 1);
-      assert.deepEqual((await d.store.listRecords('web_throttle_addr', 'carol/', 10)).map((r) => r.id), ['carol/loopback']);
+      assert.deepEqual(
+        (await d.store.listRecords('web_throttle_addr', 'carol/', 10)).map((r) => r.id),
+        ['carol/loopback'],
+      );
       const before = await throttleRecords(d, 'carol');
       for (const headers of [undefined, { 'x-forwarded-for': '192.0.2.1', 'x-real-ip': '10.9.9.9' }]) {
         const other = await guess(d, '127.0.0.3', 'carol', PASSWORD, headers);
@@ -81,7 +84,7 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
       assert.deepEqual(await d.store.listRecords('web_throttle_addr', 'carol/', 10), [], 'the right password clears the shared record');
     });
 
-    it('rotating loopback addresses gets one check per delay, and never uses up the account\'s allowance', async () => {
+    it("rotating loopback addresses gets one check per delay, and never uses up the account's allowance", async () => {
       let checked = 0;
       for (let i = 10; i < 40; i++) {
         const r = await guess(d, `127.0.0.${i}`, 'fay', `guess ${i}`);
@@ -95,7 +98,7 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
     });
   });
 
-  describe('per address, through the daemon\'s WebAuth on its store', () => {
+  describe("per address, through the daemon's WebAuth on its store", () => {
     const THROTTLE: Partial<ThrottleOptions> = { baseMs: 50, maxMs: 200, forgetMs: 60_000, accountBurst: 5, accountRefillMs: 200 };
     let d: TestDaemon;
     let auth: WebAuth;
@@ -107,7 +110,7 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
     });
     after(() => d.stop());
 
-    it('one address\'s guesses slow that address only, however long it keeps guessing; the person gets in from another every time', async () => {
+    it("one address's guesses slow that address only, however long it keeps guessing; the person gets in from another every time", async () => {
       const delays: number[] = [];
       for (let round = 0; round < 10; round++) {
         const wrong = await tryLogin(auth, 'carol', `wrong ${round}`, '198.51.100.7');
@@ -120,11 +123,11 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
         assert.equal(await tryLogin(auth, 'carol', PASSWORD, '203.0.113.9'), 'ok', `round ${round}: the person, at another address, is kept out`);
         await sleep(wrong.retry_after_ms + 10);
       }
-      assert.deepEqual(delays, [50, 100, 200, 200, 200, 200, 200, 200, 200, 200], 'each wrong password doubles the address\'s delay up to maxMs');
+      assert.deepEqual(delays, [50, 100, 200, 200, 200, 200, 200, 200, 200, 200], "each wrong password doubles the address's delay up to maxMs");
       const view = await callAs(d.url, await loginFrom(d.url, '127.0.0.1', 'carol', PASSWORD), 'login-throttle');
       assert.equal(view.json.wrong_passwords, 10);
       assert.equal(view.json.addresses, 1);
-      assert.equal(view.json.account_retry_after_ms, 0, 'one address at its pace never uses up the account\'s allowance');
+      assert.equal(view.json.account_retry_after_ms, 0, "one address at its pace never uses up the account's allowance");
     });
 
     it('parallel guesses from one address get one check: the second and third are refused before any await', async () => {
@@ -166,7 +169,7 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
       return { checked, bound: BURST + Math.ceil((Date.now() - t0) / 5000) };
     }
 
-    it('the account\'s bound holds across addresses; only the person, logged in, clears it, and only the allowance and their own address', async () => {
+    it("the account's bound holds across addresses; only the person, logged in, clears it, and only the allowance and their own address", async () => {
       const dana = await loginFrom(d.url, '127.0.0.1', 'dana', PASSWORD);
       const erin = await loginFrom(d.url, '127.0.0.1', 'erin', PASSWORD);
       // A typo of the person's own, at the address she will clear from.
@@ -191,7 +194,11 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
       // without the login's CSRF token, not as an operator route.
       const before = await throttleRecords(d, 'dana');
       const snap = await storeSnapshot(d.store);
-      assert.deepEqual((await callAs(d.url, erin, 'login-throttle/clear')).json, { allowance_restored: false, address_cleared: false, addresses_waiting: 0 }, 'erin clears her own account: nothing');
+      assert.deepEqual(
+        (await callAs(d.url, erin, 'login-throttle/clear')).json,
+        { allowance_restored: false, address_cleared: false, addresses_waiting: 0 },
+        'erin clears her own account: nothing',
+      );
       const naming = await callAs(d.url, erin, 'login-throttle/clear', { account: 'dana' });
       assert.equal(naming.status, 400);
       assert.equal(naming.json.error.code, 'malformed');
@@ -199,7 +206,7 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
       assert.equal((await webFrom(d.url, 'login-throttle/clear', { cookie: dana.cookie, csrf: erin.csrf })).json.error.code, 'csrf_failed');
       assert.equal((await webFrom(d.url, 'login-throttle/clear', {})).json.error.code, 'unauthenticated');
       assert.equal((await callAs(d.url, erin, 'admin/login-throttle/clear', { account: 'dana' })).json.error.code, 'unknown_route');
-      assert.equal(await throttleRecords(d, 'dana'), before, 'dana\'s delays are as they were');
+      assert.equal(await throttleRecords(d, 'dana'), before, "dana's delays are as they were");
       await assertUnchanged(d.store, snap, 'refused clears');
       assert.equal((await guess(d, '127.0.0.1', 'dana', PASSWORD)).status, 429, 'still waiting');
 
@@ -220,7 +227,7 @@ describe('I: the login throttle keeps guessers out, not the person', () => {
       assert.ok(second.checked >= BURST - 1 && second.checked <= second.bound, `after one clear: ${second.checked} checked, the bound is ${second.bound}`);
       const counts = (await d.store.listRecords('web_throttle_addr', 'dana/', 1000)).map((r) => JSON.parse(r.value).failures as number);
       assert.ok(counts.includes(2), `an address that guessed before the clear counts on from its old failures: ${counts.join(',')}`);
-      assert.equal((await guess(d, '127.0.0.1', 'dana', PASSWORD)).json.error.scope, 'account', 'used up again: the next click is the person\'s');
+      assert.equal((await guess(d, '127.0.0.1', 'dana', PASSWORD)).json.error.scope, 'account', "used up again: the next click is the person's");
     });
 
     it('names that are no account are throttled in memory: guessing them writes nothing to the store', async () => {

@@ -56,7 +56,10 @@ describe('security matrix I: posting into a room', () => {
     // Nor can a non-member reply into the room: it may not read the parent to begin with.
     const reply = await http(d.url, '/mail/send', { token: carolSecret, body: JSON.stringify({ to: '#reviewers', subject: 're', body: 'z', reply_to: own.message_id }) });
     assert.equal(assertEnvelope(reply, 'reply'), 'not_addressed_to_you');
-    assert.deepEqual((await alice.inbox()).messages.map((m) => m.subject), ['review']);
+    assert.deepEqual(
+      (await alice.inbox()).messages.map((m) => m.subject),
+      ['review'],
+    );
   });
 
   it('admin room set --open lets anyone post, --closed takes it back; admin room add --open makes an open room', async () => {
