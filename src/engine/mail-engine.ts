@@ -240,22 +240,27 @@ export class MailEngine {
     if (!c.account.permissions[perm]) throw new MailError('permission_denied', `account ${c.account.id} may not ${perm}`, { need: perm });
   }
 
-  private async readable(c: Caller, m: StoredMessage, scope?: ReaderScope): Promise<boolean> {
-    const s = scope ?? (await this.scope(c));
-    return readKeys(s).includes(m.toKey);
-  }
-
   async send(c: Caller, req: W.SendRequest): Promise<W.SendResponse> {
     this.need(c, 'send');
     const priority = req.priority ?? 'normal';
     if (priority === 'urgent') this.need(c, 'urgent');
-    let parent: StoredMessage | null = null;
-    if (req.reply_to) {
-      parent = await this.store.getMessage(req.reply_to);
-      if (!parent) throw new MailError('unknown_message', `no message ${req.reply_to}`, { message_id: req.reply_to });
-      if (!sentBy(c.account, parent) && !(await this.readable(c, parent)))
-        throw new MailError('not_addressed_to_you', `you may not reply to ${req.reply_to}`, { message_id: req.reply_to });
-    }
+    const parent = req.reply_to ? (await this.answerable(c, req.reply_to, await this.scope(c))).message : null;
+    return this.deliver(c, req, parent);
+  }
+
+  /** A message the caller may answer: addressed to it, or sent by its account (a follow-up).
+   *  `mine`: it is in the caller's mail, so answering it can acknowledge it. */
+  private async answerable(c: Caller, id: string, scope: ReaderScope): Promise<{ message: StoredMessage; mine: boolean }> {
+    const message = await this.store.getMessage(id);
+    if (!message) throw new MailError('unknown_message', `no message ${id}`, { message_id: id });
+    const mine = readKeys(scope).includes(message.toKey);
+    if (!mine && !sentBy(c.account, message)) throw new MailError('not_addressed_to_you', `you may not reply to ${id}`, { message_id: id });
+    return { message, mine };
+  }
+
+  /** Stores a checked send (`parent`: the message `reply_to` names, already checked). */
+  private async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> {
+    const priority = req.priority ?? 'normal';
     const now = this.clock.now();
     const target = await resolveRecipient(this.store, this.sessions, req.to, parent, now, c.account);
     const refs = req.refs ?? [];
@@ -410,19 +415,12 @@ export class MailEngine {
    *  subject `Re: …` once, and acknowledges it unless ack is false. */
   async reply(c: Caller, req: W.ReplyRequest): Promise<W.ReplyResponse> {
     this.need(c, 'send');
-    const m = await this.store.getMessage(req.message_id);
-    if (!m) throw new MailError('unknown_message', `no message ${req.message_id}`, { message_id: req.message_id });
     const scope = await this.scope(c);
-    const mine = readKeys(scope).includes(m.toKey);
-    if (!mine && !sentBy(c.account, m)) throw new MailError('not_addressed_to_you', `you may not reply to ${req.message_id}`, { message_id: req.message_id });
+    const { message: m, mine } = await this.answerable(c, req.message_id, scope);
     const to = replyTarget(m, mine, req.to_sender ?? false);
-    const sent = await this.send(c, {
-      to,
-      subject: replySubject(m.subject),
-      body: req.body,
-      reply_to: m.id,
-      ...(req.idempotency_key !== undefined ? { idempotency_key: req.idempotency_key } : {}),
-    });
+    const send: W.SendRequest = { to, subject: replySubject(m.subject), body: req.body, reply_to: m.id };
+    if (req.idempotency_key !== undefined) send.idempotency_key = req.idempotency_key;
+    const sent = await this.deliver(c, send, m);
     const ack = mine && req.ack !== false;
     if (ack) await this.store.ack(scope, [{ seq: m.seq, toKey: m.toKey }], this.clock.now());
     return { ...sent, acked: ack };
