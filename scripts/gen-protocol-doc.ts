@@ -6,7 +6,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { jsonSchemaOf } from '../src/wire/json-schema.js';
 import { OPERATIONS, OPERATION_NAMES, webPathOf, type OperationName, type OperationSpec } from '../src/wire/operations.js';
 import { MCP_PROTOCOL_VERSIONS as PROTOCOL_VERSIONS } from '../src/wire/capabilities.js';
 import { ERROR_TABLE, type ErrorCode, type McpForm } from '../src/wire/errors.js';
@@ -18,23 +19,6 @@ const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const DEFAULT_TARGET = resolve(ROOT, 'docs/protocol.md');
 
 // ---------------------------------------------------------------- JSON Schema → Markdown
-
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
-  const { $schema: _drop, ...s } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Json;
-  return stripNoise(s) as Json;
-}
-
-/** Drops zod's ±MAX_SAFE_INTEGER bounds on integers: they say nothing a reader needs. */
-function stripNoise(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(stripNoise);
-  if (v === null || typeof v !== 'object') return v;
-  const out: Json = {};
-  for (const [k, x] of Object.entries(v)) {
-    if ((k === 'minimum' && x === Number.MIN_SAFE_INTEGER) || (k === 'maximum' && x === Number.MAX_SAFE_INTEGER)) continue;
-    out[k] = stripNoise(x);
-  }
-  return out;
-}
 
 /** JSON with every node on one line when it fits in `width` columns (`lead`: columns before it). */
 function compactJson(v: unknown, indent = '', lead = 0, width = 100): string {
@@ -122,7 +106,7 @@ function rowsOf(s: Json, prefix = '', out: Row[] = []): Row[] {
 }
 
 function schemaSection(title: string, schema: z.ZodType, io: 'input' | 'output'): string {
-  const js = jsonSchema(schema, io);
+  const js = jsonSchemaOf(schema, io);
   const rows = rowsOf(js);
   const table = rows.length
     ? [

@@ -2,7 +2,7 @@
 // door learns what an operation does. The mapped type makes a missing binding a type error.
 import { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
-import { OPERATIONS, OPERATION_NAMES, type OpInput, type OperationName } from '../wire/operations.js';
+import { OPERATIONS, OPERATION_NAMES, servedOverBearer, type OpInput, type OperationName } from '../wire/operations.js';
 import type { Caller, MailEngine } from '../engine/mail-engine.js';
 import type { AdminOps } from '../engine/admin-ops.js';
 import type { WakeChains } from '../engine/wake-chains.js';
@@ -91,7 +91,7 @@ export function runOperation<K extends OperationName>(name: K, x: OpContext, c: 
 }
 
 /** The operation served at an HTTP path (POST), and the one an MCP tool name calls. */
-export const OPERATION_BY_PATH = new Map<string, OperationName>(OPERATION_NAMES.filter((n) => !OPERATIONS[n].path.startsWith('/web/api/')).map((n) => [OPERATIONS[n].path, n]));
+export const OPERATION_BY_PATH = new Map<string, OperationName>(OPERATION_NAMES.filter(servedOverBearer).map((n) => [OPERATIONS[n].path, n]));
 export const OPERATION_BY_TOOL = new Map<string, OperationName>(
   OPERATION_NAMES.flatMap((n): [string, OperationName][] => {
     const tool = OPERATIONS[n].tool;

@@ -340,8 +340,11 @@ export const MCP_TOOL_NAMES: readonly string[] = OPERATION_NAMES.flatMap((n) => 
   return t ? [t] : [];
 });
 
-/** Every HTTP path a bearer (agent or operator) can POST to. */
-export const HTTP_PATHS: readonly string[] = OPERATION_NAMES.filter((n) => factsOf(n).callers.some((c) => c !== 'person')).map((n) => factsOf(n).path);
+/** Served over HTTP to a bearer (an agent or the operator), not only to a browser's login. */
+export const servedOverBearer = (name: OperationName): boolean => factsOf(name).callers.some((c) => c !== 'person');
+
+/** Every HTTP path a bearer can POST to. */
+export const HTTP_PATHS: readonly string[] = OPERATION_NAMES.filter(servedOverBearer).map((n) => factsOf(n).path);
 
 /** The path of an operation, for clients. */
 export const pathOf = (name: OperationName): string => OPERATION_FACTS[name].path;

@@ -1,6 +1,7 @@
 // MCP tool definitions, derived from the operation table (wire/operations.ts): the tool's schema
 // is the operation's (or its narrower MCP form), its annotations the operation's facts.
-import { z } from 'zod';
+import type { z } from 'zod';
+import { jsonSchemaOf } from '../../wire/json-schema.js';
 import { OPERATIONS, OPERATION_NAMES, type OperationSpec } from '../../wire/operations.js';
 
 export interface ToolDef {
@@ -10,11 +11,11 @@ export interface ToolDef {
   annotations?: Record<string, boolean>;
 }
 
-/** JSON Schema without what a model never needs: `$schema`, zod's ±2^53 integer bounds, the id
- *  pattern and `additionalProperties: false` (the door still refuses an unknown field by name). */
+/** The request's JSON Schema without what a model never needs: the id pattern, descriptions of
+ *  array items (the array's own says it) and `additionalProperties: false` (the door still
+ *  refuses an unknown field by name). */
 export function toolSchema(schema: z.ZodType): Record<string, unknown> {
-  const { $schema: _drop, ...s } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  return strip(s) as Record<string, unknown>;
+  return strip(jsonSchemaOf(schema, 'input')) as Record<string, unknown>;
 }
 
 function strip(v: unknown, inItems = false): unknown {
@@ -22,13 +23,11 @@ function strip(v: unknown, inItems = false): unknown {
   if (v === null || typeof v !== 'object') return v;
   const out: Record<string, unknown> = {};
   for (const [k, x] of Object.entries(v)) {
-    // The array's own description says what its items are.
     if (inItems && k === 'description') continue;
     if (k === 'items') {
       out[k] = strip(x, true);
       continue;
     }
-    if ((k === 'minimum' && x === Number.MIN_SAFE_INTEGER) || (k === 'maximum' && x === Number.MAX_SAFE_INTEGER)) continue;
     if (k === 'pattern' || (k === 'additionalProperties' && x === false)) continue;
     out[k] = strip(x, inItems);
   }
