@@ -114,6 +114,20 @@ describe('reply', () => {
     assert.equal(bad.json.error.code, 'malformed');
   });
 
+  it("never answers a removed sender's mail to a new account of the name", async () => {
+    await d.account('dora', { kind: 'human' });
+    // As the browser door sends for a person: a caller with no session, so the reply goes to the account.
+    const dora = (await d.engine.store.getAccount('dora'))!;
+    await d.engine.send({ account: dora, session: null }, { to: { kind: 'direct', participant: 'codex' }, subject: 'from the browser', body: 'sent without a session' });
+    const s = (await codex.inbox()).messages.find((m) => m.subject === 'from the browser')!;
+    await d.operator.admin.accountRemove('dora');
+    const again = await d.account('dora', { kind: 'human' });
+    const head = await d.engine.store.headSeq();
+    await refused(codex.reply({ message_id: s.message_id, body: 'meant for the first dora' }), 'unknown_participant');
+    assert.equal(await d.engine.store.headSeq(), head, 'nothing was stored');
+    assert.equal((await again.client.inbox()).messages.length, 0, 'the new account of the name got nothing');
+  });
+
   it('a retry with the same idempotency key returns the first reply', async () => {
     const s = await claude.send({ to: 'codex', subject: 'retry', body: 'x' });
     const a = await codex.reply({ message_id: s.message_id, body: 'once', idempotency_key: 'reply-1' });

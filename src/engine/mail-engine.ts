@@ -418,6 +418,13 @@ export class MailEngine {
     const scope = await this.scope(c);
     const { message: m, mine } = await this.answerable(c, req.message_id, scope);
     const to = replyTarget(m, mine, req.to_sender ?? false);
+    // The sender's account may have been removed and its name given to someone else since: the
+    // message then predates the account of the name, and the answer is meant for nobody there.
+    if (to.kind !== 'room' && to.participant === m.fromAccount) {
+      const sender = await this.store.getAccount(m.fromAccount);
+      if (!sender || !sentBy(sender, m))
+        throw new MailError('unknown_participant', `the account that sent ${m.id} was removed; ${m.fromAccount} now names another account`, { participant: m.fromAccount });
+    }
     const send: W.SendRequest = { to, subject: replySubject(m.subject), body: req.body, reply_to: m.id };
     if (req.idempotency_key !== undefined) send.idempotency_key = req.idempotency_key;
     const sent = await this.deliver(c, send, m);
