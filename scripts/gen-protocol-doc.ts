@@ -131,7 +131,7 @@ const OP_NOTES: Record<string, string> = {
   directory:
     'By default only live sessions, each as its address and what it declared; `include_ended: true` adds the ended ones (`ended: true`), `detail: true` gives every session in full (session id, slug, aliases, last seen, successor, card). The directory never contains a secret or a secret digest.',
   reply:
-    "The reply goes to the message's sender (the session that wrote it, or its account; an ended session is redirected exactly as a send with `reply_to` would be), for room mail to the room unless `to_sender: true`; a reply to mail your own account sent goes to its recipient. The subject is the original's with `Re: ` once; `reply_to` is set. The original is acknowledged after the reply is stored unless `ack: false` (`acked` says whether it was).",
+    "The reply goes to the message's sender (the session that wrote it, or its account; an ended session is redirected exactly as a send with `reply_to` would be), for room mail to the room unless `to_sender: true`; a reply to mail your own account sent goes to its recipient. Mail from an account that was removed is not answered to a new account of its name: `unknown_participant`. The subject is the original's with `Re: ` once; `reply_to` is set. The original is acknowledged after the reply is stored unless `ack: false` (`acked` says whether it was).",
 };
 
 /** The operations of one group, in table order. */
