@@ -1,12 +1,26 @@
 #!/usr/bin/env node
 // Runs the slow tests with the real agent programs (test/agents/*.test.ts): Claude Code, Codex and
-// Gemini CLI from the devDependencies, driven by scripted model servers on loopback. Not part of
-// `npm test`; `npm run test:agents` builds first, since the agents run dist/cli/main.js.
-import { readdirSync } from 'node:fs';
+// Gemini CLI, driven by scripted model servers on loopback. Not part of `npm test`;
+// `npm run test:agents` builds first, since the agents run dist/cli/main.js. The programs are a
+// package of their own (test/agents/package.json), kept out of the project's install: installed
+// here when test/agents/node_modules is missing or older than its lockfile.
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 const dir = new URL('../test/agents/', import.meta.url).pathname;
+
+// npm writes node_modules/.package-lock.json at the end of every install: older than the lockfile
+// means the lockfile changed since (a pull, a version bump). The lockfile lists omp's native addon
+// for every platform by hand (@oh-my-pi/pi-natives-*: the registry it was made against serves only
+// linux-x64's, and npm ci refuses a lockfile that lacks the others): keep them on an update.
+const installed = join(dir, 'node_modules', '.package-lock.json');
+if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(join(dir, 'package-lock.json')).mtimeMs) {
+  console.error('test:agents: installing the agent programs (npm ci in test/agents)');
+  const npm = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
+  if (npm.status !== 0) process.exit(npm.status ?? 1);
+}
+
 const only = process.argv.slice(2);
 const files = readdirSync(dir)
   .filter((n) => n.endsWith('.test.ts'))
@@ -17,6 +31,7 @@ if (files.length === 0) {
   console.error('no test files found in test/agents/');
   process.exit(1);
 }
+
 // One file at a time: each test starts several agent processes and a daemon of its own.
 const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], { stdio: 'inherit' });
 process.exit(r.status ?? 1);

@@ -1,4 +1,4 @@
-// The Codex wake adapter against the real `codex app-server` (node_modules/.bin/codex, 0.171.0),
+// The Codex wake adapter against the real `codex app-server` (test/agents/node_modules/.bin/codex, 0.171.0),
 // offline: the model is a scripted Responses server on loopback (a custom provider in the world's
 // CODEX_HOME). A raw WebSocket client plays the agent's own client (the TUI's part): it starts the
 // thread and its turns on an app-server listening on a unix socket; the adapter reaches the same

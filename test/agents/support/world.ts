@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const DIST_MAIN = join(REPO, 'dist', 'cli', 'main.js');
-export const NODE_BIN = join(REPO, 'node_modules', '.bin');
+/** The agent programs' own package (test/agents/package.json), installed by `npm run test:agents`. */
+export const AGENT_MODULES = join(REPO, 'test', 'agents', 'node_modules');
+export const NODE_BIN = join(AGENT_MODULES, '.bin');
 
 /** Variables of an agent session or of mail4agent that must not leak from whoever runs the tests. */
 const FOREIGN = /^(CLAUDE|CLAUDECODE|ANTHROPIC|CODEX|OPENAI|GEMINI|GOOGLE|CURSOR|M4A|MCP|XDG)(_|$)/;
