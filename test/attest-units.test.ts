@@ -88,6 +88,12 @@ test('provider from executable and script paths', () => {
   assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/@google/gemini-cli/dist/index.js']), 'gemini');
   assert.equal(providerFromPaths(['/opt/cursor-agent']), 'cursor');
   assert.equal(providerFromPaths(['/usr/local/bin/omp']), 'omp');
+  // omp run by the npm `bun` package: the script is Bun's first argument; its path also names pi.
+  assert.equal(providerFromPaths(['/x/node_modules/bun/bin/bun.exe', 'bun', '/x/node_modules/@oh-my-pi/pi-coding-agent/dist/cli.js']), 'omp');
+  // pi rewrites its command line to `pi`; unrewritten, its script path names the package.
+  assert.equal(providerFromPaths(['/usr/bin/node', 'pi']), 'pi');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/@mariozechner/pi-coding-agent/dist/cli.js']), 'pi');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/pip/main.js']), undefined);
   assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/tmp/test.js']), undefined);
 });
 

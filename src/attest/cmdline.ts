@@ -10,6 +10,15 @@ export function isNodeBase(base: string): boolean {
   return /^node(js)?[0-9.]*$/.test(base);
 }
 
+/** Bun, also as the npm `bun` package installs it (`bun.exe`, on every platform). It runs a script
+ *  as node does: the first argument that is not an option. */
+export function isBunBase(base: string): boolean {
+  return base === 'bun' || base === 'bun.exe';
+}
+
+/** A runtime whose first non-option argument is the script the process really is. */
+export const isScriptHost = (base: string): boolean => isNodeBase(base) || isBunBase(base);
+
 /** Index in argv of the script node runs (first non-option argument after node's options), or -1. */
 export function nodeScriptIndex(argv: readonly string[]): number {
   for (let i = 1; i < argv.length; i++) {

@@ -1,6 +1,6 @@
 // Allow-listed facts about the session: its cwd, which agent it is, its model and the agent's own
 // session id. Only these values leave this file; the raw argv and environment never do.
-import { baseName, cleanValue, isNodeBase, nodeScriptIndex } from './cmdline.js';
+import { baseName, cleanValue, isScriptHost, nodeScriptIndex } from './cmdline.js';
 import { exeBase, readCmdline, readCwd, readEnvVars } from './proc-facts.js';
 import { nodeScriptPath } from './transparent.js';
 import type { Corroborated, ProcessFacts } from './types.js';
@@ -26,7 +26,10 @@ export function providerFromPaths(paths: readonly string[]): string | undefined 
     if (base === 'codex' || p.includes('@openai/codex')) return 'codex';
     if (base === 'gemini' || p.includes('@google/gemini-cli')) return 'gemini';
     if (base === 'cursor-agent' || base === 'cursor') return 'cursor';
-    if (base === 'omp') return 'omp';
+    // omp is pi's fork: its package path holds pi's package name too, so it is checked first.
+    if (base === 'omp' || p.includes('@oh-my-pi/')) return 'omp';
+    // pi rewrites its command line to `pi` (process.title), so argv[0] is often all there is.
+    if (base === 'pi' || p.includes('@mariozechner/pi-coding-agent')) return 'pi';
   }
   return undefined;
 }
@@ -85,8 +88,8 @@ export function envFacts(
 export function corroborate(session: ProcessFacts, passed: readonly ProcessFacts[]): Corroborated {
   const argv = readCmdline(session.pid);
   const base = exeBase(session.exe);
-  const scripted = isNodeBase(base);
-  const si = isNodeBase(base) ? nodeScriptIndex(argv) : -1;
+  const scripted = isScriptHost(base);
+  const si = scripted ? nodeScriptIndex(argv) : -1;
   const paths = [session.exe, argv[0] ?? ''];
   if (si !== -1) paths.push(argv[si] ?? '', nodeScriptPath(session.pid, argv) ?? '');
   const provider = providerFromPaths(paths);

@@ -4,7 +4,7 @@
 // exe link and argv, never from a process title.
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { baseName, isNodeBase, nodeScriptIndex } from './cmdline.js';
+import { baseName, isBunBase, isNodeBase, isScriptHost, nodeScriptIndex } from './cmdline.js';
 import { exeBase, readCmdline, readFacts } from './proc-facts.js';
 import type { ProcessFacts, UnattestedReason } from './types.js';
 
@@ -32,7 +32,7 @@ export function isRunner(base: string, argv: readonly string[]): boolean {
     const i = nodeScriptIndex(argv);
     if (i === -1 || !RUNNER_SCRIPTS.has(baseName(argv[i] ?? ''))) return false;
     args = argv.slice(i + 1);
-  } else if (base === 'bun') {
+  } else if (isBunBase(base)) {
     if (baseName(argv[0] ?? '') === 'bunx') args = argv.slice(1);
     else {
       const x = argv.findIndex((a, i) => i > 0 && !a.startsWith('-'));
@@ -78,12 +78,10 @@ export function cliDirsOf(packageRoot: string): string[] {
 export function isTransparent(p: ProcessFacts, ctx: WalkContext, runnerAllowed: boolean): boolean {
   const base = exeBase(p.exe);
   if (isShell(base)) return true;
-  if (!isNodeBase(base) && base !== 'bun') return false;
+  if (!isScriptHost(base)) return false;
   const argv = readCmdline(p.pid);
-  if (isNodeBase(base)) {
-    const script = nodeScriptPath(p.pid, argv);
-    if (script !== null && ctx.cliDirs.some((d) => script.startsWith(d))) return true;
-  }
+  const script = nodeScriptPath(p.pid, argv);
+  if (script !== null && ctx.cliDirs.some((d) => script.startsWith(d))) return true;
   return runnerAllowed && isRunner(base, argv);
 }
 

@@ -223,9 +223,9 @@ export class MailEngine {
   }
 
   /** The caller for a verified account and, when the connection is attested, the session it is. */
-  async callerFor(account: AccountRecord, att: Attestation | null): Promise<Caller> {
+  async callerFor(account: AccountRecord, att: Attestation | null, reported?: string): Promise<Caller> {
     if (!att) return { account, session: null };
-    return { account, session: await this.sessions.sessionFor(account, att) };
+    return { account, session: await this.sessions.sessionFor(account, att, reported) };
   }
 
   async scope(c: Caller): Promise<ReaderScope> {

@@ -202,7 +202,8 @@ export class NoticeBook {
       consecutive_blocks: st.blocks,
     });
     if (req.event === 'tool' && now - st.lastToolNotice < TOOL_NOTICE_EVERY_MS) return answer([], false);
-    const page = await deps.page(st.shown, req.event === 'stop' ? (req.wait_secs ?? 0) : 0);
+    const waits = req.event === 'stop' || req.event === 'live';
+    const page = await deps.page(st.shown, waits ? (req.wait_secs ?? 0) : 0);
     // Mail the loop guard quieted is in the inbox but wakes nobody.
     const quiet = await Promise.all(page.items.map((m) => deps.quiet(m.message_id)));
     const mail = page.items.filter((_, i) => !quiet[i]);
@@ -221,6 +222,8 @@ export class NoticeBook {
     showAll();
     if (req.event === 'tool') st.lastToolNotice = now;
     if (req.event === 'stop') st.blocks++;
-    return answer(mail, req.event === 'stop');
+    // live: the extension injects the mail as a message of its own, so there is no stop to block
+    // and no chain of blocks to count; the loop guard above is what stops two agents' ping-pong.
+    return answer(mail, req.event === 'stop' || req.event === 'live');
   }
 }

@@ -1,11 +1,13 @@
 // Resolving a `to` address to the mailbox key a message lands in. Mail is never accepted for a
-// recipient that does not exist; mail to an ended session goes to its live successor, or (for a
-// reply to that session's own message) to its account, or is refused with session_ended.
+// recipient that does not exist; mail to an ended session goes to its live successor, or waits for
+// a pi or omp conversation to resume, or (for a reply to that session's own message) goes to its
+// account, or is refused with session_ended.
 import { MailError } from '../wire/errors.js';
 import { formatAddress, type Address } from '../wire/address.js';
 import { keyOfAccount, keyOfLineage, keyOfRoom, type AccountRecord, type MailKey, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
 import type { SessionBook } from './sessions.js';
 import { FULL_ID, PREFIX, findSession } from './names.js';
+import { isExtensionProvider } from '../wire/capabilities.js';
 
 export interface Recipient {
   key: MailKey;
@@ -41,6 +43,11 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Addr
       accounts: [account.id],
       session: live,
     };
+  }
+  // A pi or omp conversation resumes with its extension, which delivers what waited for it.
+  const end = await chainEnd(store, session);
+  if (isExtensionProvider(end.corroborated.provider) && end.corroborated.providerSessionId) {
+    return { key: keyOfLineage(account.id, end.lineage), address: `${account.id}/${end.id}`, redirected: end.id !== session.id, accounts: [account.id], session: end };
   }
   if (parent && parent.fromAccount === account.id && parent.fromSession !== null && (await sameLineage(store, account.id, parent.fromSession, session))) {
     return { key: keyOfAccount(account.id), address: account.id, redirected: true, accounts: [account.id] };
@@ -82,6 +89,17 @@ async function liveEnd(store: Store, book: SessionBook, start: SessionRecord, no
     s = s.successor ? await store.getSession(s.account, s.successor) : null;
   }
   return null;
+}
+
+/** The last session of a successor chain (every one of them ended). */
+async function chainEnd(store: Store, start: SessionRecord): Promise<SessionRecord> {
+  let s = start;
+  for (let hops = 0; s.successor && hops < 64; hops++) {
+    const next = await store.getSession(s.account, s.successor);
+    if (!next) break;
+    s = next;
+  }
+  return s;
 }
 
 async function sameLineage(store: Store, account: string, sessionId: string, target: SessionRecord): Promise<boolean> {

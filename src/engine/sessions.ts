@@ -5,6 +5,7 @@ import type { AccountRecord, SessionRecord, Store } from '../store/types.js';
 import type { Attestation } from '../attest/types.js';
 import type { Clock } from './clock.js';
 import { slugFromCwd } from './names.js';
+import { isExtensionProvider } from '../wire/capabilities.js';
 
 export interface SessionBookOptions {
   hostId: string;
@@ -27,16 +28,26 @@ export class SessionBook {
     private opts: SessionBookOptions,
   ) {}
 
-  /** The session of `account` that the attested process is, registered on first contact. */
-  async sessionFor(account: AccountRecord, att: Attestation): Promise<SessionRecord> {
+  /** The session of `account` that the attested process is, registered on first contact.
+   *  `reported`: the conversation id a pi or omp extension names for its own process (taken only
+   *  from the agent process itself, never from a helper it runs); the session's card follows it
+   *  when the agent switches conversations, and the first one finds a resumed conversation's
+   *  predecessor. */
+  async sessionFor(account: AccountRecord, att: Attestation, reported?: string): Promise<SessionRecord> {
     if (account.bindProvider && att.corroborated.provider !== account.bindProvider) {
       throw new MailError('permission_denied', `account ${account.id} is bound to ${account.bindProvider} sessions`, { need: `provider:${account.bindProvider}` });
     }
     const key = `${account.id}/${att.sessionId}`;
     const now = this.clock.now();
+    const own = reported !== undefined && att.peer.pid === att.session.pid && isExtensionProvider(att.corroborated.provider) ? reported : undefined;
     let rec = this.known.get(key);
     if (!rec) {
-      rec = (await this.store.getSession(account.id, att.sessionId)) ?? (await this.register(account, att, now));
+      const facts = own === undefined ? att : { ...att, corroborated: { ...att.corroborated, provider_session_id: own } };
+      rec = (await this.store.getSession(account.id, att.sessionId)) ?? (await this.register(account, facts, now));
+      this.known.set(key, rec);
+    }
+    if (own !== undefined && rec.corroborated.providerSessionId !== own) {
+      rec = (await this.store.setProviderSessionId(account.id, rec.id, own)) ?? rec;
       this.known.set(key, rec);
     }
     this.seen.set(key, { account: account.id, id: att.sessionId, at: now });

@@ -273,6 +273,9 @@ export interface Store {
   touchSessions(seen: { account: string; id: string; at: number }[]): Promise<void>;
   endSession(account: string, id: string, at: number): Promise<void>;
   setDeclared(account: string, id: string, declared: Declared): Promise<SessionRecord | null>;
+  /** The agent's own conversation id, as a pi or omp session reports it after switching
+   *  conversations within its process (null when there is no such session). */
+  setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null>;
   /** Deletes sessions ended before `before`; returns how many. Mail is never deleted. */
   pruneSessions(before: number): Promise<number>;
 
@@ -351,6 +354,7 @@ export const STORE_METHODS = {
   touchSessions: 'write',
   endSession: 'write',
   setDeclared: 'write',
+  setProviderSessionId: 'write',
   pruneSessions: 'write',
   appendMessage: 'write',
   getMessage: 'read',

@@ -2,11 +2,13 @@
 // kin): HTTP only, not MCP tools. The hook asks what mail is new since it last told the agent.
 import { z } from 'zod';
 
-export const NoticeEvent = z.enum(['stop', 'prompt', 'tool', 'peek']);
+export const NoticeEvent = z.enum(['stop', 'prompt', 'tool', 'peek', 'live']);
 
 export const NoticeRequest = z.strictObject({
-  event: NoticeEvent.describe('stop: the agent is about to stop; prompt: a user turn starts; tool: after a tool call; peek: look without consuming'),
-  wait_secs: z.number().finite().min(0).optional().describe('stop only: park until new mail (listen mode), at most 60 s per call'),
+  event: NoticeEvent.describe(
+    'stop: the agent is about to stop; prompt: a user turn starts; tool: after a tool call; peek: look without consuming; live: an extension inside the agent delivers the mail into it now',
+  ),
+  wait_secs: z.number().finite().min(0).optional().describe('stop and live: park until new mail, at most 60 s per call'),
 });
 
 export const NoticeItem = z.object({

@@ -624,6 +624,19 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.setDeclared('alice', 'ghost', { role: 'x' }), null);
       });
 
+      it('replaces the provider session id a session reports, and finds the session by it', async () => {
+        await store.registerSession(session('alice', 's1'));
+        const rec = await store.setProviderSessionId('alice', 's1', 'conv-2');
+        assert.equal(rec?.corroborated.providerSessionId, 'conv-2');
+        assert.equal(rec?.id, 's1');
+        const found = await store.findByProviderSession('alice', rec!.corroborated.provider!, 'conv-2');
+        assert.deepEqual(
+          found.map((s) => s.id),
+          ['s1'],
+        );
+        assert.equal(await store.setProviderSessionId('alice', 'ghost', 'conv-3'), null);
+      });
+
       it('prunes sessions that ended before a time, and only those', async () => {
         for (const id of ['s1', 's2', 's3', 's4']) await store.registerSession(session('alice', id));
         await store.endSession('alice', 's1', 100);

@@ -4,6 +4,7 @@
 // failure is refused by name.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { AGENT_SESSION_HEADER, AGENT_SESSION_ID } from '../../wire/capabilities.js';
 import { MailError } from '../../wire/errors.js';
 import type { Attestor, AttestResult } from '../../attest/types.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
@@ -45,7 +46,7 @@ export class CallerResolver {
     const account = await this.engine.verify(bearer(req));
     const att = await this.attested(req);
     this.onProven(req.socket);
-    return this.engine.callerFor(account, att.attestation);
+    return this.engine.callerFor(account, att.attestation, reportedSession(req));
   }
 
   /** An operator caller: a verified account; where attestation exists, the peer must be ours. */
@@ -55,6 +56,15 @@ export class CallerResolver {
     this.onProven(req.socket);
     return { account, session: null };
   }
+}
+
+/** The conversation id a pi or omp extension names (the engine takes it only from such a process). */
+function reportedSession(req: IncomingMessage): string | undefined {
+  const v = req.headers[AGENT_SESSION_HEADER];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !AGENT_SESSION_ID.test(v))
+    throw new MailError('malformed', `${AGENT_SESSION_HEADER} must be one token of letters, digits and . _ : - (at most 128)`, { field: AGENT_SESSION_HEADER, reason: 'pattern' });
+  return v;
 }
 
 function bearer(req: IncomingMessage): string | undefined {

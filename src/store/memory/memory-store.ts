@@ -482,6 +482,13 @@ class MemoryStore implements Store {
     return this.out(s);
   }
 
+  async setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null> {
+    const s = this.sessions.get(sessionKey(account, id));
+    if (!s) return null;
+    s.corroborated = { ...s.corroborated, providerSessionId };
+    return this.out(s);
+  }
+
   /** Also deletes the names of every lineage that this prune leaves without a session. */
   async pruneSessions(before: number): Promise<number> {
     let n = 0;

@@ -308,6 +308,9 @@ export class PostgresStore implements Store {
   setDeclared(account: string, id: string, declared: Declared) {
     return this.op('setDeclared', () => this.people.setDeclared(account, id, declared));
   }
+  setProviderSessionId(account: string, id: string, providerSessionId: string) {
+    return this.op('setProviderSessionId', () => this.people.setProviderSessionId(account, id, providerSessionId));
+  }
   pruneSessions(before: number) {
     return this.op('pruneSessions', () => this.people.pruneSessions(before));
   }

@@ -150,6 +150,11 @@ export class PgSessions {
     return r.count > 0 ? withRetry(() => this.getSession(account, id)) : null;
   }
 
+  async setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null> {
+    const r = await this.sql`UPDATE sessions SET c_provider_session_id = ${providerSessionId} WHERE account = ${account} AND id = ${id}`;
+    return r.count > 0 ? withRetry(() => this.getSession(account, id)) : null;
+  }
+
   /** Deletes sessions ended before `before` (a dead host's sessions by their host's expiry), and
    *  the names of every lineage this leaves without a session. */
   async pruneSessions(before: number): Promise<number> {

@@ -411,6 +411,14 @@ export class SqliteStore implements Store {
     });
   }
 
+  async setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null> {
+    return this.tx(() => {
+      if (this.st.setProviderSessionId.run(providerSessionId, account, id).changes === 0) return null;
+      const row = this.st.getSession.get(account, id);
+      return row ? toSession(row) : null;
+    });
+  }
+
   /** Also deletes the names of every lineage that this prune leaves without a session. */
   async pruneSessions(before: number): Promise<number> {
     return this.tx(() => {

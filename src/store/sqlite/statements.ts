@@ -105,6 +105,7 @@ export function prepareStatements(db: Database.Database) {
     touchSession: p('UPDATE sessions SET last_seen = MAX(last_seen, ?) WHERE account = ? AND id = ?'),
     endSession: p('UPDATE sessions SET ended_at = ? WHERE account = ? AND id = ? AND ended_at IS NULL'),
     setDeclared: p('UPDATE sessions SET d_working_on = ?, d_role = ?, d_parent = ? WHERE account = ? AND id = ?'),
+    setProviderSessionId: p('UPDATE sessions SET c_provider_session_id = ? WHERE account = ? AND id = ?'),
     // Not DISTINCT: that would walk sessions_by_lineage whole instead of the ended range.
     prunedLineages: p<{ account: string; lineage: string }>('SELECT account, lineage FROM sessions WHERE ended_at < ?'),
     pruneSessions: p('DELETE FROM sessions WHERE ended_at < ?'),
