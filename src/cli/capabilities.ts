@@ -3,7 +3,7 @@
 import { CLI_VERSION } from './connect.js';
 import { HTTP_PATHS, MCP_TOOL_NAMES } from '../wire/operation-facts.js';
 import { LIMITS } from '../wire/limits.js';
-import { MCP_PROTOCOL_VERSIONS, STORE_KINDS } from '../wire/capabilities.js';
+import { EXTENSION_PROVIDERS, MCP_PROTOCOL_VERSIONS, STORE_KINDS } from '../wire/capabilities.js';
 import { PROGRAMS } from './setup/programs.js';
 
 export function capabilities(): Record<string, unknown> {
@@ -20,6 +20,8 @@ export function capabilities(): Record<string, unknown> {
     http_routes: [...HTTP_PATHS, '/mcp', '/health'],
     setup_programs: PROGRAMS,
     setup_transports: ['stdio', 'http'],
+    // Programs that load the mail4agent extension: live delivery inside the agent, waiting mail on resume.
+    extension_programs: EXTENSION_PROVIDERS,
     limits: { wait_secs_http: LIMITS.waitSecsHttp, wait_secs_mcp: LIMITS.waitSecsMcp },
   };
 }

@@ -45,6 +45,7 @@ export function detectProvider(env: NodeJS.ProcessEnv = process.env): string | u
   if (env.CODEX_THREAD_ID || env.CODEX_SANDBOX || env.CODEX_MANAGED_BY_NPM) return 'codex';
   if (env.GEMINI_CLI || env.GEMINI_SESSION_ID) return 'gemini';
   if (env.CURSOR_AGENT || env.CURSOR_TRACE_ID) return 'cursor';
+  if (env.PI_CODING_AGENT) return 'pi';
   return undefined;
 }
 
@@ -69,6 +70,6 @@ export function chooseAccount(flag: string | undefined, env: NodeJS.ProcessEnv =
     if (match.length === 1) return { account: match[0]!, secret: file.accounts[match[0]!]!.secret, source: `${provider} session` };
   }
   if (names.length === 1) return { account: names[0]!, secret: file.accounts[names[0]!]!.secret, source: 'only account' };
-  if (names.length === 0) return { error: 'no credentials: set M4A_TOKEN or run `m4a setup claude|codex|gemini|cursor`' };
+  if (names.length === 0) return { error: 'no credentials: set M4A_TOKEN or run `m4a setup claude|codex|gemini|cursor|pi|omp`' };
   return { error: `several accounts (${names.join(', ')}): choose one with --account or M4A_ACCOUNT` };
 }

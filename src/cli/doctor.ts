@@ -10,6 +10,7 @@ import { daemonUrl, dataDirFrom } from './daemon-target.js';
 import { probe, readDaemonInfo } from './autostart.js';
 import { CLI_VERSION } from './connect.js';
 import { credentialsPath, readCredentials } from './credentials.js';
+import { extensionChecks } from './doctor-extensions.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -156,7 +157,7 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
     });
     creds = readCredentials(env);
   } else if (!env.M4A_TOKEN) {
-    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|cursor`' });
+    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|cursor|pi|omp`' });
   }
 
   // Each account's secret, proven against the daemon (a whoami attests this very process).
@@ -186,8 +187,10 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
 
   const { entries, problems } = await findEntries(env, project);
   checks.push(...problems);
-  if (entries.length === 0)
-    checks.push({ name: 'agents', status: 'warn', detail: 'no agent program is wired to mail4agent', todo: 'run `m4a setup claude` (or codex, gemini, cursor)' });
+  const extensions = extensionChecks(env, project, creds);
+  checks.push(...extensions.checks);
+  if (entries.length === 0 && extensions.found === 0)
+    checks.push({ name: 'agents', status: 'warn', detail: 'no agent program is wired to mail4agent', todo: 'run `m4a setup claude` (or codex, gemini, cursor, pi, omp)' });
   for (const e of entries) {
     const name = `${e.program} (${e.scope})`;
     const isHttp = typeof e.entry.url === 'string';

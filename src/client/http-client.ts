@@ -18,6 +18,11 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Refuse to send the secret when another OS user owns the listening port (Linux). Default true. */
   checkPortOwner?: boolean;
+  /** Headers added to every request, read each time (the pi/omp extension names its conversation). */
+  headers?: () => Record<string, string>;
+  /** Let the process exit while a request (a parked wait) is open: an extension inside an agent
+   *  must never keep the agent alive. */
+  unref?: boolean;
 }
 
 /** The daemon's port is held by a process of another OS user: the secret was not sent. */
@@ -110,6 +115,7 @@ export class MailClient {
             authorization: `Bearer ${this.o.token}`,
             'content-type': 'application/json',
             'content-length': Buffer.byteLength(payload),
+            ...this.o.headers?.(),
           },
         },
         (res) => {
@@ -121,6 +127,7 @@ export class MailClient {
       );
       req.on('timeout', () => req.destroy(new MailError('internal', 'the daemon did not answer in time')));
       req.on('error', (e) => reject(e instanceof MailError ? e : new DaemonUnreachable(this.o.url, e)));
+      if (this.o.unref) req.on('socket', (s) => s.unref());
       req.end(payload);
     });
   }

@@ -13,9 +13,11 @@ export function registerSetup(program: Command): void {
   scoped(
     program
       .command('setup <program>')
-      .description('connect claude, codex, gemini or cursor to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent (safe to run again)'),
+      .description(
+        'connect claude, codex, gemini, cursor, pi or omp to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent; for pi and omp an extension that delivers mail live (safe to run again)',
+      ),
   )
-    .option('--transport <transport>', 'stdio (the m4a mcp bridge, starts the daemon) or http', 'stdio')
+    .option('--transport <transport>', 'stdio (the m4a mcp bridge, starts the daemon; the default) or http')
     .option('--account <name>', 'the account to use (default: the program name)')
     .option('--force', 'replace an m4a entry or guide file that setup did not write (unsetup puts it back)')
     .option('--no-hooks', 'install the MCP entry and the guide only, not the hooks that wake the agent (removes ones setup installed before)')
@@ -23,7 +25,7 @@ export function registerSetup(program: Command): void {
       const { runSetup } = await import('./run.js');
       await runSetup(name, o);
     });
-  scoped(program.command('unsetup <program>').description('remove what m4a setup added for claude, codex, gemini or cursor (the account and its secret stay)')).action(
+  scoped(program.command('unsetup <program>').description('remove what m4a setup added for claude, codex, gemini, cursor, pi or omp (the account and its secret stay)')).action(
     async (name: string, o: ScopeFlags) => {
       const { runUnsetup } = await import('./run.js');
       await runUnsetup(name, o);

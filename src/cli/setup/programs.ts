@@ -1,14 +1,20 @@
 // What setup writes for each agent program: the files per scope, the exact MCP entries and the hooks
 // that wake agents. Shapes follow shared/AGENT-INTEGRATIONS.md §1 and §2.1 (Claude Code),
-// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor).
+// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor), §10 (pi and omp: an extension, no MCP entry).
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DEFAULT_PORT } from '../../wire/locations.js';
 import { bridgeArgs, type Bridge } from './bridge-command.js';
 import { renderGuide } from './guide.js';
 
-export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor'] as const;
+export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp'] as const;
 export type Program = (typeof PROGRAMS)[number];
+/** Programs that load our extension into their own process instead of an MCP server and hooks. */
+export type ExtensionProgram = Extract<Program, 'pi' | 'omp'>;
+export const isExtensionProgram = (p: Program): p is ExtensionProgram => p === 'pi' || p === 'omp';
+/** The extension both programs load; the same path from src/cli/setup (tsx) and dist/cli/setup. */
+export const EXTENSION_MODULE = fileURLToPath(new URL('../../../dist/cli/extension/live-mail.js', import.meta.url));
 export type Transport = 'stdio' | 'http';
 export type Scope = { kind: 'user' } | { kind: 'project'; dir: string };
 
@@ -56,6 +62,7 @@ export const mcpUrl = (env: NodeJS.ProcessEnv): string => `http://127.0.0.1:${en
 /** The MCP server entry in the program's own syntax. No secret: stdio reads the credentials file,
  *  HTTP names the environment variable. */
 export function mcpEntry(s: Setting): JsonObject {
+  if (isExtensionProgram(s.program)) throw new Error(`${s.program} takes no MCP entry`);
   const stdio = s.transport === 'stdio';
   const cmd = { command: s.bridge.command, args: bridgeArgs(s.bridge, s.account) };
   const url = mcpUrl(s.env);
@@ -119,6 +126,9 @@ const HOOKS: Record<Program, HookSpec[]> = {
     { event: 'BeforeAgent', hook: 'gemini-before-agent', timeout: CONTEXT_TIMEOUT_SECS },
   ],
   cursor: [{ event: 'stop', hook: 'cursor-stop', timeout: STOP_TIMEOUT_SECS }],
+  // The extension delivers mail itself, live.
+  pi: [],
+  omp: [],
 };
 
 /** Cursor's follow-up cap per stop hook (its documented default). */
@@ -149,12 +159,35 @@ export function hooksFile(s: Setting): string {
       return join(dir ?? home, '.gemini', 'settings.json');
     case 'cursor':
       return join(dir ?? home, '.cursor', 'hooks.json');
+    case 'pi':
+    case 'omp':
+      return extensionFile(s.program, s.scope, s.env);
   }
+}
+
+/** Where each program looks for extensions: `~/.pi/agent/extensions`, `<project>/.pi/extensions`
+ *  (omp: `.omp` for `.pi`). */
+export function extensionFile(program: ExtensionProgram, scope: Scope, env: NodeJS.ProcessEnv): string {
+  const dot = `.${program}`;
+  return scope.kind === 'project' ? join(scope.dir, dot, 'extensions', 'mail4agent.ts') : join(homeOf(env), dot, 'agent', 'extensions', 'mail4agent.ts');
+}
+
+/** The file setup writes: two lines that load the extension from this package, for one account.
+ *  No secret: the extension reads it from the credentials file. */
+export function extensionStub(program: ExtensionProgram, account: string, module = EXTENSION_MODULE): string {
+  return [
+    `// mail4agent: live mail, mail tools and /mail in ${program}. Written by \`m4a setup ${program}\`;`,
+    `// \`m4a unsetup ${program}\` removes it. The code is in the mail4agent package; the secret is not here.`,
+    `import { mail4agent } from ${JSON.stringify(module)};`,
+    `export default mail4agent({ account: ${JSON.stringify(account)} });`,
+    '',
+  ].join('\n');
 }
 
 /** Every file setup touches for this program and scope, in the order they are written (several
  *  targets may edit one file; they apply in this order). */
 export function targets(s: Setting): Target[] {
+  if (isExtensionProgram(s.program)) return [{ kind: 'whole', path: extensionFile(s.program, s.scope, s.env), content: extensionStub(s.program, s.account) }];
   const base = mcpTargets(s);
   if (s.hooks === false) return base;
   const file = hooksFile(s);
@@ -192,5 +225,8 @@ function mcpTargets(s: Setting): Target[] {
       if (!dir) return [mcp(join(base, 'mcp.json'))];
       return [mcp(join(base, 'mcp.json')), { kind: 'whole', path: join(base, 'rules', 'mail4agent.mdc'), content: renderGuide('cursor', 'file') }];
     }
+    case 'pi':
+    case 'omp':
+      return [];
   }
 }

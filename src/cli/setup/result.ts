@@ -1,10 +1,11 @@
 // The --json answer of `m4a setup` and `m4a unsetup`: a stable schema for scripts and tests.
 import { z } from 'zod';
+import { PROGRAMS } from './programs.js';
 
 export const FileAction = z.enum(['created', 'updated', 'unchanged', 'removed', 'restored']);
 
 export const SetupResult = z.strictObject({
-  program: z.enum(['claude', 'codex', 'gemini', 'cursor']),
+  program: z.enum(PROGRAMS),
   scope: z.enum(['user', 'project']),
   account: z.string(),
   account_created: z.boolean(),

@@ -9,7 +9,7 @@ import { EXIT, fail, printJson } from '../output.js';
 import { ensureAccount } from './account.js';
 import type { Bridge } from './bridge-command.js';
 import type { Change } from './plan.js';
-import { homeOf, mcpUrl, PROGRAMS, SERVER, TOKEN_VAR, type Program, type Scope, type Transport } from './programs.js';
+import { EXTENSION_MODULE, homeOf, isExtensionProgram, mcpUrl, PROGRAMS, SERVER, TOKEN_VAR, type Program, type Scope, type Transport } from './programs.js';
 import { Refusal } from './refusal.js';
 import { SetupResult } from './result.js';
 import { prepareSetup, unsetupFiles } from './setup-files.js';
@@ -29,7 +29,7 @@ export interface SetupFlags extends ScopeFlags {
   hooks?: boolean;
 }
 
-const NAMES: Record<Program, string> = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', cursor: 'Cursor' };
+const NAMES: Record<Program, string> = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', cursor: 'Cursor', pi: 'pi', omp: 'omp' };
 
 const real = (p: string): string => {
   try {
@@ -61,6 +61,13 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
   // The file holding our hooks, if any were installed (or are there already).
   const hooks = changes.find((c) => c.record?.edits.some((e) => e.kind === 'json-append'))?.path;
   const todo: string[] = [];
+  if (isExtensionProgram(program))
+    return extensionTodo(
+      program,
+      scope,
+      changes,
+      rotated ? `Account ${account} already existed but its secret was not in ${creds}, so it was rotated: the old secret stops working.` : null,
+    );
   if (rotated) todo.push(`Account ${account} already existed but its secret was not in ${creds}, so it was rotated: the old secret stops working.`);
   const commandFiles = [...(transport === 'stdio' ? [mcpFile] : []), ...(hooks && hooks !== mcpFile ? [hooks] : [])];
   if (!bridge.portable && dir && commandFiles.length)
@@ -109,6 +116,15 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
   return todo;
 }
 
+function extensionTodo(program: Program, scope: Scope, changes: Change[], rotated: string | null): string[] {
+  const todo = rotated ? [rotated] : [];
+  if (!existsSync(EXTENSION_MODULE)) todo.push(`The extension loads ${EXTENSION_MODULE}, which does not exist yet: build this package (npm run build).`);
+  if (scope.kind === 'project')
+    todo.push(`${changes[0]?.path ?? 'The extension file'} names ${EXTENSION_MODULE}, a path of this machine: keep it out of the repository (add it to .gitignore).`);
+  if (changes.some((c) => c.action !== 'unchanged')) todo.push(`Restart running ${program} sessions (or /reload): they load extensions at start.`);
+  return todo;
+}
+
 function print(r: SetupResult, json: boolean, head: string): void {
   if (json) return printJson(SetupResult.parse(r));
   const lines = [head, ...r.files.map((f) => `  ${f.action.padEnd(9)} ${f.path}`)];
@@ -133,6 +149,8 @@ export async function runSetup(name: string, o: SetupFlags, env: NodeJS.ProcessE
     const { program, scope } = programAndScope(name, o, env, true);
     const transport = (o.transport ?? 'stdio') as Transport;
     if (transport !== 'stdio' && transport !== 'http') throw new UsageError(`--transport ${o.transport}: choose stdio or http`);
+    if (isExtensionProgram(program) && o.transport !== undefined)
+      throw new UsageError(`--transport does not apply to ${program}: its extension runs inside ${program} and speaks to the daemon itself`);
     const account = o.account ?? program;
     const bad = selectorProblem(account);
     if (bad) throw new UsageError(`--account ${account}: ${bad}`);

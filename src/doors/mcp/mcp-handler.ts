@@ -8,7 +8,7 @@ import type { Caller } from '../../engine/mail-engine.js';
 import type { Logger } from '../../engine/log.js';
 import { OPERATIONS } from '../../wire/operations.js';
 import { OPERATION_BY_TOOL, runOperation, type OpContext } from '../handlers.js';
-import { INSTRUCTIONS, TOOLS } from './tool-list.js';
+import { INSTRUCTIONS, TOOLS } from '../../wire/tool-list.js';
 
 export { MCP_PROTOCOL_VERSIONS as PROTOCOL_VERSIONS } from '../../wire/capabilities.js';
 import { MCP_PROTOCOL_VERSIONS as PROTOCOL_VERSIONS } from '../../wire/capabilities.js';

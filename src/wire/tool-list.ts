@@ -1,8 +1,9 @@
-// MCP tool definitions, derived from the operation table (wire/operations.ts): the tool's schema
-// is the operation's (or its narrower MCP form), its annotations the operation's facts.
+// MCP tool definitions, derived from the operation table (operations.ts): the tool's schema is
+// the operation's (or its narrower MCP form), its annotations the operation's facts. In the wire
+// layer because the MCP door and the pi/omp extension (cli/extension) both offer these tools.
 import type { z } from 'zod';
-import { jsonSchemaOf } from '../../wire/json-schema.js';
-import { OPERATIONS, OPERATION_NAMES, type OperationSpec } from '../../wire/operations.js';
+import { jsonSchemaOf } from './json-schema.js';
+import { OPERATIONS, OPERATION_NAMES, type OperationSpec } from './operations.js';
 
 export interface ToolDef {
   name: string;
