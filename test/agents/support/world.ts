@@ -16,8 +16,9 @@ export const DIST_MAIN = join(REPO, 'dist', 'cli', 'main.js');
 export const AGENT_MODULES = join(REPO, 'test', 'agents', 'node_modules');
 export const NODE_BIN = join(AGENT_MODULES, '.bin');
 
-/** Variables of an agent session or of mail4agent that must not leak from whoever runs the tests. */
-const FOREIGN = /^(CLAUDE|CLAUDECODE|ANTHROPIC|CODEX|OPENAI|GEMINI|GOOGLE|CURSOR|M4A|MCP|XDG)(_|$)/;
+/** Variables of an agent session or of mail4agent that must not leak from whoever runs the tests
+ *  (pi and omp read PI_CODING_AGENT_DIR, PI_CONFIG_DIR and the like). */
+const FOREIGN = /^(CLAUDE|CLAUDECODE|ANTHROPIC|CODEX|OPENAI|GEMINI|GOOGLE|CURSOR|PI|OMP|M4A|MCP|XDG)(_|$)/;
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
