@@ -6,6 +6,10 @@ import { createInterface } from 'node:readline';
 const url = new URL(process.env.M4A_URL);
 const token = process.env.M4A_TOKEN;
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+// A stand-in for an agent that rewrites its command line (pi shows only `pi`).
+if (process.env.M4A_TEST_TITLE) process.title = process.env.M4A_TEST_TITLE;
+/** Headers sent with every call, set by a {path: "headers"} line (a pi/omp extension's conversation). */
+let extra = {};
 
 function call(path, body) {
   return new Promise((resolve) => {
@@ -17,7 +21,7 @@ function call(path, body) {
         port: url.port,
         path,
         method: 'POST',
-        headers: { host: url.host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        headers: { host: url.host, authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...extra },
       },
       (res) => {
         let data = '';
@@ -34,6 +38,10 @@ process.stdout.write(JSON.stringify({ ready: true, pid: process.pid }) + '\n');
 const rl = createInterface({ input: process.stdin });
 rl.on('line', (line) => {
   const { id, path, body } = JSON.parse(line);
+  if (path === 'headers') {
+    extra = body;
+    return process.stdout.write(JSON.stringify({ id, status: 0, body: null }) + '\n');
+  }
   if (path === 'exit') {
     agent.destroy();
     process.exit(0);
