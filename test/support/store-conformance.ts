@@ -629,7 +629,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const rec = await store.setProviderSessionId('alice', 's1', 'conv-2');
         assert.equal(rec?.corroborated.providerSessionId, 'conv-2');
         assert.equal(rec?.id, 's1');
-        const found = await store.findByProviderSession('alice', rec!.corroborated.provider!, 'conv-2');
+        const found = await store.findByProviderSession('alice', 'claude', 'conv-2');
         assert.deepEqual(
           found.map((s) => s.id),
           ['s1'],
