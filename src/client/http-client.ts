@@ -6,6 +6,7 @@ import type * as W from '../wire/ops.js';
 import type * as A from '../wire/admin.js';
 import type * as H from '../wire/hooks.js';
 import type * as WK from '../wire/wake.js';
+import type * as IM from '../wire/import-omp-mail.js';
 import type { Address } from '../wire/address.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
@@ -237,6 +238,8 @@ export class MailClient {
     wakeSet: (input: WK.WakeSetInput): Promise<{ chain: WK.WakeChainOut; webhook_signing_key?: string }> => this.call(pathOf('wake.set'), input),
     wakeList: (): Promise<{ chains: WK.WakeChainOut[] }> => this.call(pathOf('wake.list')),
     wakeClear: (account: string, session?: string): Promise<{ ok: true }> => this.call(pathOf('wake.clear'), session ? { account, session } : { account }),
+    /** One request of an import (the CLI splits a large one); the daemon may take a while. */
+    importOmpMail: (input: IM.ImportOmpMailRequest): Promise<IM.ImportOmpMailResponse> => this.call(pathOf('import.omp-mail'), input, 90_000),
   };
 
   close(): void {

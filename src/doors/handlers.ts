@@ -80,6 +80,8 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   'wake.list': (x, c) => chains(x).list(c),
   'wake.clear': (x, c, i) => chains(x).clear(c, i),
 
+  'import.omp-mail': (x, c, i) => x.admin.importOmpMail(c, i),
+
   'web.me': (x, c) => webMe(x.engine, c),
   'web.inbox': (x, c, i) => webInbox(x.engine, c, i, x.signal),
   'web.overview': (x, c) => webOverview(x, c),

@@ -10,6 +10,8 @@ import { accountSweep, roomSweep } from './incarnation.js';
 import type { Caller, MailEngine } from './mail-engine.js';
 import type * as WW from '../wire/web.js';
 import type { WebAuth } from './web-auth.js';
+import type * as IM from '../wire/import-omp-mail.js';
+import { OmpMailImport } from './import-omp-mail.js';
 
 export const OPERATOR_ACCOUNT = 'operator';
 
@@ -20,6 +22,8 @@ function presentAccount(a: NewAccount): A.AccountOut {
 }
 
 export class AdminOps {
+  private ompMail: OmpMailImport | undefined;
+
   constructor(
     private e: MailEngine,
     /** Passwords and browser logins of human accounts (absent: the web door is off). */
@@ -183,6 +187,20 @@ export class AdminOps {
     this.operatorOnly(c);
     await this.webAuth().setPassword(req.id, req.password);
     return { ok: true };
+  }
+
+  /** omp-mail's sessions and mail into an agent account (import-omp-mail.ts). */
+  async importOmpMail(c: Caller, req: IM.ImportOmpMailRequest): Promise<IM.ImportOmpMailResponse> {
+    this.operatorOnly(c);
+    const e = this.e;
+    this.ompMail ??= new OmpMailImport({
+      store: e.store,
+      clock: e.clock,
+      hostId: e.hostId,
+      printAddresses: (compacts) => e.printAddresses(compacts),
+      namesChanged: () => e.namesChanged(),
+    });
+    return this.ompMail.run(req);
   }
 
   async userRevokeSessions(c: Caller, id: string): Promise<{ revoked: number }> {

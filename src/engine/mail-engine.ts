@@ -83,6 +83,8 @@ export class MailEngine {
   readonly store: Store;
   readonly clock: Clock;
   readonly log: Logger;
+  /** This daemon's host: sessions it registers (or imports) carry it. */
+  readonly hostId: string;
   // Collaborators are private: doors, the wake dispatcher and the registry reach them through the
   // operations below, so each rule has one owner.
   private ids: Ids;
@@ -111,6 +113,7 @@ export class MailEngine {
     this.log = o.log ?? silentLogger;
     this.store = guardStore(o.store, this.log);
     this.clock = o.clock;
+    this.hostId = o.hostId;
     this.ids = o.ids;
     this.credentials = new CredentialCheck(this.store, o.clock);
     this.incarnations = new IncarnationCheck(this.store);
@@ -483,6 +486,11 @@ export class MailEngine {
   hookState(account: string, lineage: string): { hooked: boolean; listening: boolean } {
     const key = keyOfLineage(account, lineage);
     return this.notices.known(key) ? { hooked: true, listening: this.notices.get(key).listening } : { hooked: false, listening: false };
+  }
+
+  /** Session names were added outside status (an import): printed forms cached before are stale. */
+  namesChanged(): void {
+    this.addresses.clear();
   }
 
   /** A fresh bearer secret. */

@@ -295,6 +295,16 @@ export const OPERATION_FACTS = {
     retrySafe: true,
   },
 
+  // ---- imports write mail as sessions of an account: the operator from this machine only
+  'import.omp-mail': {
+    path: '/admin/import/omp-mail',
+    summary:
+      "Bring omp-mail's sessions and mailboxes into an agent account: ended omp sessions (successors are the resumed conversations), their aliases, and their mail (delivered mail acknowledged). Idempotent. Local operator only.",
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+
   // ---- the browser only
   'web.me': {
     path: '/web/api/me',

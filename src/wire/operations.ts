@@ -7,6 +7,7 @@ import * as A from './admin.js';
 import * as H from './hooks.js';
 import * as WK from './wake.js';
 import * as WW from './web.js';
+import * as IM from './import-omp-mail.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
 export * from './operation-facts.js';
@@ -64,6 +65,9 @@ export const OPERATION_SCHEMAS = {
   'wake.set': { input: WK.WakeSetRequest, output: WK.WakeSetResponse },
   'wake.list': { input: WK.WakeTargetRequest.partial(), output: WK.WakeListResponse },
   'wake.clear': { input: WK.WakeTargetRequest, output: WK.OkResponse },
+
+  // ---- imports: the operator from this machine only
+  'import.omp-mail': { input: IM.ImportOmpMailRequest, output: IM.ImportOmpMailResponse },
 
   // ---- the browser only
   'web.me': { input: W.EmptyRequest, output: WW.WebMeResponse },

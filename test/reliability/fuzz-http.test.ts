@@ -234,6 +234,8 @@ describe('fuzz: HTTP routes and MCP', () => {
         },
       },
     };
+    const ompSession = { id: 'omp-fz-1', slug: 'fz', aliases: ['fzz'], cwd: '/w/fz', last_seen: 1 };
+    const ompMessage = { mailbox: 'omp-fz-1', id: 'x1', from: 'omp-fz-1', subject: 's', body: 'b', ts: 1, delivered: false };
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
       '/admin/account/add': {
         base: () => ({ id: 'fz1' }),
@@ -290,6 +292,41 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/user/revoke-sessions': { base: () => ({ id: 'fzuser' }), fields: { id: selectors } },
       '/admin/wake/list': { base: () => ({}), fields: { account: selectors } },
       '/admin/wake/clear': { base: () => ({ account: 'fz1' }), fields: { account: selectors, session: selectors } },
+      // omp-mail's files as the CLI sends them: sessions of bob (an agent account), their mail.
+      '/admin/import/omp-mail': {
+        base: () => ({ account: 'bob', sessions: [ompSession], messages: [ompMessage] }),
+        more: [
+          {
+            account: 'bob',
+            sessions: [ompSession, { id: 'omp-fz-2' }],
+            messages: [
+              { ...ompMessage, from: 'omp-fz-2', delivered: true },
+              { ...ompMessage, id: 'x2', mailbox: 'omp-fz-2' },
+            ],
+          },
+          { account: 'bob', sessions: [{ id: 'omp-fz-3', aliases: ['abcdef', 'front', '@x', ''] }], messages: [] },
+        ],
+        fields: {
+          account: ['bob', 'alice', 'nobody', 'operator', 'mailbox', ...selectors],
+          sessions: [
+            [],
+            [ompSession],
+            [ompSession, ompSession],
+            [{ id: 'has space' }],
+            [{ id: 'omp-fz-4', slug: 'line\nbreak' }],
+            Array.from({ length: 1001 }, (_, i) => ({ id: `s${i}` })),
+          ],
+          messages: [
+            [],
+            [ompMessage],
+            [ompMessage, ompMessage],
+            [{ ...ompMessage, mailbox: 'omp-nowhere' }],
+            [{ ...ompMessage, subject: 'a\u202eb' }],
+            [{ ...ompMessage, body: 'x'.repeat(LIMITS.bodyBytes + 1) }],
+            [{ ...ompMessage, ts: -1 }],
+          ],
+        },
+      },
       // Refused to non-operators; with the operator token this test daemon has no stop hook.
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
     };
@@ -416,7 +453,8 @@ describe('fuzz: HTTP routes and MCP', () => {
             assert.ok(!body.invalidUtf8, `${where}: invalid UTF-8 accepted`);
             assert.ok(!body.overCap, `${where}: a body over the cap accepted`);
             if (spec.path === '/mail/send' || spec.path === '/mail/reply') assert.equal(head, prior + (r.json.duplicate ? 0 : 1), `${where}: one send stores one message`);
-            else assert.equal(head, prior, `${where}: only send and reply store mail`);
+            else if (spec.path === '/admin/import/omp-mail') assert.equal(head, prior + r.json.messages_created, `${where}: an import stores what it counts`);
+            else assert.equal(head, prior, `${where}: only send, reply and an import store mail`);
           } else {
             const code = assertEnvelope(r, where);
             if (body.overCap) assert.deepEqual([code, r.json.error.field], ['too_large', '(body)'], where);

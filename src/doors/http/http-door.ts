@@ -108,10 +108,12 @@ export class HttpDoor {
     const name = OPERATION_BY_PATH.get(path);
     const spec: OperationSpec | undefined = name ? OPERATIONS[name] : undefined;
     // A daemon without delivery chains has no wake routes at all.
-    if (!name || !spec || (spec.callers.includes('local') && !this.o.wake)) throw new MailError('unknown_route', `no route ${path}`);
+    if (!name || !spec || (name.startsWith('wake.') && !this.o.wake)) throw new MailError('unknown_route', `no route ${path}`);
     if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `use POST ${path}`).toBody(), { allow: 'POST' });
-    if (spec.callers.includes('local') && !isLoopbackPeer(req.socket.remoteAddress))
-      throw new MailError('permission_denied', 'wake chains run programs: they are set from this machine only', { need: 'local' });
+    if (spec.callers.includes('local') && !isLoopbackPeer(req.socket.remoteAddress)) {
+      const why = name.startsWith('wake.') ? 'wake chains run programs: they are set from this machine only' : `${path} is served to this machine only`;
+      throw new MailError('permission_denied', why, { need: 'local' });
+    }
     const caller = spec.callers.includes('agent') ? await this.callers.mail(req) : await this.callers.admin(req);
     const input: unknown = parseInput(spec.input, await readJsonBody(req));
     const after: (() => void)[] = [];
