@@ -6,6 +6,7 @@ import { registerMail } from './mail-commands.js';
 import { registerDaemon } from './daemon-commands.js';
 import { registerSetup } from './setup/index.js';
 import { registerHooks } from './hook-commands.js';
+import { registerImport } from './import-commands.js';
 import { registerUser } from './user-commands.js';
 import { registerWake } from './wake-commands.js';
 import { EXIT, printJson } from './output.js';
@@ -95,5 +96,6 @@ registerDaemon(program);
 registerAdmin(program);
 registerUser(program);
 registerWake(program);
+registerImport(program);
 
 await program.parseAsync(process.argv);
