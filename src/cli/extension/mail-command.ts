@@ -55,7 +55,13 @@ async function send(client: MailClient, to: string, rest: string): Promise<strin
     // omp-mail, where every session shares one namespace.
     if (!(err instanceof MailError && err.code === 'unknown_participant') || to.includes('/') || to.startsWith('#')) throw err;
     const me = await client.whoami();
-    r = await client.send({ ...input, to: `${me.account}/${to}` });
+    try {
+      r = await client.send({ ...input, to: `${me.account}/${to}` });
+    } catch (e) {
+      // The daemon reads account/name as a slug only; the alias is account/@name.
+      if (!(e instanceof MailError && e.code === 'unknown_session') || to.startsWith('@')) throw e;
+      r = await client.send({ ...input, to: `${me.account}/@${to}` });
+    }
   }
   const notes = [r.redirected ? 'redirected' : '', r.quiet ? `stored quietly: ${r.quiet}` : ''].filter(Boolean);
   return `→ ${r.to} · ${subject} · ${r.message_id}${notes.length ? ` (${notes.join('; ')})` : ''}`;
