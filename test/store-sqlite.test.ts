@@ -224,7 +224,9 @@ describe('sqlite store', () => {
       const plan = (stmt: unknown) => {
         const sql = (stmt as { source: string }).source;
         const params = Array.from(sql.matchAll(/\?/g), () => 'x');
-        return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[]).map((r) => r.detail);
+        const named = Object.fromEntries(Array.from(sql.matchAll(/@(\w+)/g), (m) => [m[1], 'x']));
+        const q = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+        return ((Object.keys(named).length ? q.all(named) : q.all(...params)) as { detail: string }[]).map((r) => r.detail);
       };
       const slugJoin = /^SEARCH n USING (COVERING )?INDEX names_by_lineage \(account=\? AND lineage=\? AND kind=\?\) LEFT-JOIN$/;
       const prefix = plan(st.sessionsByPrefix);

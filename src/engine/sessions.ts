@@ -12,7 +12,12 @@ export interface SessionBookOptions {
   /** Liveness of a process on this host; sessions of other hosts rely on their own daemon. */
   isAlive(pid: number, startTime: number): boolean;
   retentionMs: number;
+  /** How long an ended pi or omp session stays (its conversation may resume and read what waited). */
+  resumableRetentionMs?: number;
 }
+
+/** A pi or omp conversation resumed within a month still finds the mail that waited for it. */
+export const RESUMABLE_RETENTION_MS = 30 * 24 * 3600_000;
 
 const TOUCH_FLUSH_MS = 5000;
 
@@ -116,7 +121,7 @@ export class SessionBook {
         ended++;
       }
     }
-    const pruned = await this.store.pruneSessions(now - this.opts.retentionMs);
+    const pruned = await this.store.pruneSessions(now - this.opts.retentionMs, now - Math.max(this.opts.retentionMs, this.opts.resumableRetentionMs ?? RESUMABLE_RETENTION_MS));
     return { ended, pruned };
   }
 }

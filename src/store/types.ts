@@ -277,7 +277,9 @@ export interface Store {
    *  conversations within its process (null when there is no such session). */
   setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null>;
   /** Deletes sessions ended before `before`; returns how many. Mail is never deleted. */
-  pruneSessions(before: number): Promise<number>;
+  /** Deletes sessions that ended before `before`; a pi or omp session (EXTENSION_PROVIDERS), whose
+   *  conversation can resume and find its waiting mail, only once it ended before `resumableBefore`. */
+  pruneSessions(before: number, resumableBefore?: number): Promise<number>;
 
   /** Appends a message atomically, honouring the idempotency key of (fromAccount, key) for
    *  messages created at or after `idempotentSince`. Resolves only once durable. */

@@ -637,6 +637,18 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.setProviderSessionId('alice', 'ghost', 'conv-3'), null);
       });
 
+      it('keeps an ended pi or omp session until its own, later cutoff', async () => {
+        await store.registerSession(session('alice', 'r1', { corroborated: { provider: 'pi', providerSessionId: 'conv-r1' } }));
+        await store.registerSession(session('alice', 'r2', { corroborated: { provider: 'omp', providerSessionId: 'conv-r2' } }));
+        await store.registerSession(session('alice', 'r3'));
+        for (const id of ['r1', 'r2', 'r3']) await store.endSession('alice', id, 100);
+        assert.equal(await store.pruneSessions(150, 50), 1, 'only the claude session goes');
+        assert.deepEqual((await store.listSessions()).map((s) => s.id).sort(), ['r1', 'r2']);
+        assert.equal((await store.findByProviderSession('alice', 'pi', 'conv-r1')).length, 1);
+        assert.equal(await store.pruneSessions(150, 150), 2);
+        assert.deepEqual(await store.listSessions(), []);
+      });
+
       it('prunes sessions that ended before a time, and only those', async () => {
         for (const id of ['s1', 's2', 's3', 's4']) await store.registerSession(session('alice', id));
         await store.endSession('alice', 's1', 100);

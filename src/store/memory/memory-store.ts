@@ -1,6 +1,7 @@
 // The in-memory store: plain maps and arrays, for tests and throwaway daemons. It keeps the same
 // counters as the SQLite store so every result (unread included) is identical; records are
 // copied in and out so callers never share state with the store.
+import { isExtensionProvider } from '../../wire/capabilities.js';
 import {
   ackKeyFor,
   isKeyOfAccount,
@@ -490,11 +491,11 @@ class MemoryStore implements Store {
   }
 
   /** Also deletes the names of every lineage that this prune leaves without a session. */
-  async pruneSessions(before: number): Promise<number> {
+  async pruneSessions(before: number, resumableBefore = before): Promise<number> {
     let n = 0;
     const touched = new Map<string, { account: string; lineage: string }>();
     for (const [k, s] of this.sessions) {
-      if (s.endedAt !== null && s.endedAt < before) {
+      if (s.endedAt !== null && s.endedAt < (isExtensionProvider(s.corroborated.provider) ? Math.min(before, resumableBefore) : before)) {
         this.sessions.delete(k);
         touched.set(lineageKey(s.account, s.lineage), { account: s.account, lineage: s.lineage });
         n++;

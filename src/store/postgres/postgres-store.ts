@@ -311,8 +311,8 @@ export class PostgresStore implements Store {
   setProviderSessionId(account: string, id: string, providerSessionId: string) {
     return this.op('setProviderSessionId', () => this.people.setProviderSessionId(account, id, providerSessionId));
   }
-  pruneSessions(before: number) {
-    return this.op('pruneSessions', () => this.people.pruneSessions(before));
+  pruneSessions(before: number, resumableBefore?: number) {
+    return this.op('pruneSessions', () => this.people.pruneSessions(before, resumableBefore));
   }
 
   // ---- mail.ts: reading and acknowledging

@@ -1,5 +1,6 @@
 // Sessions and the names of their lineages (slugs and aliases) in the PostgreSQL store. A session
 // of another host whose heartbeat expired reads as ended at that expiry (host-heartbeat.ts).
+import { EXTENSION_PROVIDERS } from '../../wire/capabilities.js';
 import type { Declared, NameRecord, NewSession, SessionRecord } from '../types.js';
 import { newSessionParams, toName, toSession, type NameRow, type SessionOutRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
@@ -157,10 +158,10 @@ export class PgSessions {
 
   /** Deletes sessions ended before `before` (a dead host's sessions by their host's expiry), and
    *  the names of every lineage this leaves without a session. */
-  async pruneSessions(before: number): Promise<number> {
+  async pruneSessions(before: number, resumableBefore = before): Promise<number> {
     return this.sql.begin(async (tx) => {
       const gone = await tx<{ account: string; lineage: string }[]>`DELETE FROM sessions AS s
-        WHERE s.ended_at < ${before}
+        WHERE (s.ended_at < ${before} AND (s.c_provider IS NULL OR s.c_provider NOT IN ${tx([...EXTENSION_PROVIDERS])} OR s.ended_at < ${resumableBefore}))
            OR (s.ended_at IS NULL AND s.host_id <> ${this.hostId()} AND EXISTS (
                 SELECT 1 FROM hosts AS h WHERE h.host_id = s.host_id AND h.expires_at < ${before} AND h.expires_at < ${tx.unsafe(NOW_MS)}))
         RETURNING s.account, s.lineage`;

@@ -420,11 +420,12 @@ export class SqliteStore implements Store {
   }
 
   /** Also deletes the names of every lineage that this prune leaves without a session. */
-  async pruneSessions(before: number): Promise<number> {
+  async pruneSessions(before: number, resumableBefore = before): Promise<number> {
     return this.tx(() => {
       const lineages = new Map<string, [account: string, lineage: string]>();
-      for (const l of this.st.prunedLineages.all(before)) lineages.set(`${l.account}\n${l.lineage}`, [l.account, l.lineage]);
-      const pruned = this.st.pruneSessions.run(before).changes;
+      const cutoffs = { before, resumable: resumableBefore };
+      for (const l of this.st.prunedLineages.all(cutoffs)) lineages.set(`${l.account}\n${l.lineage}`, [l.account, l.lineage]);
+      const pruned = this.st.pruneSessions.run(cutoffs).changes;
       for (const [account, lineage] of lineages.values()) {
         if (!this.st.lineageHasSession.get(account, lineage)) this.st.deleteNamesOfLineage.run(account, lineage);
       }

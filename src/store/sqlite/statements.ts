@@ -1,8 +1,12 @@
 // Every fixed statement, prepared once per connection. (The page query varies with the number
 // of keys and lives in page-query.ts.)
+import { EXTENSION_PROVIDERS } from '../../wire/capabilities.js';
 import type Database from 'better-sqlite3';
 import { FLOOR_STEP } from '../reading-rules.js';
 import type { AccountRow, MessageRow, NameRow, SessionOutRow } from './rows.js';
+
+/** Ended before @before, and for a resumable (pi, omp) session before @resumable too. */
+const PRUNABLE = `ended_at < @before AND (c_provider IS NULL OR c_provider NOT IN (${EXTENSION_PROVIDERS.map((p) => `'${p}'`).join(', ')}) OR ended_at < @resumable)`;
 
 /** Sessions with their lineage's slug; callers add WHERE / ORDER BY on `s`. */
 const SESSIONS = `SELECT s.*, n.name AS slug FROM sessions AS s
@@ -107,8 +111,8 @@ export function prepareStatements(db: Database.Database) {
     setDeclared: p('UPDATE sessions SET d_working_on = ?, d_role = ?, d_parent = ? WHERE account = ? AND id = ?'),
     setProviderSessionId: p('UPDATE sessions SET c_provider_session_id = ? WHERE account = ? AND id = ?'),
     // Not DISTINCT: that would walk sessions_by_lineage whole instead of the ended range.
-    prunedLineages: p<{ account: string; lineage: string }>('SELECT account, lineage FROM sessions WHERE ended_at < ?'),
-    pruneSessions: p('DELETE FROM sessions WHERE ended_at < ?'),
+    prunedLineages: p<{ account: string; lineage: string }>(`SELECT account, lineage FROM sessions WHERE ${PRUNABLE}`),
+    pruneSessions: p(`DELETE FROM sessions WHERE ${PRUNABLE}`),
 
     getName: p<NameRow>('SELECT account, name, lineage, kind FROM names WHERE account = ? AND name = ?'),
     insertName: p('INSERT INTO names (account, name, lineage, kind) VALUES (?, ?, ?, ?)'),
