@@ -34,7 +34,7 @@ describe('agent guide', () => {
     return { path, text: readFileSync(path, 'utf8') };
   }
 
-  for (const program of ['claude', 'codex', 'gemini', 'cursor'] as const) {
+  for (const program of ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp'] as const) {
     it(`${program}: the guide file is at most ${GUIDE_MAX} tokens`, () => {
       const { path, text } = guideFile(program);
       const tokens = enc.encode(text).length;

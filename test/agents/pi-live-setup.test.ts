@@ -30,20 +30,28 @@ it('m4a setup pi and omp: twice is a no-op, unsetup leaves every file byte for b
   const tree = (): Record<string, string> => Object.fromEntries(Object.entries(snapshotTree([w.home, w.project])).filter(([p]) => !kept.includes(p)));
   const before = tree();
   const live = join(realpathSync(join(DIST_MAIN, '..')), 'extension', 'live-mail.js');
-  const runs: [string, string[], string][] = [];
+  // Per program and scope: the extension stub, and the agent guide as a skill.
+  const runs: [string, string[], string, string][] = [];
   for (const program of ['pi', 'omp'] as const) {
-    runs.push([program, [], join(w.home, `.${program}`, 'agent', 'extensions', 'mail4agent.ts')]);
-    runs.push([program, ['--project', w.project], join(w.project, `.${program}`, 'extensions', 'mail4agent.ts')]);
+    const user = join(w.home, `.${program}`, 'agent');
+    const project = join(w.project, `.${program}`);
+    runs.push([program, [], join(user, 'extensions', 'mail4agent.ts'), join(user, 'skills', 'mail4agent', 'SKILL.md')]);
+    runs.push([program, ['--project', w.project], join(project, 'extensions', 'mail4agent.ts'), join(project, 'skills', 'mail4agent', 'SKILL.md')]);
   }
-  for (const [program, scope, file] of runs) {
+  const each = (file: string, skill: string, action: string) => [
+    { path: file, action },
+    { path: skill, action },
+  ];
+  for (const [program, scope, file, skill] of runs) {
     const first = JSON.parse(await w.m4a(['setup', program, ...scope, '--json']));
-    assert.deepEqual(first.files, [{ path: file, action: 'created' }], `${program} ${scope.join(' ')}`);
+    assert.deepEqual(first.files, each(file, skill, 'created'), `${program} ${scope.join(' ')}`);
+    assert.match(readFileSync(skill, 'utf8'), /^---\nname: mail4agent\n/);
     const stub = readFileSync(file, 'utf8');
     assert.ok(stub.includes(`import { mail4agent } from ${JSON.stringify(live)};`), stub);
     assert.ok(stub.includes(`mail4agent({ account: ${JSON.stringify(program)} })`), stub);
     const [treeOnce, stateOnce] = [tree(), readFileSync(state, 'utf8')];
     const again = JSON.parse(await w.m4a(['setup', program, ...scope, '--json']));
-    assert.deepEqual(again.files, [{ path: file, action: 'unchanged' }], `second setup ${program} ${scope.join(' ')}`);
+    assert.deepEqual(again.files, each(file, skill, 'unchanged'), `second setup ${program} ${scope.join(' ')}`);
     assert.equal(again.account_created, false);
     assert.equal(again.secret_rotated, false);
     assert.deepEqual(tree(), treeOnce, 'the second setup changed no file');
@@ -55,9 +63,9 @@ it('m4a setup pi and omp: twice is a no-op, unsetup leaves every file byte for b
     const text = readFileSync(f, 'utf8');
     for (const s of secrets) assert.ok(!text.includes(s), `a secret is in ${f}`);
   }
-  for (const [program, scope, file] of runs) {
+  for (const [program, scope, file, skill] of runs) {
     const gone = JSON.parse(await w.m4a(['unsetup', program, ...scope, '--json']));
-    assert.deepEqual(gone.files, [{ path: file, action: 'removed' }], `unsetup ${program} ${scope.join(' ')}`);
+    assert.deepEqual(gone.files, each(file, skill, 'removed'), `unsetup ${program} ${scope.join(' ')}`);
   }
   assert.deepEqual(tree(), before, 'unsetup left HOME and the project as they were, byte for byte');
 });

@@ -1,5 +1,6 @@
-// The agent guide: one text, rendered as a Claude Code skill, a marked section of AGENTS.md or
-// GEMINI.md, or a Cursor rule: the checklist for a message, what "new mail" means, the loop guard.
+// The agent guide: one text, rendered as a Claude Code (or pi, omp) skill, a marked section of
+// AGENTS.md or GEMINI.md, or a Cursor rule: the checklist for a message, what "new mail" means, the
+// loop guard.
 import type { Program } from './programs.js';
 
 const DESCRIPTION =
@@ -8,9 +9,13 @@ const DESCRIPTION =
 
 // One source for every program's file; test/token-budgets.test.ts keeps each rendering within 500
 // tokens (o200k_base), since a model reads it whole whenever the guide applies.
+const MCP_INTRO = 'Your mailbox is the MCP server `m4a` (your client may prefix its tool names)';
+/** pi and omp: the tools come from the mail4agent extension, which also brings new mail by itself. */
+const EXTENSION_INTRO = 'Your mailbox is mail4agent: its extension gives you the `m4a_mail_*` tools and brings new mail as a 📬 message';
+
 const BODY = `# mail4agent: mail between agent sessions
 
-Your mailbox is the MCP server \`m4a\` (your client may prefix its tool names): other agent sessions and people write to you, and you to them. In a shell: \`m4a inbox\`, \`m4a reply\`, \`m4a send\`, \`m4a ack\`.
+INTRO: other agent sessions and people write to you, and you to them. In a shell: \`m4a inbox\`, \`m4a reply\`, \`m4a send\`, \`m4a ack\`.
 
 For every message:
 1. Read it with \`m4a_mail_inbox\` (\`wait_secs\` waits for mail instead of polling).
@@ -31,8 +36,10 @@ Loop guard: agents that keep answering each other with no person in the thread a
 
 /** The guide as each program reads it. Sections go between markers inside the user's own file. */
 export function renderGuide(program: Program, form: 'file' | 'section'): string {
-  if (form === 'section') return BODY.replace(/^# /, '## ');
-  if (program === 'claude') return `---\nname: mail4agent\ndescription: ${DESCRIPTION}\n---\n\n${BODY}`;
+  const body = BODY.replace('INTRO', program === 'pi' || program === 'omp' ? EXTENSION_INTRO : MCP_INTRO);
+  if (form === 'section') return body.replace(/^# /, '## ');
+  // Claude Code, pi and omp read skills in the Agent Skills format: a name and a description.
+  if (program === 'claude' || program === 'pi' || program === 'omp') return `---\nname: mail4agent\ndescription: ${DESCRIPTION}\n---\n\n${body}`;
   // Cursor rule: pulled in by the agent when the description matches (no globs, not always applied).
-  return `---\ndescription: ${DESCRIPTION}\nglobs:\nalwaysApply: false\n---\n\n${BODY}`;
+  return `---\ndescription: ${DESCRIPTION}\nglobs:\nalwaysApply: false\n---\n\n${body}`;
 }

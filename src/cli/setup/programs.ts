@@ -172,6 +172,13 @@ export function extensionFile(program: ExtensionProgram, scope: Scope, env: Node
   return scope.kind === 'project' ? join(scope.dir, dot, 'extensions', 'mail4agent.ts') : join(homeOf(env), dot, 'agent', 'extensions', 'mail4agent.ts');
 }
 
+/** The agent guide as a skill: `~/.pi/agent/skills/mail4agent/SKILL.md`, `<project>/.pi/skills/…`. */
+export function skillFile(program: ExtensionProgram, scope: Scope, env: NodeJS.ProcessEnv): string {
+  const dot = `.${program}`;
+  const base = scope.kind === 'project' ? join(scope.dir, dot, 'skills') : join(homeOf(env), dot, 'agent', 'skills');
+  return join(base, 'mail4agent', 'SKILL.md');
+}
+
 /** The file setup writes: two lines that load the extension from this package, for one account.
  *  No secret: the extension reads it from the credentials file. */
 export function extensionStub(program: ExtensionProgram, account: string, module = EXTENSION_MODULE): string {
@@ -187,7 +194,11 @@ export function extensionStub(program: ExtensionProgram, account: string, module
 /** Every file setup touches for this program and scope, in the order they are written (several
  *  targets may edit one file; they apply in this order). */
 export function targets(s: Setting): Target[] {
-  if (isExtensionProgram(s.program)) return [{ kind: 'whole', path: extensionFile(s.program, s.scope, s.env), content: extensionStub(s.program, s.account) }];
+  if (isExtensionProgram(s.program))
+    return [
+      { kind: 'whole', path: extensionFile(s.program, s.scope, s.env), content: extensionStub(s.program, s.account) },
+      { kind: 'whole', path: skillFile(s.program, s.scope, s.env), content: renderGuide(s.program, 'file') },
+    ];
   const base = mcpTargets(s);
   if (s.hooks === false) return base;
   const file = hooksFile(s);
