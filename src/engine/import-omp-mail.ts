@@ -33,6 +33,9 @@ export const importedSessionId = (account: string, ompSession: string): string =
  *  is never part of a generated id's length (m- and 24 base36), so the two cannot meet. */
 export const importedMessageId = (account: string, mailbox: string, ompId: string): string => `m-omp${sha256(`${account}\n${mailbox}\n${ompId}`).slice(0, 40)}`;
 
+/** A session an import made: no process attested, ended from the start. */
+const madeByImport = (s: SessionRecord): boolean => s.exe === IMPORTED_EXE && s.pid === 0 && s.endedAt !== null;
+
 const malformed = (field: string, reason: string): MailError => new MailError('malformed', `${field}: ${reason}`, { field, reason });
 
 function checkAccount(a: AccountRecord | null, id: string): AccountRecord {
@@ -85,13 +88,15 @@ export class OmpMailImport {
     const placed = new Map<string, Placed>();
     for (const s of req.sessions) placed.set(s.id, await this.place(account.id, s, now));
 
-    // A sender that is not in this request may have come in an earlier one (or not at all: then the
-    // account is the sender, as for any mail without a session).
+    // The sender is the session an import made for that conversation (in this request or an earlier
+    // one), never a session a process was attested as: imported mail must not read as that
+    // process's. Without one the account is the sender, as for any mail without a session.
     const senders = new Map<string, string | null>();
     const senderOf = async (from: string): Promise<string | null> => {
-      const p = placed.get(from);
-      if (p) return p.rec.id;
-      if (!senders.has(from)) senders.set(from, (await store.findByProviderSession(account.id, OMP_PROVIDER, from))[0]?.id ?? null);
+      if (!senders.has(from)) {
+        const rec = await store.getSession(account.id, importedSessionId(account.id, from));
+        senders.set(from, rec && madeByImport(rec) ? rec.id : null);
+      }
       return senders.get(from) ?? null;
     };
 
