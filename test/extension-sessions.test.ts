@@ -48,6 +48,7 @@ describe('pi/omp conversations (x-m4a-agent-session)', () => {
     const alice = (await d.account('alice2')).client;
     const sent = await alice.send({ to: 'pi/@bee', subject: 'while you were out', body: 'b' });
     assert.equal(sent.redirected, false);
+    assert.equal(sent.not_running, true, 'the sender is told the mail waits');
 
     // `pi --continue` of conv-two: a new process, the successor; told once.
     const b = await pi('conv-two');
@@ -69,12 +70,34 @@ describe('pi/omp conversations (x-m4a-agent-session)', () => {
     const addr = (await c.call('/mail/whoami')).body.address as string;
     const parked = c.call('/mail/notice', { event: 'live', wait_secs: 20 });
     const alice = (await d.account('alice3')).client;
-    await alice.send({ to: addr, subject: 'ping', body: 'x' });
+    const sent = await alice.send({ to: addr, subject: 'ping', body: 'x' });
+    assert.equal(sent.not_running, undefined);
     const n = (await parked).body;
     assert.deepEqual(
       n.mail.map((m: { subject: string }) => m.subject),
       ['ping'],
     );
+  });
+
+  it("ignores the header from a helper the agent runs (its bash tool speaks as the agent, with the agent's conversation)", async () => {
+    const p = await pi('conv-real');
+    await p.call('/mail/whoami'); // the extension speaks first, at session start
+    const url = new URL(d.url);
+    // Raw HTTP from bash itself (/dev/tcp): the connection is held by the shell, which attestation
+    // walks past to the pi process.
+    const script = [
+      `exec 3<>/dev/tcp/${url.hostname}/${url.port}`,
+      `printf 'POST /mail/whoami HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nx-m4a-agent-session: hijacked\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}' "$HOSTPORT" "$TOKEN" >&3`,
+      // Read with builtins only: a child (cat) would hold the socket too, and a socket two processes
+      // hold is refused as ambiguous.
+      'while IFS= read -r line <&3 || [ -n "$line" ]; do printf \'%s\\n\' "$line"; done',
+    ].join('\n');
+    const out = (await p.call('bash', { script, env: { HOSTPORT: url.host, TOKEN: secret } })).body as string;
+    const answer = JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4).trim()) as { session: string; card: { corroborated: { provider_session_id?: string } } };
+    const own = (await p.call('/mail/whoami')).body;
+    assert.equal(answer.session, own.session, 'the helper speaks as the pi session');
+    assert.equal(answer.card.corroborated.provider_session_id, 'conv-real');
+    assert.equal(own.card.corroborated.provider_session_id, 'conv-real', 'the helper could not rename it');
   });
 
   it('ignores the header from a process that is not pi or omp', async () => {

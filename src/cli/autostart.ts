@@ -103,8 +103,9 @@ function lastLogLine(path: string): string | null {
   }
 }
 
-/** The URL of a running daemon, starting one when none answers. */
-export async function ensureDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 15_000): Promise<string> {
+/** The URL of a running daemon, starting one when none answers. `unref`: the polling never keeps
+ *  the process alive (the pi/omp extension's background loop must not hold a finished agent). */
+export async function ensureDaemon(dataDir: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 15_000, o: { unref?: boolean } = {}): Promise<string> {
   const url = daemonUrl(dataDir, env);
   if (await probe(url, 1000)) return url;
   if (env.M4A_URL) throw new DaemonUnreachable(url, new Error('M4A_URL is set, so no daemon is started'));
@@ -114,7 +115,10 @@ export async function ensureDaemon(dataDir: string, env: NodeJS.ProcessEnv = pro
   const logPath = join(dataDir, 'daemon.log');
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 30));
+    await new Promise((r) => {
+      const t = setTimeout(r, 30);
+      if (o.unref) t.unref();
+    });
     const now = daemonUrl(dataDir, env);
     if (await probe(now, 500)) return now;
     const ended = exit as { code: number | null; signal: NodeJS.Signals | null } | null;

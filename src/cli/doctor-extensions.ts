@@ -1,6 +1,7 @@
 // `m4a doctor` for pi and omp: the extension file setup wrote, per program and scope, read as text
 // (never loaded): whether the module it imports exists and its account has a stored secret.
 import { existsSync, readFileSync } from 'node:fs';
+import { EXTENSION_PROVIDERS } from '../wire/capabilities.js';
 import type { Check } from './doctor.js';
 import type { CredentialsFile } from './credentials.js';
 import { extensionFile } from './setup/programs.js';
@@ -8,7 +9,7 @@ import { extensionFile } from './setup/programs.js';
 export function extensionChecks(env: NodeJS.ProcessEnv, project: string, creds: CredentialsFile): { checks: Check[]; found: number } {
   const checks: Check[] = [];
   let found = 0;
-  for (const program of ['pi', 'omp'] as const) {
+  for (const program of EXTENSION_PROVIDERS) {
     for (const scope of [{ kind: 'user' as const }, { kind: 'project' as const, dir: project }]) {
       const file = extensionFile(program, scope, env);
       if (!existsSync(file)) continue;

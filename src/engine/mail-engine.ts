@@ -318,6 +318,7 @@ export class MailEngine {
       redirected: outcome.kind === 'created' ? target.redirected : m.toAddress !== formatAddress(req.to),
       duplicate: outcome.kind === 'duplicate',
       ...(quiet ? { quiet: `stored but wakes nobody: ${quiet} (loop guard; do not send acknowledgement-only replies)` } : {}),
+      ...(outcome.kind === 'created' && target.waiting ? { not_running: true as const } : {}),
     };
   }
 

@@ -17,6 +17,8 @@ export interface Recipient {
   accounts: string[];
   /** The session it goes to, for session mail (its printed form then costs no read). */
   session?: SessionRecord;
+  /** A pi or omp session that is not running: the mail waits until its conversation resumes. */
+  waiting?: true;
 }
 
 /** A room takes posts from its members only, unless it is open; the operator, who administers
@@ -47,7 +49,14 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Addr
   // A pi or omp conversation resumes with its extension, which delivers what waited for it.
   const end = await chainEnd(store, session);
   if (isExtensionProvider(end.corroborated.provider) && end.corroborated.providerSessionId) {
-    return { key: keyOfLineage(account.id, end.lineage), address: `${account.id}/${end.id}`, redirected: end.id !== session.id, accounts: [account.id], session: end };
+    return {
+      key: keyOfLineage(account.id, end.lineage),
+      address: `${account.id}/${end.id}`,
+      redirected: end.id !== session.id,
+      accounts: [account.id],
+      session: end,
+      waiting: true,
+    };
   }
   if (parent && parent.fromAccount === account.id && parent.fromSession !== null && (await sameLineage(store, account.id, parent.fromSession, session))) {
     return { key: keyOfAccount(account.id), address: account.id, redirected: true, accounts: [account.id] };

@@ -35,6 +35,7 @@ export const SendResponse = z.object({
   redirected: z.boolean().describe('true when `to` differs from what was asked'),
   duplicate: z.boolean().describe('true when an idempotency key matched an earlier send'),
   quiet: z.string().optional().describe('present when the loop guard stored the message without waking anyone, and why'),
+  not_running: z.literal(true).optional().describe('the recipient (a pi or omp session) is not running: the mail waits until it resumes'),
 });
 
 export const ReplyResponse = SendResponse.extend({ acked: z.boolean().describe('the answered message is acknowledged') });

@@ -1,5 +1,6 @@
 // A separate OS process acting as one agent session: reads JSON lines {id, path, body} on stdin,
 // calls the daemon over one keep-alive connection, writes {id, status, body} lines on stdout.
+import { execFile } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { createInterface } from 'node:readline';
 
@@ -41,6 +42,13 @@ rl.on('line', (line) => {
   if (path === 'headers') {
     extra = body;
     return process.stdout.write(JSON.stringify({ id, status: 0, body: null }) + '\n');
+  }
+  if (path === 'bash') {
+    // A helper the agent runs (its bash tool): a shell, which attestation passes through.
+    execFile('bash', ['-c', body.script], { env: { ...process.env, ...body.env }, timeout: 10_000 }, (err, stdout) =>
+      process.stdout.write(JSON.stringify({ id, status: err ? 1 : 0, body: stdout }) + '\n'),
+    );
+    return;
   }
   if (path === 'exit') {
     agent.destroy();

@@ -7,11 +7,11 @@
 // Live delivery: one parked `notice {event: "live"}` at a time (it answers only for mail this
 // session has not been shown, after the loop guard), each answer injected as one short user
 // message: ids, senders, subjects; bodies are read with the tools.
-import { AGENT_SESSION_HEADER } from '../../wire/capabilities.js';
+import { AGENT_SESSION_HEADER, AGENT_SESSION_ID } from '../../wire/capabilities.js';
 import type * as H from '../../wire/hooks.js';
 import { TOOLS } from '../../wire/tool-list.js';
 import { wakeText } from '../../wire/wake-text.js';
-import { MailClient } from '../../client/http-client.js';
+import { DaemonUnreachable, MailClient } from '../../client/http-client.js';
 import { ensureDaemon } from '../autostart.js';
 import { chooseAccount } from '../credentials.js';
 import { dataDirFrom } from '../daemon-target.js';
@@ -77,6 +77,7 @@ export class LiveMail {
         try {
           say(await runMailCommand(await this.connected(ctx), args));
         } catch (err) {
+          if (err instanceof DaemonUnreachable) this.dropClient();
           say(`mail: ${err instanceof Error ? err.message : String(err)}`, 'error');
         }
       },
@@ -97,25 +98,32 @@ export class LiveMail {
     }
   }
 
-  /** The clients, connected to the daemon (started if needed, as `m4a mcp` does). */
-  private async connect(): Promise<{ client: MailClient; waiter: MailClient }> {
+  /** The clients, connected to the daemon (started if needed, as `m4a mcp` does). `background`:
+   *  the live loop asks, and its waiting must not keep a finished agent alive. */
+  private async connect(background = false): Promise<{ client: MailClient; waiter: MailClient }> {
     if (this.client && this.waiter) return { client: this.client, waiter: this.waiter };
     const choice = chooseAccount(this.opts.account, this.env);
     if ('error' in choice) throw new Error(choice.error);
-    const url = await ensureDaemon(dataDirFrom(undefined, this.env), this.env);
+    const url = await ensureDaemon(dataDirFrom(undefined, this.env), this.env, undefined, { unref: background });
     const headers = (): Record<string, string> => {
       const id = this.conversation();
-      return id ? { [AGENT_SESSION_HEADER]: id } : {};
+      // An id the daemon would refuse is left out (the session then has no conversation on its
+      // card) rather than making every call fail.
+      return id && AGENT_SESSION_ID.test(id) ? { [AGENT_SESSION_HEADER]: id } : {};
     };
-    this.close();
-    this.client = new MailClient({ url, token: choice.secret, headers });
-    this.waiter = new MailClient({ url, token: choice.secret, headers, unref: true });
+    this.client ??= new MailClient({ url, token: choice.secret, headers });
+    this.waiter ??= new MailClient({ url, token: choice.secret, headers, unref: true });
     return { client: this.client, waiter: this.waiter };
   }
 
   private async connected(ctx?: AgentContext): Promise<MailClient> {
     if (ctx) this.ctx = ctx;
     return (await this.connect()).client;
+  }
+
+  private dropClient(): void {
+    this.client?.close();
+    this.client = null;
   }
 
   private close(): void {
@@ -139,15 +147,17 @@ export class LiveMail {
     let failures = 0;
     while (gen === this.generation) {
       try {
-        const { waiter } = await this.connect();
+        const { waiter } = await this.connect(true);
         const n = await waiter.notice({ event: 'live', wait_secs: WAIT_SECS });
         failures = 0;
         if (gen !== this.generation || n.mail.length === 0) continue;
         this.inject(n);
       } catch {
         // The daemon restarted or is starting: try again, more slowly each time, never spinning.
+        // Only the waiter is dropped: a tool call in flight on the other client goes on.
         if (gen !== this.generation) return;
-        this.close();
+        this.waiter?.close();
+        this.waiter = null;
         await new Promise((r) => setTimeout(r, RETRY_MS[Math.min(failures++, RETRY_MS.length - 1)]).unref());
       }
     }
@@ -165,7 +175,14 @@ export class LiveMail {
   /** A tool call goes through the daemon's MCP door, so the model reads exactly what an MCP client reads. */
   private async tool(name: string, args: Record<string, unknown>): Promise<ToolResult> {
     const client = await this.connected();
-    const r = await client.post('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }), TOOL_EXTRA_MS);
+    let r: { status: number; text: string };
+    try {
+      r = await client.post('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }), TOOL_EXTRA_MS);
+    } catch (err) {
+      // The daemon went away (or moved): the next call finds it again.
+      if (err instanceof DaemonUnreachable && this.client === client) this.dropClient();
+      throw err;
+    }
     const body = JSON.parse(r.text) as { result?: { content: { type: 'text'; text: string }[]; isError?: boolean }; error?: { message: string } };
     if (!body.result) throw new Error(body.error?.message ?? `mail4agent answered ${r.status}`);
     // A thrown error is what both programs show the model as a failed call.

@@ -63,7 +63,9 @@ async function send(client: MailClient, to: string, rest: string): Promise<strin
       r = await client.send({ ...input, to: `${me.account}/@${to}` });
     }
   }
-  const notes = [r.redirected ? 'redirected' : '', r.quiet ? `stored quietly: ${r.quiet}` : ''].filter(Boolean);
+  const notes = [r.redirected ? 'redirected' : '', r.not_running ? 'not running: it gets the mail when it resumes' : '', r.quiet ? `stored quietly: ${r.quiet}` : ''].filter(
+    Boolean,
+  );
   return `→ ${r.to} · ${subject} · ${r.message_id}${notes.length ? ` (${notes.join('; ')})` : ''}`;
 }
 

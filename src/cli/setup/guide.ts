@@ -1,6 +1,7 @@
 // The agent guide: one text, rendered as a Claude Code (or pi, omp) skill, a marked section of
 // AGENTS.md or GEMINI.md, or a Cursor rule: the checklist for a message, what "new mail" means, the
 // loop guard.
+import { isExtensionProvider } from '../../wire/capabilities.js';
 import type { Program } from './programs.js';
 
 const DESCRIPTION =
@@ -36,10 +37,10 @@ Loop guard: agents that keep answering each other with no person in the thread a
 
 /** The guide as each program reads it. Sections go between markers inside the user's own file. */
 export function renderGuide(program: Program, form: 'file' | 'section'): string {
-  const body = BODY.replace('INTRO', program === 'pi' || program === 'omp' ? EXTENSION_INTRO : MCP_INTRO);
+  const body = BODY.replace('INTRO', isExtensionProvider(program) ? EXTENSION_INTRO : MCP_INTRO);
   if (form === 'section') return body.replace(/^# /, '## ');
   // Claude Code, pi and omp read skills in the Agent Skills format: a name and a description.
-  if (program === 'claude' || program === 'pi' || program === 'omp') return `---\nname: mail4agent\ndescription: ${DESCRIPTION}\n---\n\n${body}`;
+  if (program === 'claude' || isExtensionProvider(program)) return `---\nname: mail4agent\ndescription: ${DESCRIPTION}\n---\n\n${body}`;
   // Cursor rule: pulled in by the agent when the description matches (no globs, not always applied).
   return `---\ndescription: ${DESCRIPTION}\nglobs:\nalwaysApply: false\n---\n\n${body}`;
 }

@@ -5,14 +5,15 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_PORT } from '../../wire/locations.js';
+import { isExtensionProvider, type ExtensionProvider } from '../../wire/capabilities.js';
 import { bridgeArgs, type Bridge } from './bridge-command.js';
 import { renderGuide } from './guide.js';
 
 export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp'] as const;
 export type Program = (typeof PROGRAMS)[number];
 /** Programs that load our extension into their own process instead of an MCP server and hooks. */
-export type ExtensionProgram = Extract<Program, 'pi' | 'omp'>;
-export const isExtensionProgram = (p: Program): p is ExtensionProgram => p === 'pi' || p === 'omp';
+export type ExtensionProgram = Program & ExtensionProvider;
+export const isExtensionProgram = (p: Program): p is ExtensionProgram => isExtensionProvider(p);
 /** The extension both programs load; the same path from src/cli/setup (tsx) and dist/cli/setup. */
 export const EXTENSION_MODULE = fileURLToPath(new URL('../../../dist/cli/extension/live-mail.js', import.meta.url));
 export type Transport = 'stdio' | 'http';
