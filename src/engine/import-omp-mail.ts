@@ -36,6 +36,21 @@ export const importedMessageId = (account: string, mailbox: string, ompId: strin
 /** A session an import made: no process attested, ended from the start. */
 const madeByImport = (s: SessionRecord): boolean => s.exe === IMPORTED_EXE && s.pid === 0 && s.endedAt !== null;
 
+/** The SQLite store answers synchronously: a full request is some 20,000 calls, seconds in which no
+ *  other request would be served without a turn of the event loop every so many (as notices.ts). */
+const YIELD_EVERY = 25;
+
+class Pace {
+  private calls = 0;
+  /** After `n` store calls: a turn of the event loop once YIELD_EVERY have gone by. */
+  async step(n = 1): Promise<void> {
+    this.calls += n;
+    if (this.calls < YIELD_EVERY) return;
+    this.calls = 0;
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 const malformed = (field: string, reason: string): MailError => new MailError('malformed', `${field}: ${reason}`, { field, reason });
 
 function checkAccount(a: AccountRecord | null, id: string): AccountRecord {
@@ -84,9 +99,10 @@ export class OmpMailImport {
     const account = checkAccount(await store.getAccount(req.account), req.account);
     checkRequest(req);
     const now = this.d.clock.now();
+    const pace = new Pace();
 
     const placed = new Map<string, Placed>();
-    for (const s of req.sessions) placed.set(s.id, await this.place(account.id, s, now));
+    for (const s of req.sessions) placed.set(s.id, await this.place(account.id, s, now, pace));
 
     // The sender is the session an import made for that conversation (in this request or an earlier
     // one), never a session a process was attested as: imported mail must not read as that
@@ -104,6 +120,7 @@ export class OmpMailImport {
     let existing = 0;
     const acks: AckItem[] = [];
     for (const m of req.messages) {
+      await pace.step(2);
       const to = placed.get(m.mailbox)!.rec;
       const id = importedMessageId(account.id, m.mailbox, m.id);
       const prior = await store.getMessage(id);
@@ -142,7 +159,7 @@ export class OmpMailImport {
     const acked = acks.length ? (await store.ack({ account: account.id, sessionKey: null, rooms: [] }, acks, now)).filter((r) => r.fresh).length : 0;
 
     this.d.namesChanged();
-    const names = await store.namesOf(account.id);
+    const aliases = aliasesByLineage(await store.namesOf(account.id));
     const recs = [...placed.values()];
     const printed = await this.d.printAddresses(recs.map((p) => `${account.id}/${p.rec.id}`));
     return {
@@ -154,7 +171,7 @@ export class OmpMailImport {
           session: p.rec.id,
           address: printed.get(`${account.id}/${p.rec.id}`) ?? `${account.id}/${p.rec.id}`,
           slug: p.rec.slug,
-          aliases: aliasesOf(names, p.rec.lineage),
+          aliases: aliases.get(p.rec.lineage) ?? [],
           aliases_refused: p.refused,
           created: p.created,
         };
@@ -168,8 +185,9 @@ export class OmpMailImport {
 
   /** The conversation's session here: the newest one that already names it (imported before, or
    *  run with the extension since), else a new ended one. Then its aliases. */
-  private async place(account: string, s: I.OmpSessionIn, now: number): Promise<Placed> {
+  private async place(account: string, s: I.OmpSessionIn, now: number, pace: Pace): Promise<Placed> {
     const { store } = this.d;
+    await pace.step(4);
     let rec: SessionRecord | null = (await store.findByProviderSession(account, OMP_PROVIDER, s.id))[0] ?? null;
     const id = importedSessionId(account, s.id);
     rec ??= await store.getSession(account, id);
@@ -199,6 +217,7 @@ export class OmpMailImport {
     }
     const refused: { alias: string; reason: string }[] = [];
     for (const raw of s.aliases ?? []) {
+      await pace.step();
       let alias: string;
       try {
         alias = aliasName(raw);
@@ -212,4 +231,14 @@ export class OmpMailImport {
   }
 }
 
-const aliasesOf = (names: NameRecord[], lineage: string): string[] => names.filter((n) => n.kind === 'alias' && n.lineage === lineage).map((n) => n.name);
+/** The account's aliases by lineage, grouped once: an account may hold tens of thousands. */
+function aliasesByLineage(names: NameRecord[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const n of names) {
+    if (n.kind !== 'alias') continue;
+    const list = out.get(n.lineage);
+    if (list) list.push(n.name);
+    else out.set(n.lineage, [n.name]);
+  }
+  return out;
+}
