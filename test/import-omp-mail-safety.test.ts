@@ -1,14 +1,20 @@
 // What `m4a import omp-mail` must not do with what it reads: lend imported mail a live session's
 // identity (the sender is only ever a session an import made, else the account), or let a file
-// name or a parser's message put control sequences on the terminal.
+// name or a parser's message put control sequences on the terminal (the built CLI, run as a user
+// runs it, against a real daemon).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CLI } from './support/shell-agents.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { keyOfLineage, type AccountRecord, type SessionRecord } from '../src/store/types.js';
 import { readFacts } from '../src/attest/proc-facts.js';
 import type { Attestation } from '../src/attest/types.js';
-import type { OmpMessageIn } from '../src/wire/import-omp-mail.js';
+import { ImportOmpMailResult, type OmpMessageIn } from '../src/wire/import-omp-mail.js';
 import { IMPORTED_EXE } from '../src/engine/import-omp-mail.js';
 
 const LIVE = '019ff695-0000-7000-8000-00000000001a'; // a conversation running with the extension
@@ -61,5 +67,79 @@ describe('m4a import omp-mail: imported mail never carries an attested session',
     assert.equal(from.get('from-resumed'), imported.id, "the import's own session, not its live successor");
     assert.equal(from.get('from-resumed-2'), imported.id);
     assert.ok(mail.every((m) => m.fromAccount === 'omp'));
+  });
+});
+
+describe('m4a import omp-mail: names from the files reach the terminal escaped', () => {
+  let d: TestDaemon;
+  let home: string;
+  let env: Record<string, string>;
+  const ESC = '\x1b';
+  // A directory whose name sets the terminal's title, a file whose name turns the text red, one
+  // whose name starts a line of its own.
+  const dirName = `omp-${ESC}]0;pwned\x07-mail`;
+  const red = `${ESC}[31mred${ESC}[0m.jsonl`;
+  const cli = (args: string[]) =>
+    new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
+        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+      ),
+    );
+  const noControls = (out: string, what: string): void => assert.ok(!/[\x00-\x08\x0b-\x1f\x7f]/.test(out), `${what} holds a raw control character: ${JSON.stringify(out)}`);
+
+  before(async () => {
+    d = await startTestDaemon();
+    home = mkdtempSync(join(tmpdir(), 'm4a-omp-escape-'));
+    env = { HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
+  });
+  after(async () => {
+    await d.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('a file or directory named with an ESC sequence or a newline is shown as \\u escapes, text and JSON', async () => {
+    const dir = join(home, dirName);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'agents.json'), JSON.stringify({ [INBOX]: { slug: 'inbox', aliases: [], cursor: 0 } }));
+    writeFileSync(join(dir, `${INBOX}.jsonl`), JSON.stringify({ id: 'mq-1', seq: 1, from: LIVE, to: INBOX, subject: 's', body: 'b', ts: T0 }) + '\n');
+    writeFileSync(join(dir, red), '');
+    writeFileSync(join(dir, 'fake\nline.jsonl'), '');
+
+    const text = await cli(['import', 'omp-mail', dir]);
+    assert.equal(text.status, 0, text.stderr);
+    noControls(text.stdout, 'the text output');
+    assert.ok(text.stdout.includes(`/\\u001b[31mred\\u001b[0m.jsonl file: left out`), text.stdout);
+    assert.ok(text.stdout.includes(`/fake\\u000aline.jsonl file: left out`), 'one line, not two');
+    assert.ok(text.stdout.includes(`omp-\\u001b]0;pwned\\u0007-mail`), 'the directory too');
+
+    const json = await cli(['import', 'omp-mail', dir, '--json']);
+    assert.equal(json.status, 0, json.stderr);
+    noControls(json.stdout.replace(/\n/g, ' '), 'the JSON output');
+    const r = ImportOmpMailResult.parse(JSON.parse(json.stdout));
+    assert.equal(r.dir, dir, 'the value itself is kept: a script gets the real name');
+    assert.ok(r.adjusted.some((a) => a.file === join(dir, red)));
+  });
+
+  it("refusals quoting the files (a parser's message, a system error, --account) are escaped too", async () => {
+    const dir = join(home, `${dirName}-bad`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'agents.json'), `{"a": ${ESC}[31m}`);
+    for (const args of [[], ['--json']]) {
+      const r = await cli(['import', 'omp-mail', dir, ...args]);
+      assert.equal(r.status, 1, r.stdout);
+      noControls(r.stderr.replace(/\n$/, ''), `the refusal ${args.join(' ')}`);
+      assert.match(r.stderr, /not JSON/);
+    }
+    const loop = join(home, `${dirName}-loop`);
+    mkdirSync(loop);
+    symlinkSync(join(loop, 'agents.json'), join(loop, 'agents.json'));
+    const sys = await cli(['import', 'omp-mail', loop]);
+    assert.equal(sys.status, 1, sys.stdout);
+    noControls(sys.stderr.replace(/\n$/, ''), 'a system error');
+    assert.match(sys.stderr, /ELOOP.*\\u001b\]0;pwned/);
+    const account = await cli(['import', 'omp-mail', dir, '--account', `${ESC}[2J`]);
+    assert.equal(account.status, 2);
+    noControls(account.stderr.replace(/\n$/, ''), 'a refused --account');
+    assert.match(account.stderr, /--account \\u001b\[2J/);
   });
 });

@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { MailError } from '../wire/errors.js';
-import { selectorProblem } from '../wire/text.js';
+import { neutralise, selectorProblem } from '../wire/text.js';
 import type { ImportOmpMailRequest, ImportOmpMailResponse, ImportOmpMailResult, ImportedSession, OmpMessageIn, OmpSessionIn } from '../wire/import-omp-mail.js';
 import { IMPORT_LIMITS } from '../wire/import-omp-mail.js';
 import type { MailClient } from '../client/http-client.js';
@@ -109,15 +109,18 @@ export async function runImport(c: MailClient, dir: string, read: OmpMailDir, ac
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/** Everything shown comes from omp-mail's files (names, paths, parser messages quoting them): one
+ *  line each, with control characters (an ESC sequence, a newline) as \u escapes, never raw. */
 export function describeImport(r: ImportOmpMailResult): string {
+  const n = (s: string): string => neutralise(s);
   const lines = [
-    `imported ${r.dir} into account ${r.account}${r.account_created ? ' (created)' : ''}: ` +
+    `imported ${n(r.dir)} into account ${n(r.account)}${r.account_created ? ' (created)' : ''}: ` +
       `${plural(r.sessions.length, 'session')} (${r.sessions_created} new), ` +
       `${plural(r.messages_created, 'new message')} (${r.messages_existing} imported before), ${r.acknowledged} acknowledged as delivered in omp-mail`,
   ];
-  if (r.sessions.length) lines.push(table(r.sessions.map((s) => [s.address, s.omp_session, s.aliases.join(' '), s.created ? 'new' : ''])));
-  for (const s of r.sessions) for (const a of s.aliases_refused) lines.push(`alias ${a.alias} of ${s.omp_session} not kept: ${a.reason}`);
-  for (const a of r.adjusted) lines.push(`${a.file}${a.line ? `:${a.line}` : ''} ${a.field}: ${a.change}`);
+  if (r.sessions.length) lines.push(table(r.sessions.map((s) => [n(s.address), n(s.omp_session), n(s.aliases.join(' ')), s.created ? 'new' : ''])));
+  for (const s of r.sessions) for (const a of s.aliases_refused) lines.push(`alias ${n(a.alias)} of ${n(s.omp_session)} not kept: ${n(a.reason)}`);
+  for (const a of r.adjusted) lines.push(`${n(a.file)}${a.line ? `:${a.line}` : ''} ${n(a.field)}: ${n(a.change)}`);
   if (r.sessions_created) lines.push('Resume an omp conversation with the mail4agent extension (m4a setup omp) and it reads its mail.');
   return lines.join('\n');
 }
@@ -132,10 +135,11 @@ export function registerImport(program: Command): void {
       try {
         // Every file is checked before the daemon is asked for anything.
         const bad = selectorProblem(o.account);
-        if (bad) throw new UsageError(`--account ${o.account}: ${bad}`);
+        if (bad) throw new UsageError(`--account ${neutralise(o.account)}: ${bad}`);
         read = readOmpMailDir(from);
       } catch (err) {
-        fail(err, !!o.json);
+        // A system error names the path it failed on: shown like every other name from the files.
+        fail(err instanceof MailError || err instanceof UsageError ? err : new Error(neutralise(err instanceof Error ? err.message : String(err))), !!o.json);
       }
       await asOperator(o, (c) => runImport(c, from, read, o.account), describeImport);
     });

@@ -38,8 +38,10 @@ export interface OmpMailDir {
   adjusted: Adjusted[];
 }
 
+// The file's name and the reason (a parser's message quotes the input) may hold control characters:
+// the message shows them as \u escapes wherever it is printed (the details stay as they are).
 const fail = (file: string, line: number, reason: string): MailError =>
-  new MailError('malformed', `${file}${line ? `:${line}` : ''}: ${reason}; nothing was imported`, { field: 'file', file, line, reason });
+  new MailError('malformed', `${neutralise(file)}${line ? `:${line}` : ''}: ${neutralise(reason)}; nothing was imported`, { field: 'file', file, line, reason });
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const wellFormed = (s: string): string => (isWellFormed(s) ? s : (s as unknown as { toWellFormed(): string }).toWellFormed());
