@@ -1,6 +1,7 @@
 // The store speaks the domain. Every operation is atomic and async, so SQLite (one process) and
 // PostgreSQL (many daemons) fit behind the same interface. No SQL or handle crosses it.
 // Stores report outcomes (a tagged result or null); the engine owns the named errors.
+import type { TaskState } from '../wire/tasks.js';
 
 export type AccountKind = 'agent' | 'human' | 'service';
 
@@ -113,11 +114,108 @@ export interface NewMessage {
   idempotencyKey: string | null;
   /** Digest of the fields an idempotent retry must repeat exactly. */
   fingerprint: string | null;
+  /** A task's message: which task, the state it entered and the task's version then. */
+  task?: { task_id: string; state: TaskState; version: number } | null;
 }
 
 export interface StoredMessage extends NewMessage {
   /** Store-assigned, strictly increasing in commit order; cursors are built from it. */
   seq: number;
+}
+
+/** One transition of a task: the state it entered, when, by whom (a compact address), and why. */
+export interface TaskHistoryEntry {
+  state: TaskState;
+  at: number;
+  by: string;
+  note?: string;
+}
+
+export interface TaskResultRecord {
+  summary?: string;
+  /** Any JSON value (at most 64 KiB as text). */
+  data?: unknown;
+  refs?: Ref[];
+}
+
+/** A task: it lives in the thread `threadId`, whose first message handed it to the assignee. */
+export interface TaskRecord {
+  id: string;
+  threadId: string;
+  /** The requester: its account, its session (null for a caller without one) and its compact address. */
+  fromAccount: string;
+  fromSession: string | null;
+  fromAddress: string;
+  /** The assignee: an account, or one session lineage of it (`toLineage`), and its compact address. */
+  toAccount: string;
+  toLineage: string | null;
+  toAddress: string;
+  title: string;
+  instructions: string | null;
+  refs: Ref[];
+  parentTaskId: string | null;
+  state: TaskState;
+  history: TaskHistoryEntry[];
+  result: TaskResultRecord | null;
+  createdAt: number;
+  updatedAt: number;
+  /** 1 when created; +1 on every change. */
+  version: number;
+  /** The seq of the latest message in the task's thread that changed it: lists are ordered by it. */
+  lastSeq: number;
+  /** The requester's idempotency key (per fromAccount, like mail's). */
+  idempotencyKey: string | null;
+}
+
+export type TaskCreateOutcome = { kind: 'created'; task: TaskRecord } | { kind: 'duplicate'; task: TaskRecord };
+
+export interface TaskQuery {
+  account: string;
+  /** assigned: toAccount is the account; requested: fromAccount is. */
+  role: 'assigned' | 'requested';
+  state: TaskState | null;
+  /** Only tasks with lastSeq < before (the cursor), newest change first. */
+  before: number | null;
+  limit: number;
+}
+
+export type ApprovalState = 'pending' | 'approved' | 'rejected';
+
+export interface ApprovalRecord {
+  id: string;
+  threadId: string;
+  requesterAccount: string;
+  requesterSession: string | null;
+  requesterAddress: string;
+  reviewerAccount: string;
+  action: string;
+  details: string | null;
+  taskId: string | null;
+  state: ApprovalState;
+  reason: string | null;
+  createdAt: number;
+  expiresAt: number | null;
+  decidedAt: number | null;
+}
+
+/** What a store keeps of tasks and approvals (every store implements it; see Store). */
+export interface TaskStore {
+  // ---- tasks and approvals (engine/tasks.ts): a task's changes are also mail in its thread
+
+  /** Inserts the task, unless the requester's account already made one with this idempotency key
+   *  since `idempotentSince` (then that one, `duplicate`). */
+  createTask(t: TaskRecord, idempotentSince: number): Promise<TaskCreateOutcome>;
+  getTask(id: string): Promise<TaskRecord | null>;
+  /** Replaces the task's changing fields (state, history, result, updatedAt, version, lastSeq) only
+   *  if its stored version is still `expectedVersion`: null when another change came first. */
+  updateTask(t: TaskRecord, expectedVersion: number): Promise<TaskRecord | null>;
+  listTasks(q: TaskQuery): Promise<TaskRecord[]>;
+  /** Tasks whose parent is `parentId`, oldest first, at most `limit`. */
+  taskChildren(parentId: string, limit: number): Promise<TaskRecord[]>;
+  createApproval(a: ApprovalRecord): Promise<void>;
+  getApproval(id: string): Promise<ApprovalRecord | null>;
+  /** Records the decision only while the approval is pending: null when it was decided already. */
+  decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number): Promise<ApprovalRecord | null>;
 }
 
 export type AppendOutcome = { kind: 'created'; message: StoredMessage } | { kind: 'duplicate'; message: StoredMessage } | { kind: 'conflict'; message: StoredMessage };
@@ -205,7 +303,7 @@ export interface RecordRow {
   updatedAt: number;
 }
 
-export interface Store {
+export interface Store extends TaskStore {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
   /** Whether several daemons may share this store (PostgreSQL): another daemon may then change it at
    *  any time (remove an account, claim a wake). false: one daemon holds it (the data directory's lock). */
@@ -220,7 +318,8 @@ export interface Store {
    *  what is still stored under its name (a send that raced the removal of an account of the same
    *  name, or what an earlier build kept on removal) is deleted in the same transaction, as
    *  removeAccount deletes it: the mail under its keys with its acks and counters, the idempotency
-   *  keys of mail sent under the name, and the records the sweep names. */
+   *  keys of mail and tasks sent under the name, the tasks assigned to it and the approvals it was
+   *  to review, and the records the sweep names. */
   addAccount(rec: NewAccount, sweep?: RecordSweep): Promise<'ok' | 'exists'>;
   getAccount(id: string): Promise<AccountRecord | null>;
   findAccountByDigest(digest: string): Promise<AccountRecord | null>;
@@ -229,8 +328,10 @@ export interface Store {
   /** Removes the account and everything of it, in one transaction: memberships, listener,
    *  sessions and names; the mail delivered to it (direct and session mail) with its acks, ack
    *  floors and counters; its acks of room mail; the idempotency keys of mail it sent (that mail
-   *  stays: it is its recipients'); and the records the sweep names. null: no such account. An
-   *  account created again under the name is a new participant and inherits none of it. */
+   *  stays: it is its recipients'); the tasks assigned to it and the approvals it was to review
+   *  (the tasks it requested stay, their assignees', without their idempotency keys); and the
+   *  records the sweep names. null: no such account. An account created again under the name is
+   *  a new participant and inherits none of it. */
   removeAccount(id: string, sweep?: RecordSweep): Promise<Removal | null>;
 
   /** With `everyone`, every account (present and future) is a member and stays one. Like an
@@ -372,6 +473,14 @@ export const STORE_METHODS = {
   getRecord: 'read',
   listRecords: 'read',
   deleteRecord: 'write',
+  createTask: 'write',
+  getTask: 'read',
+  updateTask: 'write',
+  listTasks: 'read',
+  taskChildren: 'read',
+  createApproval: 'write',
+  getApproval: 'read',
+  decideApproval: 'write',
 } as const satisfies Record<StoreMethod, 'read' | 'write' | 'subscribe' | 'lifecycle'>;
 
 /** The Store methods that only read. */

@@ -12,6 +12,7 @@ import {
   type AckItem,
   type AckResult,
   type AppendOutcome,
+  type ApprovalRecord,
   type CommitEvent,
   type Corroborated,
   type Declared,
@@ -31,8 +32,12 @@ import {
   type SessionRecord,
   type Store,
   type StoredMessage,
+  type TaskQuery,
+  type TaskRecord,
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
+import { binaryCompare } from './binary-compare.js';
+import { MemoryTasks } from './memory-tasks.js';
 import { countUnread, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
 
 interface Room {
@@ -63,17 +68,6 @@ const copyMessage = (m: StoredMessage): StoredMessage => ({ ...m, refs: m.refs.m
 const sessionKey = (account: string, id: string) => `${account}\n${id}`;
 const lineageKey = (account: string, lineage: string) => `${account}\n${lineage}`;
 
-/** SQLite's BINARY order of UTF-8 text, which is code point order (UTF-16 `<` is not, past U+FFFF). */
-function binaryCompare(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n;) {
-    const x = a.codePointAt(i) as number;
-    const y = b.codePointAt(i) as number;
-    if (x !== y) return x - y;
-    i += x > 0xffff ? 2 : 1;
-  }
-  return a.length - b.length;
-}
 const byName = (a: NameRecord, b: NameRecord): number => binaryCompare(a.account, b.account) || binaryCompare(a.name, b.name);
 
 /** Index of the first message with seq > after (messages are in seq order). */
@@ -116,6 +110,7 @@ class MemoryStore implements Store {
   private readonly commits = new CommitListeners();
   /** kind -> id -> record */
   private readonly records = new Map<string, Map<string, RecordRow>>();
+  private readonly tasks = new MemoryTasks();
   private seq = 0;
 
   async close(): Promise<void> {}
@@ -133,6 +128,7 @@ class MemoryStore implements Store {
     if (this.accounts.has(rec.id)) return 'exists';
     this.forget(rec.id, sweep);
     this.purgeMail((key) => isKeyOfAccount(key, rec.id), sweep);
+    this.tasks.purgeAccount(rec.id);
     this.accounts.set(rec.id, copyAccount({ ...rec, bornSeq: this.seq }));
     for (const [name, room] of this.rooms) if (room.everyone) this.join(name, room, rec.id);
     return 'ok';
@@ -167,6 +163,7 @@ class MemoryStore implements Store {
     for (const n of this.names.get(id)?.values() ?? []) if (n.kind === 'slug') this.slugs.delete(lineageKey(id, n.lineage));
     this.names.delete(id);
     this.forget(id, sweep);
+    this.tasks.purgeAccount(id);
     return { messages: this.purgeMail((key) => isKeyOfAccount(key, id), sweep) };
   }
 
@@ -623,6 +620,33 @@ class MemoryStore implements Store {
       if (a) out.set(item.seq, a.ackedAt);
     }
     return out;
+  }
+
+  // ---- tasks and approvals (memory-tasks.ts)
+
+  createTask(t: TaskRecord, idempotentSince: number) {
+    return this.tasks.createTask(t, idempotentSince);
+  }
+  getTask(id: string) {
+    return this.tasks.getTask(id);
+  }
+  updateTask(t: TaskRecord, expectedVersion: number) {
+    return this.tasks.updateTask(t, expectedVersion);
+  }
+  listTasks(q: TaskQuery) {
+    return this.tasks.listTasks(q);
+  }
+  taskChildren(parentId: string, limit: number) {
+    return this.tasks.taskChildren(parentId, limit);
+  }
+  createApproval(a: ApprovalRecord) {
+    return this.tasks.createApproval(a);
+  }
+  getApproval(id: string) {
+    return this.tasks.getApproval(id);
+  }
+  decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number) {
+    return this.tasks.decideApproval(id, state, reason, at);
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {

@@ -29,3 +29,9 @@ export function memberLock(tx: Q, room: string, account: string, shared: boolean
 export function lockNames(tx: Q, account: string) {
   return tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, hashtext(${`names:${account}`}))`;
 }
+
+/** Creations with one idempotency key of one requester take turns, so a retry sent to two daemons
+ *  at once finds the first instead of making a second task. */
+export function taskKeyLock(tx: Q, account: string, key: string) {
+  return tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, hashtext(${`task:${account}\n${key}`}))`;
+}

@@ -168,6 +168,58 @@ export const MIGRATIONS: readonly string[] = [
     AND NOT EXISTS (SELECT 1 FROM names AS n WHERE n.account = names.account AND n.name = '@' || names.name);
   DELETE FROM names WHERE kind = 'alias' AND left(name, 1) <> '@';
   `,
+  // 5: tasks and approvals (SQLite migration 6). refs, history and result are JSON as text, not
+  // jsonb: jsonb would reorder keys, drop duplicates and refuse \u0000, and every store must give
+  // back what it was given.
+  `
+  CREATE TABLE tasks (
+    id text COLLATE "C" PRIMARY KEY,
+    thread_id text COLLATE "C" NOT NULL,
+    from_account text COLLATE "C" NOT NULL,
+    from_session text COLLATE "C",
+    from_address text NOT NULL,
+    to_account text COLLATE "C" NOT NULL,
+    to_lineage text COLLATE "C",
+    to_address text NOT NULL,
+    title text NOT NULL,
+    instructions text,
+    refs text NOT NULL,
+    parent_task_id text COLLATE "C",
+    state text COLLATE "C" NOT NULL,
+    history text NOT NULL,
+    result text,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    version integer NOT NULL,
+    last_seq bigint NOT NULL,
+    idempotency_key text COLLATE "C"
+  );
+  CREATE INDEX tasks_by_to ON tasks (to_account, last_seq, id);
+  CREATE INDEX tasks_by_to_state ON tasks (to_account, state, last_seq, id);
+  CREATE INDEX tasks_by_from ON tasks (from_account, last_seq, id);
+  CREATE INDEX tasks_by_from_state ON tasks (from_account, state, last_seq, id);
+  CREATE INDEX tasks_by_parent ON tasks (parent_task_id, created_at, id) WHERE parent_task_id IS NOT NULL;
+  CREATE INDEX tasks_by_idempotency ON tasks (from_account, idempotency_key, created_at)
+    WHERE idempotency_key IS NOT NULL;
+
+  CREATE TABLE approvals (
+    id text COLLATE "C" PRIMARY KEY,
+    thread_id text COLLATE "C" NOT NULL,
+    requester_account text COLLATE "C" NOT NULL,
+    requester_session text COLLATE "C",
+    requester_address text NOT NULL,
+    reviewer_account text COLLATE "C" NOT NULL,
+    action text NOT NULL,
+    details text,
+    task_id text COLLATE "C",
+    state text NOT NULL,
+    reason text,
+    created_at bigint NOT NULL,
+    expires_at bigint,
+    decided_at bigint
+  );
+  CREATE INDEX approvals_by_reviewer ON approvals (reviewer_account, created_at);
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

@@ -5,7 +5,7 @@
 //   commit-feed.ts     every daemon's commits announced in seq order (LISTEN/NOTIFY, catch-up, poll)
 //   host-heartbeat.ts  hosts publish that they are alive, so a dead host's sessions end
 //   with-retry.ts      a read whose connection was killed runs once more
-//   registry.ts, sessions.ts, mail.ts   the operations themselves, with locks.ts and purge.ts
+//   registry.ts, sessions.ts, mail.ts, tasks.ts   the operations themselves, with locks.ts and purge.ts
 //
 // Failure. Every operation has a statement timeout and a connect timeout, so while the database is
 // down operations reject (the engine answers store_unavailable) instead of hanging; the pool
@@ -14,6 +14,7 @@ import { postgres } from './client.js';
 import type {
   AckItem,
   AppendOutcome,
+  ApprovalRecord,
   CommitEvent,
   Declared,
   MailKey,
@@ -27,6 +28,8 @@ import type {
   RoomOptions,
   Store,
   StoreMethod,
+  TaskQuery,
+  TaskRecord,
 } from '../types.js';
 import { STORE_READS } from '../types.js';
 import { AppendBatch } from './append-batch.js';
@@ -37,6 +40,7 @@ import { migrate } from './migrations.js';
 import type { Sql } from './pg-sql.js';
 import { PgRegistry } from './registry.js';
 import { PgSessions } from './sessions.js';
+import { PgTasks } from './tasks.js';
 import { parsePostgresSpec, redact } from './spec.js';
 import { withRetry } from './with-retry.js';
 
@@ -119,6 +123,7 @@ export class PostgresStore implements Store {
   private readonly registry: PgRegistry;
   private readonly people: PgSessions;
   private readonly mail: PgMail;
+  private readonly tasks: PgTasks;
   private closed = false;
 
   constructor(
@@ -133,6 +138,7 @@ export class PostgresStore implements Store {
     this.registry = new PgRegistry(sql);
     this.people = new PgSessions(sql, () => this.heartbeat.hostId);
     this.mail = new PgMail(sql);
+    this.tasks = new PgTasks(sql);
   }
 
   /** The NOTIFY channel: one per schema, so schemas sharing a database do not wake each other. */
@@ -340,5 +346,32 @@ export class PostgresStore implements Store {
   }
   ackedAt(scope: ReaderScope, items: AckItem[]) {
     return this.op('ackedAt', () => this.mail.ackedAt(scope, items));
+  }
+
+  // ---- tasks.ts: tasks and approvals
+
+  createTask(t: TaskRecord, idempotentSince: number) {
+    return this.op('createTask', () => this.tasks.createTask(t, idempotentSince));
+  }
+  getTask(id: string) {
+    return this.op('getTask', () => this.tasks.getTask(id));
+  }
+  updateTask(t: TaskRecord, expectedVersion: number) {
+    return this.op('updateTask', () => this.tasks.updateTask(t, expectedVersion));
+  }
+  listTasks(q: TaskQuery) {
+    return this.op('listTasks', () => this.tasks.listTasks(q));
+  }
+  taskChildren(parentId: string, limit: number) {
+    return this.op('taskChildren', () => this.tasks.taskChildren(parentId, limit));
+  }
+  createApproval(a: ApprovalRecord) {
+    return this.op('createApproval', () => this.tasks.createApproval(a));
+  }
+  getApproval(id: string) {
+    return this.op('getApproval', () => this.tasks.getApproval(id));
+  }
+  decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number) {
+    return this.op('decideApproval', () => this.tasks.decideApproval(id, state, reason, at));
   }
 }

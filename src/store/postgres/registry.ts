@@ -1,12 +1,13 @@
 // The registry of the PostgreSQL store: meta, accounts, rooms and their members, listeners, and the
 // generic records. Creating or removing a participant empties its keys in the same transaction
-// (purge.ts) under the head lock (locks.ts).
+// (purge.ts; an account's tasks, tasks.ts) under the head lock (locks.ts).
 import { keyOfAccount, keyOfRoom, type AccountRecord, type NewAccount, type RecordRow, type RecordSweep, type Removal, type RoomOptions, type RoomRecord } from '../types.js';
 import { accountParams, toAccount, type AccountRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
 import { lockHead, lockRegistry, memberLock } from './locks.js';
 import type { Sql, Tx } from './pg-sql.js';
 import { forgetAccount, purgeAccountMail, purgeRoomMail, sweepOwned } from './purge.js';
+import { purgeAccountTasks } from './tasks.js';
 
 type RoomRow = { name: string; created_at: number; everyone: number; is_open: number };
 
@@ -45,6 +46,7 @@ export class PgRegistry {
       if (ins.length === 0) return 'exists' as const;
       await forgetAccount(tx, rec.id, sweep);
       await purgeAccountMail(tx, rec.id, sweep);
+      await purgeAccountTasks(tx, rec.id);
       for (const r of await tx<{ name: string }[]>`SELECT name FROM rooms WHERE everyone = 1 ORDER BY name`) {
         await this.join(tx, r.name, rec.id);
       }
@@ -79,6 +81,7 @@ export class PgRegistry {
       await tx`DELETE FROM sessions WHERE account = ${id}`;
       await tx`DELETE FROM names WHERE account = ${id}`;
       await forgetAccount(tx, id, sweep);
+      await purgeAccountTasks(tx, id);
       return { messages: await purgeAccountMail(tx, id, sweep) };
     });
   }

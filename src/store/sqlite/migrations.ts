@@ -156,6 +156,59 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE OR IGNORE names SET name = '@' || name WHERE kind = 'alias' AND substr(name, 1, 1) <> '@';
   DELETE FROM names WHERE kind = 'alias' AND substr(name, 1, 1) <> '@';
   `,
+  // 6: tasks and approvals. A task lives in a thread of messages; the row is its current state.
+  // refs, history and result are JSON text. Lists go newest change first (last_seq), id breaking
+  // ties, so each list is one backward range of one index with no sort.
+  `
+  CREATE TABLE tasks (
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    from_account TEXT NOT NULL,
+    from_session TEXT,
+    from_address TEXT NOT NULL,
+    to_account TEXT NOT NULL,
+    to_lineage TEXT,
+    to_address TEXT NOT NULL,
+    title TEXT NOT NULL,
+    instructions TEXT,
+    refs TEXT NOT NULL,
+    parent_task_id TEXT,
+    state TEXT NOT NULL,
+    history TEXT NOT NULL,
+    result TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    idempotency_key TEXT
+  );
+  CREATE INDEX tasks_by_to ON tasks(to_account, last_seq, id);
+  CREATE INDEX tasks_by_to_state ON tasks(to_account, state, last_seq, id);
+  CREATE INDEX tasks_by_from ON tasks(from_account, last_seq, id);
+  CREATE INDEX tasks_by_from_state ON tasks(from_account, state, last_seq, id);
+  CREATE INDEX tasks_by_parent ON tasks(parent_task_id, created_at, id) WHERE parent_task_id IS NOT NULL;
+  CREATE INDEX tasks_by_idempotency ON tasks(from_account, idempotency_key, created_at)
+    WHERE idempotency_key IS NOT NULL;
+
+  -- The mailbox records a decision and never acts on it.
+  CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    requester_account TEXT NOT NULL,
+    requester_session TEXT,
+    requester_address TEXT NOT NULL,
+    reviewer_account TEXT NOT NULL,
+    action TEXT NOT NULL,
+    details TEXT,
+    task_id TEXT,
+    state TEXT NOT NULL,
+    reason TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    decided_at INTEGER
+  );
+  CREATE INDEX approvals_by_reviewer ON approvals(reviewer_account, created_at);
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

@@ -26,6 +26,9 @@ export function preparePurge(db: Database.Database) {
     deleteCounts: p('DELETE FROM mailbox_counts WHERE to_key >= ? AND to_key < ?'),
     accountIds: p<{ id: string }>('SELECT id FROM accounts'),
     forgetIdempotency: p('UPDATE messages SET idempotency_key = NULL WHERE from_account = ? AND idempotency_key IS NOT NULL'),
+    deleteTasksTo: p('DELETE FROM tasks WHERE to_account = ?'),
+    deleteApprovalsFor: p('DELETE FROM approvals WHERE reviewer_account = ?'),
+    forgetTaskIdempotency: p('UPDATE tasks SET idempotency_key = NULL WHERE from_account = ? AND idempotency_key IS NOT NULL'),
     deleteRecord: p('DELETE FROM records WHERE kind = ? AND id = ?'),
     deleteRecordRange: p('DELETE FROM records WHERE kind = ? AND id >= ? AND id < ?'),
     deleteRecordOpen: p('DELETE FROM records WHERE kind = ? AND id >= ?'),
@@ -83,6 +86,15 @@ export function forgetAccount(st: PurgeStatements, account: string, sweep?: Reco
   st.forgetIdempotency.run(account);
   for (const kind of sweep?.byRecipient ?? []) st.deleteByRecipient.run({ kind, account, n: account.length + 1 });
   sweepOwned(st, sweep);
+}
+
+/** The tasks assigned to the account and the approvals it was to review go; the tasks it asked
+ *  for stay (they are their assignees', as mail it sent is its recipients'), without their retry
+ *  handles, so a new account of the name is never answered with an old one's task. */
+export function purgeAccountTasks(st: PurgeStatements, account: string): void {
+  st.deleteTasksTo.run(account);
+  st.deleteApprovalsFor.run(account);
+  st.forgetTaskIdempotency.run(account);
 }
 
 /** The room's mail and every account's acks of it. Returns how many messages went. */

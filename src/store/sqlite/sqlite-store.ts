@@ -12,6 +12,7 @@ import {
   type AckItem,
   type AckResult,
   type AppendOutcome,
+  type ApprovalRecord,
   type CommitEvent,
   type Declared,
   type NameRecord,
@@ -30,6 +31,8 @@ import {
   type Store,
   type MailKey,
   type StoredMessage,
+  type TaskQuery,
+  type TaskRecord,
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { countUnread, floorStep, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
@@ -39,7 +42,8 @@ import { PageStatements } from './page-query.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
 import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
 import { prefixUpperBound } from './prefix.js';
-import { forgetAccount, preparePurge, purgeAccountMail, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
+import { forgetAccount, preparePurge, purgeAccountMail, purgeAccountTasks, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
+import { prepareTaskStatements, SqliteTasks } from './tasks.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
@@ -74,6 +78,7 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly st: Statements;
   private readonly pages: PageStatements;
+  private readonly tasks: SqliteTasks;
   /** One transaction wrapper, reused: better-sqlite3 rolls back if the callback throws. */
   private readonly inTx: (fn: () => unknown) => unknown;
   private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
@@ -87,6 +92,7 @@ export class SqliteStore implements Store {
     this.db = openDatabase(opts.path, opts.busyTimeoutMs ?? 5000);
     try {
       this.st = prepareStatements(this.db);
+      this.tasks = new SqliteTasks(prepareTaskStatements(this.db), (fn) => this.tx(fn));
     } catch (err) {
       this.db.close();
       throw isCorruptionError(err) ? storeCorrupt(opts.path, `is damaged (SQLite: ${(err as Error).message})`) : err;
@@ -154,6 +160,7 @@ export class SqliteStore implements Store {
       if (this.st.insertAccount.run(accountParams(rec, this.head())).changes === 0) return 'exists';
       forgetAccount(this.purge, rec.id, sweep);
       purgeAccountMail(this.purge, rec.id, sweep);
+      purgeAccountTasks(this.purge, rec.id);
       for (const r of this.st.everyoneRooms.all()) this.join(r.name, rec.id);
       return 'ok';
     });
@@ -185,6 +192,7 @@ export class SqliteStore implements Store {
       this.st.deleteSessionsOf.run(id);
       this.st.deleteNamesOf.run(id);
       forgetAccount(this.purge, id, sweep);
+      purgeAccountTasks(this.purge, id);
       return { messages: purgeAccountMail(this.purge, id, sweep) };
     });
   }
@@ -537,6 +545,33 @@ export class SqliteStore implements Store {
       if (r) out.set(item.seq, r.acked_at);
     }
     return out;
+  }
+
+  // ---- tasks and approvals (tasks.ts)
+
+  createTask(t: TaskRecord, idempotentSince: number) {
+    return this.tasks.createTask(t, idempotentSince);
+  }
+  getTask(id: string) {
+    return this.tasks.getTask(id);
+  }
+  updateTask(t: TaskRecord, expectedVersion: number) {
+    return this.tasks.updateTask(t, expectedVersion);
+  }
+  listTasks(q: TaskQuery) {
+    return this.tasks.listTasks(q);
+  }
+  taskChildren(parentId: string, limit: number) {
+    return this.tasks.taskChildren(parentId, limit);
+  }
+  createApproval(a: ApprovalRecord) {
+    return this.tasks.createApproval(a);
+  }
+  getApproval(id: string) {
+    return this.tasks.getApproval(id);
+  }
+  decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number) {
+    return this.tasks.decideApproval(id, state, reason, at);
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {

@@ -1,0 +1,90 @@
+// Tasks and approvals in the memory store. Records go in and out through JSON, as the SQL stores
+// keep refs, history and result as JSON text, so every store gives back exactly the same values.
+import type { ApprovalRecord, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
+import { binaryCompare } from './binary-compare.js';
+
+const copy = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+/** Newest change first; the id breaks ties, as the SQL stores' indexes do. */
+const newestFirst = (a: TaskRecord, b: TaskRecord): number => b.lastSeq - a.lastSeq || binaryCompare(b.id, a.id);
+
+export class MemoryTasks implements TaskStore {
+  /** id -> task, in creation order. */
+  private readonly tasks = new Map<string, TaskRecord>();
+  private readonly approvals = new Map<string, ApprovalRecord>();
+
+  async createTask(t: TaskRecord, idempotentSince: number): Promise<TaskCreateOutcome> {
+    if (t.idempotencyKey !== null) {
+      let prior: TaskRecord | null = null;
+      for (const p of this.tasks.values()) {
+        if (p.fromAccount !== t.fromAccount || p.idempotencyKey !== t.idempotencyKey || p.createdAt < idempotentSince) continue;
+        // Newest first: after a window expired, a key may have been used again.
+        if (prior === null || p.createdAt > prior.createdAt || (p.createdAt === prior.createdAt && binaryCompare(p.id, prior.id) > 0)) prior = p;
+      }
+      if (prior) return { kind: 'duplicate', task: copy(prior) };
+    }
+    if (this.tasks.has(t.id)) throw new Error(`task id ${t.id} already exists`);
+    const stored = copy(t);
+    this.tasks.set(stored.id, stored);
+    return { kind: 'created', task: copy(stored) };
+  }
+
+  async getTask(id: string): Promise<TaskRecord | null> {
+    const t = this.tasks.get(id);
+    return t ? copy(t) : null;
+  }
+
+  async updateTask(t: TaskRecord, expectedVersion: number): Promise<TaskRecord | null> {
+    const cur = this.tasks.get(t.id);
+    if (!cur || cur.version !== expectedVersion) return null;
+    const next = copy({ state: t.state, history: t.history, result: t.result, updatedAt: t.updatedAt, version: t.version, lastSeq: t.lastSeq });
+    Object.assign(cur, next);
+    return copy(cur);
+  }
+
+  async listTasks(q: TaskQuery): Promise<TaskRecord[]> {
+    if (q.limit <= 0) return [];
+    const mine = (t: TaskRecord) => (q.role === 'assigned' ? t.toAccount : t.fromAccount) === q.account;
+    return [...this.tasks.values()]
+      .filter((t) => mine(t) && (q.state === null || t.state === q.state) && (q.before === null || t.lastSeq < q.before))
+      .sort(newestFirst)
+      .slice(0, q.limit)
+      .map(copy);
+  }
+
+  async taskChildren(parentId: string, limit: number): Promise<TaskRecord[]> {
+    if (limit <= 0) return [];
+    return [...this.tasks.values()]
+      .filter((t) => t.parentTaskId === parentId)
+      .sort((a, b) => a.createdAt - b.createdAt || binaryCompare(a.id, b.id))
+      .slice(0, limit)
+      .map(copy);
+  }
+
+  async createApproval(a: ApprovalRecord): Promise<void> {
+    if (this.approvals.has(a.id)) throw new Error(`approval id ${a.id} already exists`);
+    this.approvals.set(a.id, copy(a));
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | null> {
+    const a = this.approvals.get(id);
+    return a ? copy(a) : null;
+  }
+
+  async decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number): Promise<ApprovalRecord | null> {
+    const a = this.approvals.get(id);
+    if (!a || a.state !== 'pending') return null;
+    Object.assign(a, { state, reason, decidedAt: at });
+    return copy(a);
+  }
+
+  /** An account removed, or created under a name used before: the tasks assigned to it and the
+   *  approvals it was to review go; the tasks it asked for stay, without their retry handles. */
+  purgeAccount(account: string): void {
+    for (const [id, t] of this.tasks) {
+      if (t.toAccount === account) this.tasks.delete(id);
+      else if (t.fromAccount === account) t.idempotencyKey = null;
+    }
+    for (const [id, a] of this.approvals) if (a.reviewerAccount === account) this.approvals.delete(id);
+  }
+}
