@@ -9,8 +9,10 @@ import { MIGRATIONS } from '../src/store/sqlite/migrations.js';
 import { pageSql } from '../src/store/sqlite/page-query.js';
 import { openSqliteStore, prefixUpperBound, type SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { prepareStatements } from '../src/store/sqlite/statements.js';
+import { prepareTaskStatements } from '../src/store/sqlite/tasks.js';
 import { keyOfLineage } from '../src/store/types.js';
 import { A, R, account, item, message, q, runStoreConformance, scope, send, seqs, session } from './support/store-conformance.js';
+import { task } from './support/task-conformance.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'm4a-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -123,7 +125,7 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 5);
+      assert.equal(MIGRATIONS.length, 6);
     } finally {
       version.close();
     }
@@ -174,11 +176,13 @@ describe('sqlite store', () => {
     assert.deepEqual(await store.roomsOf('bob'), ['all']);
     await store.ack(me, [item({ seq: 1, toKey: mail.toKey })], 10);
     assert.equal(await store.unread(me), 0);
+    assert.equal((await store.createTask(task('t-1', { toAccount: 'alice' }), 0)).kind, 'created');
     await store.close();
 
     const again = openAt(path);
     assert.equal((await again.getSession('alice', 's4'))?.slug, 'old-2');
     assert.equal(await again.unread(me), 0);
+    assert.deepEqual(await again.getTask('t-1'), task('t-1', { toAccount: 'alice' }));
   });
 
   it('writes the aliases of a database made at migration 4 with their leading @', async () => {
@@ -246,6 +250,33 @@ describe('sqlite store', () => {
       assert.match(range[0] ?? '', /^SEARCH names USING PRIMARY KEY \(account=\? AND name>\? AND name<\?\)$/, range.join('\n'));
       const pruned = plan(st.prunedLineages);
       assert.match(pruned[0] ?? '', /^SEARCH sessions USING INDEX sessions_by_end \(ended_at<\?\)$/, pruned.join('\n'));
+    } finally {
+      db.close();
+    }
+  });
+
+  it('lists tasks by one backward index range with no sort, and finds children and retries by index', () => {
+    const path = freshPath();
+    openAt(path); // creates the schema
+    const db = new Database(path, { readonly: true });
+    try {
+      const st = prepareTaskStatements(db);
+      const plan = (stmt: unknown) => {
+        const sql = (stmt as { source: string }).source;
+        return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array.from(sql.matchAll(/\?/g), () => 'x')) as { detail: string }[]).map((r) => r.detail);
+      };
+      for (const [stmt, index, terms] of [
+        [st.assigned, 'tasks_by_to', 'to_account=? AND last_seq<?'],
+        [st.assignedInState, 'tasks_by_to_state', 'to_account=? AND state=? AND last_seq<?'],
+        [st.requested, 'tasks_by_from', 'from_account=? AND last_seq<?'],
+        [st.requestedInState, 'tasks_by_from_state', 'from_account=? AND state=? AND last_seq<?'],
+        [st.taskChildren, 'tasks_by_parent', 'parent_task_id=?'],
+      ] as const) {
+        const p = plan(stmt);
+        assert.deepEqual(p, [`SEARCH tasks USING INDEX ${index} (${terms})`], `one range, no sort: ${p.join('\n')}`);
+      }
+      const retry = plan(st.findIdempotentTask);
+      assert.match(retry[0] ?? '', /^SEARCH tasks USING INDEX tasks_by_idempotency \(from_account=\? AND idempotency_key=\? AND created_at>\?\)$/, retry.join('\n'));
     } finally {
       db.close();
     }

@@ -21,6 +21,7 @@ import {
   type Store,
   type StoredMessage,
 } from '../../src/store/types.js';
+import { runTaskConformance } from './task-conformance.js';
 
 // ---- fixtures (exported for store-specific tests)
 
@@ -1330,6 +1331,8 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.unread(scope('alice', null, await store.roomsOf('alice'))), 1);
       });
     });
+
+    runTaskConformance(() => store);
 
     it('matches a reference model over 500 random operations', async () => {
       await randomRun(store, 0x5eed);
