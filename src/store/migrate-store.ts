@@ -1,5 +1,5 @@
 // Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name, record,
-// message (same id, same seq, so cursors stay valid), ack, ack floor and idempotency key (a column of
+// task, approval, message (same id, same seq, so cursors stay valid), ack, ack floor and idempotency key (a column of
 // its message). One read snapshot of the SQLite file, one PostgreSQL transaction holding the append
 // lock (so running daemons neither interleave seqs nor see half of it). Running it again copies
 // nothing twice: every row is keyed, existing rows are kept, and the unread counters are recomputed
@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import type postgres from 'postgres';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from './sqlite/migrations.js';
 import type { AccountRow, MessageRow, NameRow, SessionRow } from './sqlite/rows.js';
+import type { ApprovalRow, TaskRow } from './sqlite/task-rows.js';
 import { LOCKS, LOCK_NAMESPACE } from './postgres/migrations.js';
 import { openPostgresStore } from './postgres/postgres-store.js';
 import { pgArray } from './postgres/pg-sql.js';
@@ -23,7 +24,10 @@ export interface MigrateStoreCounts {
 export interface MigrateStoreReport {
   from: string;
   to: string;
-  tables: Record<'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors' | 'records', MigrateStoreCounts>;
+  tables: Record<
+    'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors' | 'records' | 'tasks' | 'approvals',
+    MigrateStoreCounts
+  >;
   /** The target's head seq afterwards. */
   headSeq: number;
 }
@@ -114,6 +118,9 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
 
     // Wake chains, attempts, timers, web logins …: kept as they are (a record present in both stays).
     await run('records', 'records', all('SELECT kind, id, value, updated_at FROM records ORDER BY kind, id'));
+    // Tasks and approvals by id, as they are (a row present in both stays as the target has it).
+    await run('tasks', 'tasks', all<TaskRow>('SELECT * FROM tasks ORDER BY id') as unknown as Record<string, unknown>[]);
+    await run('approvals', 'approvals', all<ApprovalRow>('SELECT * FROM approvals ORDER BY id') as unknown as Record<string, unknown>[]);
 
     // Counters from the rows themselves: right however often this runs.
     await tx`INSERT INTO mailbox_counts (to_key, total, unacked)

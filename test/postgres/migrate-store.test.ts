@@ -1,5 +1,5 @@
 // `m4a migrate-store --from sqlite:… --to postgres://…`: every account, room, membership,
-// listener, session, name, message (same ids and seqs), ack and idempotency key moves over, the
+// listener, session, name, task, approval, message (same ids and seqs), ack and idempotency key moves over, the
 // PostgreSQL store then answers exactly like the SQLite one, and a second run doubles nothing.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -13,6 +13,7 @@ import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { keyOfLineage, type Store } from '../../src/store/types.js';
 import { A, R, account, item, message, q, scope, send, session } from '../support/store-conformance.js';
+import { approval, task, taskQuery } from '../support/task-conformance.js';
 import { freshSchema, noteFailure, pgSkip } from './support/pg.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -69,6 +70,10 @@ async function fill(s: Store): Promise<void> {
       .map(item),
     88,
   );
+  await s.createTask(task('t-1', { fromAccount: 'alice', toAccount: 'bob', idempotencyKey: 'tk', lastSeq: 3, result: { summary: 's', data: { a: [1, null] } } }), 0);
+  await s.createTask(task('t-2', { fromAccount: 'bob', toAccount: 'alice', parentTaskId: 't-1', lastSeq: 4 }), 0);
+  await s.createApproval(approval('a-1', { requesterAccount: 'bob', reviewerAccount: 'carol', taskId: 't-2', expiresAt: 99_000 }));
+  await s.createApproval(approval('a-2', { state: 'approved', reason: 'fine', decidedAt: 12_000 }));
 }
 
 /** Everything a reader or the directory can see. */
@@ -89,6 +94,8 @@ async function view(s: Store): Promise<unknown> {
     head: await s.headSeq(),
     threads: [await s.getThread('t0'), await s.getThread('t3')],
     pages,
+    tasks: [await s.listTasks(taskQuery('bob')), await s.listTasks(taskQuery('bob', { role: 'requested' })), await s.taskChildren('t-1', 10)],
+    approvals: [await s.getApproval('a-1'), await s.getApproval('a-2')],
   };
 }
 
@@ -116,6 +123,7 @@ describe('postgres: migrate-store from SQLite', { skip: pgSkip }, () => {
         // Idempotency keys came along: a retry is a duplicate of the moved message.
         const retry = await pg.appendMessage(message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'key-3', fingerprint: 'fp-3', createdAt: 10_010 }), 0);
         assert.equal(retry.kind, 'duplicate');
+        assert.equal((await pg.createTask(task('t-3', { fromAccount: 'alice', idempotencyKey: 'tk' }), 0)).kind, 'duplicate', "so are a task's");
 
         // Again, through the CLI when it has the command (else the same function): nothing doubles.
         const help = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
