@@ -27,6 +27,15 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   csrf_failed: [403, 'http'],
   store_unavailable: [503, 'tool_error'],
   store_corrupt: [503, 'tool_error'],
+  unknown_task: [404, 'tool_error'],
+  not_task_party: [403, 'tool_error'],
+  invalid_transition: [409, 'tool_error'],
+  task_terminal: [409, 'tool_error'],
+  not_supported: [400, 'tool_error'],
+  unknown_approval: [404, 'tool_error'],
+  not_reviewer: [403, 'tool_error'],
+  approval_decided: [409, 'tool_error'],
+  approval_expired: [410, 'tool_error'],
   internal: [500, 'tool_error'],
 };
 

@@ -2,6 +2,8 @@
 // door learns what an operation does. The mapped type makes a missing binding a type error.
 import { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
+import * as T from '../wire/tasks.js';
+import { parseInput } from '../wire/validate.js';
 import { OPERATIONS, OPERATION_NAMES, servedOverBearer, type OpInput, type OperationName } from '../wire/operations.js';
 import type { Caller, MailEngine } from '../engine/mail-engine.js';
 import type { AdminOps } from '../engine/admin-ops.js';
@@ -31,6 +33,39 @@ const chains = (x: OpContext): WakeChains => {
   return x.wake;
 };
 
+/** The fields that were given (a flat MCP request names every action's fields). */
+const given = (o: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+
+/** m4a_task: the action's own schema checks the fields, so errors name them as over HTTP. */
+function taskAction(x: OpContext, c: Caller, i: OpInput<'task'>): Promise<unknown> {
+  const t = x.engine.tasks;
+  switch (i.action) {
+    case 'create':
+      return t.create(
+        c,
+        parseInput(T.TaskCreateRequest, given({ to: i.to, title: i.title, instructions: i.instructions, parent_task_id: i.parent_task_id, idempotency_key: i.idempotency_key })),
+      );
+    case 'update':
+      return t.update(c, parseInput(T.TaskUpdateRequest, given({ task_id: i.task_id, state: i.state, note: i.note, result: i.result })));
+    case 'cancel':
+      return t.cancel(c, parseInput(T.TaskCancelRequest, given({ task_id: i.task_id, reason: i.note })));
+    case 'list':
+      return t.list(c, parseInput(T.TaskListRequest, given({ role: i.role ?? 'assigned', state: i.state, after: i.after })));
+  }
+}
+
+function approvalAction(x: OpContext, c: Caller, i: OpInput<'approval'>): Promise<unknown> {
+  const a = x.engine.approvals;
+  switch (i.action) {
+    case 'request':
+      return a.request(c, parseInput(T.ApprovalRequest, given({ reviewer: i.reviewer, action: i.what, details: i.details, task_id: i.task_id })));
+    case 'decide':
+      return a.decide(c, parseInput(T.ApprovalDecideRequest, given({ approval_id: i.approval_id, decision: i.decision, reason: i.reason })));
+    case 'get':
+      return a.get(c, parseInput(T.ApprovalGetRequest, given({ approval_id: i.approval_id })), x.signal);
+  }
+}
+
 export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   send: (x, c, i) => x.engine.send(c, i),
   reply: (x, c, i) => x.engine.reply(c, i),
@@ -47,6 +82,17 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   status: (x, c, i) => x.engine.status(c, i),
   directory: (x, c, i) => x.engine.directory(c, i),
   remind: (x, c, i) => x.engine.remind(c, i),
+
+  task: (x, c, i) => taskAction(x, c, i),
+  'task.create': (x, c, i) => x.engine.tasks.create(c, i),
+  'task.get': (x, c, i) => x.engine.tasks.get(c, i, x.signal),
+  'task.list': (x, c, i) => x.engine.tasks.list(c, i),
+  'task.update': (x, c, i) => x.engine.tasks.update(c, i),
+  'task.cancel': (x, c, i) => x.engine.tasks.cancel(c, i),
+  approval: (x, c, i) => approvalAction(x, c, i),
+  'approval.request': (x, c, i) => x.engine.approvals.request(c, i),
+  'approval.decide': (x, c, i) => x.engine.approvals.decide(c, i),
+  'approval.get': (x, c, i) => x.engine.approvals.get(c, i, x.signal),
 
   notice: (x, c, i) => x.engine.notice(c, i, { signal: x.signal }),
   listen: (x, c, i) => x.engine.listen(c, i.on),

@@ -23,6 +23,8 @@ import { WakeBatcher } from './wake-batch.js';
 import { InboxReader, type InboxDoor } from './inbox-reader.js';
 import { Directory } from './directory.js';
 import { NOTICE_LIMIT, NoticeBook, shownKey } from './notices.js';
+import { TaskBook, type TaskMark } from './tasks.js';
+import { ApprovalBook } from './approvals.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { accountSweep, IncarnationCheck, sentBy } from './incarnation.js';
@@ -101,6 +103,9 @@ export class MailEngine {
   private timers: TimerBook;
   private reader: InboxReader;
   private dir: Directory;
+  /** Tasks and approvals (tasks.ts, approvals.ts): doors reach them as engine.tasks / engine.approvals. */
+  readonly tasks: TaskBook;
+  readonly approvals: ApprovalBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -128,6 +133,23 @@ export class MailEngine {
     this.addresses = new ShortAddresses(this.store, o.clock, o.sessionRetentionMs ?? DAY_MS);
     this.timers = new TimerBook(this.store, o.clock, this.log, (t, to, key) => this.deliverTimer(t, to, key), o.timerPollMs);
     this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses });
+    const work = {
+      store: this.store,
+      clock: o.clock,
+      waits: this.waits,
+      newId: () => this.ids.messageId().slice(2),
+      post: async (c: Caller, req: W.SendRequest, parent: StoredMessage | null, mark: TaskMark | null) => {
+        this.need(c, 'send');
+        const sent = await this.deliver(c, req, parent, mark);
+        const m = await this.store.getMessage(sent.message_id);
+        if (!m) throw new MailError('internal', `message ${sent.message_id} was stored but cannot be read`);
+        return m;
+      },
+      printAll: (compacts: Iterable<string>) => this.addresses.printAll(compacts),
+      idempotencyWindowMs: this.idemWindow,
+    };
+    this.tasks = new TaskBook(work);
+    this.approvals = new ApprovalBook({ ...work, tasks: this.tasks });
     this.reader = new InboxReader({
       store: this.store,
       clock: o.clock,
@@ -261,8 +283,9 @@ export class MailEngine {
     return { message, mine };
   }
 
-  /** Stores a checked send (`parent`: the message `reply_to` names, already checked). */
-  private async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> {
+  /** Stores a checked send (`parent`: the message `reply_to` names, already checked; `task`: a
+   *  task's change this message carries). */
+  private async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, task: TaskMark | null = null): Promise<W.SendResponse> {
     const priority = req.priority ?? 'normal';
     const now = this.clock.now();
     const target = await resolveRecipient(this.store, this.sessions, req.to, parent, now, c.account);
@@ -296,6 +319,7 @@ export class MailEngine {
           createdAt: now,
           idempotencyKey: req.idempotency_key ?? null,
           fingerprint,
+          ...(task ? { task } : {}),
         },
         now - this.idemWindow,
       );

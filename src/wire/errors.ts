@@ -24,6 +24,15 @@ export type ErrorCode =
   | 'csrf_failed'
   | 'store_unavailable'
   | 'store_corrupt'
+  | 'unknown_task'
+  | 'not_task_party'
+  | 'invalid_transition'
+  | 'task_terminal'
+  | 'not_supported'
+  | 'unknown_approval'
+  | 'not_reviewer'
+  | 'approval_decided'
+  | 'approval_expired'
   | 'internal';
 
 /** How an error travels over MCP: refused at the HTTP layer before JSON-RPC is read (credential,
@@ -61,6 +70,15 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   csrf_failed: { http: 403, mcp: 'http', meaning: "browser request without this login's CSRF token, or from another origin" },
   store_unavailable: { http: 503, mcp: 'tool_error', meaning: 'the store failed {operation}; the cause is logged, not returned' },
   store_corrupt: { http: 503, mcp: 'tool_error', meaning: "the store's file is damaged or holds no mailbox {path, reason}: `m4a serve` refuses to start (exit 7)" },
+  unknown_task: { http: 404, mcp: 'tool_error', meaning: 'no such task {task_id}' },
+  not_task_party: { http: 403, mcp: 'tool_error', meaning: 'the caller is neither the requester nor the assignee of the task {task_id}' },
+  invalid_transition: { http: 409, mcp: 'tool_error', meaning: 'that party may not move the task from this state to that one {from, to}' },
+  task_terminal: { http: 409, mcp: 'tool_error', meaning: 'the task is completed, failed, canceled or rejected: it never changes again {task_id, state}' },
+  not_supported: { http: 400, mcp: 'tool_error', meaning: 'this build does not do that yet {field}' },
+  unknown_approval: { http: 404, mcp: 'tool_error', meaning: 'no such approval {approval_id}' },
+  not_reviewer: { http: 403, mcp: 'tool_error', meaning: 'only the named reviewer decides {approval_id}' },
+  approval_decided: { http: 409, mcp: 'tool_error', meaning: 'the approval was decided already {approval_id, state}' },
+  approval_expired: { http: 410, mcp: 'tool_error', meaning: 'the approval expired before it was decided {approval_id}' },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
 

@@ -112,6 +112,57 @@ export const OPERATION_FACTS = {
     tool: 'm4a_mail_remind',
   },
 
+  // ---- tasks and approvals (docs/tasks.md): over MCP one tool each plus m4a_task_get
+  task: {
+    path: '/task',
+    summary: 'Hand work over and track it: action create (to, title, instructions), update (task_id, state, note, result; the assignee), cancel (the requester), list (role).',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: false,
+    tool: 'm4a_task',
+  },
+  'task.create': {
+    path: '/task/create',
+    summary: 'Hand a task to an account or a session; it gets it as mail (Task: <title>).',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'task.get': {
+    path: '/task/get',
+    summary: 'A task with its history, result and children; with wait_secs and after_version, waits for its next change.',
+    callers: AGENT_PERSON,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_task_get',
+  },
+  'task.list': { path: '/task/list', summary: 'Tasks assigned to you or requested by you, newest change first.', callers: AGENT_PERSON, readOnly: true, retrySafe: true },
+  'task.update': {
+    path: '/task/update',
+    summary: 'The assignee moves a task: working, input_required (note: the question), completed, failed or rejected, with a result.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'task.cancel': { path: '/task/cancel', summary: 'The requester cancels a task.', callers: AGENT_PERSON, readOnly: false, retrySafe: false },
+  approval: {
+    path: '/approval',
+    summary: 'Approvals the mailbox records and never executes: action request (reviewer, action, task_id?), decide (approval_id, decision, reason; the reviewer), get.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: false,
+    tool: 'm4a_approval',
+  },
+  'approval.request': {
+    path: '/approval/request',
+    summary: 'Ask a reviewer to approve an action; a linked task waits in auth_required.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'approval.decide': { path: '/approval/decide', summary: 'The reviewer approves or rejects, once, with a reason.', callers: AGENT_PERSON, readOnly: false, retrySafe: false },
+  'approval.get': { path: '/approval/get', summary: 'An approval; with wait_secs, waits for the decision.', callers: AGENT_PERSON, readOnly: true, retrySafe: true },
+
   // ---- agents over HTTP only: hooks, timers, receipts
   notice: {
     path: '/mail/notice',

@@ -8,6 +8,7 @@ import * as H from './hooks.js';
 import * as WK from './wake.js';
 import * as WW from './web.js';
 import * as IM from './import-omp-mail.js';
+import * as T from './tasks.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
 export * from './operation-facts.js';
@@ -34,6 +35,18 @@ export const OPERATION_SCHEMAS = {
   status: { input: W.StatusRequest, output: W.StatusResponse },
   directory: { input: W.DirectoryRequest, output: W.DirectoryResponse },
   remind: { input: WK.TimerSetRequest, output: WK.TimerOut },
+
+  // ---- tasks and approvals
+  task: { input: T.McpTaskRequest, output: T.TaskActionResponse },
+  'task.create': { input: T.TaskCreateRequest, output: T.TaskOut },
+  'task.get': { input: T.TaskGetRequest, output: T.TaskOut, mcpInput: T.McpTaskGetRequest },
+  'task.list': { input: T.TaskListRequest, output: T.TaskListResponse },
+  'task.update': { input: T.TaskUpdateRequest, output: T.TaskOut },
+  'task.cancel': { input: T.TaskCancelRequest, output: T.TaskOut },
+  approval: { input: T.McpApprovalRequest, output: T.ApprovalOut },
+  'approval.request': { input: T.ApprovalRequest, output: T.ApprovalOut },
+  'approval.decide': { input: T.ApprovalDecideRequest, output: T.ApprovalOut },
+  'approval.get': { input: T.ApprovalGetRequest, output: T.ApprovalOut },
 
   // ---- agents over HTTP only: hooks, timers, receipts
   notice: { input: H.NoticeRequest, output: H.NoticeResponse },

@@ -1,0 +1,215 @@
+// Tasks: work handed from a requester to an assignee, living in a thread. Every change is a message
+// in that thread from the party who made it, to the other party, carrying the new state in its
+// `task` field: so the other side's waits, hooks, delivery chain and receipts fire as for any mail,
+// and the store's task row is the state the thread tells. The mailbox schedules nothing and runs
+// nothing (docs/tasks.md).
+import { createHash } from 'node:crypto';
+import { MailError } from '../wire/errors.js';
+import { parseCompactAddress, type Address } from '../wire/address.js';
+import type * as W from '../wire/ops.js';
+import type * as T from '../wire/tasks.js';
+import { ASSIGNEE_STATES, TASK_LIMITS, isTerminal, type TaskState } from '../wire/tasks.js';
+import { keyOfAccount, keyOfLineage, type MailKey, type Store, type StoredMessage, type TaskRecord, type TaskStore } from '../store/types.js';
+import type { Clock } from './clock.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { iso } from './present.js';
+import type { Caller } from './mail-engine.js';
+import type { WaitRoom } from './waits.js';
+
+/** What the task rules need from the mail engine. */
+export interface TaskDeps {
+  store: Store & TaskStore;
+  clock: Clock;
+  waits: WaitRoom;
+  newId(): string;
+  /** Sends mail as the caller through the send path (recipient rules, loop guard, wakes). */
+  post(c: Caller, req: W.SendRequest, parent: StoredMessage | null, mark: TaskMark | null): Promise<StoredMessage>;
+  printAll(compacts: Iterable<string>): Promise<Map<string, string>>;
+  idempotencyWindowMs: number;
+}
+
+/** The structured part of a task's message: which task, the state it entered, its version. */
+export interface TaskMark {
+  task_id: string;
+  state: TaskState;
+  version: number;
+}
+
+const CHILDREN_SHOWN = 50;
+
+/** The compact address a caller speaks as. */
+const addressOf = (c: Caller): string => (c.session ? `${c.account.id}/${c.session.id}` : c.account.id);
+
+function accountAndLineage(key: MailKey): { account: string; lineage: string | null } {
+  if (key.startsWith('a:')) return { account: key.slice(2), lineage: null };
+  const [account, lineage] = key.slice(2).split('/') as [string, string];
+  return { account, lineage };
+}
+
+function parsed(compact: string): Address {
+  const r = parseCompactAddress(compact);
+  if (!r.ok) throw new MailError('internal', `a stored address does not parse: ${compact}`);
+  return r.address;
+}
+
+export class TaskBook {
+  constructor(private d: TaskDeps) {}
+
+  private isAssignee(c: Caller, t: TaskRecord): boolean {
+    return c.account.id === t.toAccount && (t.toLineage === null || c.session?.lineage === t.toLineage);
+  }
+
+  private isRequester(c: Caller, t: TaskRecord): boolean {
+    return c.account.id === t.fromAccount;
+  }
+
+  private async readable(c: Caller, id: string): Promise<TaskRecord> {
+    const t = await this.d.store.getTask(id);
+    if (!t) throw new MailError('unknown_task', `no task ${id}`, { task_id: id });
+    if (!this.isRequester(c, t) && c.account.id !== t.toAccount && !c.account.permissions.operator)
+      throw new MailError('not_task_party', `you are neither the requester nor the assignee of ${id}`, { task_id: id });
+    return t;
+  }
+
+  async create(c: Caller, req: T.TaskCreateRequest): Promise<T.TaskOut> {
+    if (req.to.kind === 'room') throw new MailError('not_supported', 'a task for a room (a pooled task) is not supported yet: name an account or a session', { field: 'to' });
+    if (req.parent_task_id) await this.readable(c, req.parent_task_id);
+    const now = this.d.clock.now();
+    // A retry with the same key names the same task, found before anything is sent again.
+    const id = req.idempotency_key ? `t-${createHash('sha256').update(`${c.account.id}\n${req.idempotency_key}`).digest('hex').slice(0, 32)}` : `t-${this.d.newId()}`;
+    if (req.idempotency_key) {
+      const prior = await this.d.store.getTask(id);
+      if (prior) return this.present(prior, false);
+    }
+    const m = await this.d.post(c, { to: req.to, subject: `Task: ${req.title}`, body: req.instructions ?? req.title, ...(req.refs ? { refs: req.refs } : {}) }, null, {
+      task_id: id,
+      state: 'submitted',
+      version: 1,
+    });
+    const to = accountAndLineage(m.toKey);
+    const task: TaskRecord = {
+      id,
+      threadId: m.threadId,
+      fromAccount: c.account.id,
+      fromSession: c.session?.id ?? null,
+      fromAddress: addressOf(c),
+      toAccount: to.account,
+      toLineage: to.lineage,
+      toAddress: m.toAddress,
+      title: req.title,
+      instructions: req.instructions ?? null,
+      refs: req.refs ?? [],
+      parentTaskId: req.parent_task_id ?? null,
+      state: 'submitted',
+      history: [{ state: 'submitted', at: now, by: addressOf(c) }],
+      result: null,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+      lastSeq: m.seq,
+      idempotencyKey: req.idempotency_key ?? null,
+    };
+    const out = await this.d.store.createTask(task, now - this.d.idempotencyWindowMs);
+    return this.present(out.task, false);
+  }
+
+  async get(c: Caller, req: T.TaskGetRequest, signal?: AbortSignal): Promise<T.TaskOut> {
+    let t = await this.readable(c, req.task_id);
+    const deadline = this.d.clock.now() + (req.wait_secs ?? 0) * 1000;
+    // Park until a change (every change is mail to one of the parties' keys) or the deadline.
+    while (req.after_version !== undefined && t.version <= req.after_version && this.d.clock.now() < deadline) {
+      const keys = [t.toLineage ? keyOfLineage(t.toAccount, t.toLineage) : keyOfAccount(t.toAccount), keyOfAccount(t.fromAccount)];
+      if (t.fromSession) keys.push(keyOfLineage(t.fromAccount, t.fromSession));
+      const end = await this.d.waits.park(`task:${c.session?.id ?? c.account.id}`, c.account.id, keys, deadline - this.d.clock.now(), signal).ended;
+      t = await this.readable(c, req.task_id);
+      if (end !== 'woken' && end !== 'refresh') break;
+    }
+    return this.present(t, true);
+  }
+
+  async list(c: Caller, req: T.TaskListRequest): Promise<T.TaskListResponse> {
+    const limit = req.limit ?? TASK_LIMITS.listDefault;
+    const before = req.after ? decodeCursor(req.after) : null;
+    const rows = await this.d.store.listTasks({ account: c.account.id, role: req.role, state: req.state ?? null, before, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const tasks = await Promise.all(page.map((t) => this.present(t, false)));
+    return { tasks, next_cursor: rows.length > limit && page.length ? encodeCursor(page[page.length - 1]!.lastSeq) : null };
+  }
+
+  async update(c: Caller, req: T.TaskUpdateRequest): Promise<T.TaskOut> {
+    const t = await this.readable(c, req.task_id);
+    if (isTerminal(t.state)) throw new MailError('task_terminal', `task ${t.id} is ${t.state}: it never changes again`, { task_id: t.id, state: t.state });
+    if (!this.isAssignee(c, t)) {
+      if (this.isRequester(c, t))
+        throw new MailError('invalid_transition', `only the assignee moves a task to ${req.state}; the requester cancels`, { from: t.state, to: req.state });
+      throw new MailError('not_task_party', `you are not the assignee of ${t.id}`, { task_id: t.id });
+    }
+    // auth_required is left by the approval's decision; the assignee may still give up (failed).
+    const allowed = ASSIGNEE_STATES.includes(req.state) && req.state !== t.state && (t.state !== 'auth_required' || req.state === 'failed');
+    if (!allowed) throw new MailError('invalid_transition', `the assignee may not move ${t.id} from ${t.state} to ${req.state}`, { from: t.state, to: req.state });
+    if (req.state === 'input_required' && !req.note) throw new MailError('malformed', 'input_required needs the question in note', { field: 'note', reason: 'required' });
+    return this.transition(c, t, req.state, req.note, req.result, t.fromAddress);
+  }
+
+  async cancel(c: Caller, req: T.TaskCancelRequest): Promise<T.TaskOut> {
+    const t = await this.readable(c, req.task_id);
+    if (isTerminal(t.state)) throw new MailError('task_terminal', `task ${t.id} is ${t.state}: it never changes again`, { task_id: t.id, state: t.state });
+    if (!this.isRequester(c, t)) {
+      if (c.account.id === t.toAccount)
+        throw new MailError('invalid_transition', 'only the requester cancels; the assignee rejects or fails it', { from: t.state, to: 'canceled' });
+      throw new MailError('not_task_party', `you are not the requester of ${t.id}`, { task_id: t.id });
+    }
+    return this.transition(c, t, 'canceled', req.reason, undefined, t.toAddress);
+  }
+
+  /** Moves the task (a message to `to` in its thread, then the row, if nobody changed it meanwhile). */
+  async transition(c: Caller, t: TaskRecord, state: TaskState, note: string | undefined, result: T.TaskUpdateRequest['result'], to: string): Promise<T.TaskOut> {
+    const now = this.d.clock.now();
+    const version = t.version + 1;
+    const root = await this.d.store.getMessage(t.threadId);
+    const lines = [`${state}${note ? `: ${note}` : ''}`, ...(result?.summary ? [`Result: ${result.summary}`] : [])];
+    const m = await this.d.post(c, { to: parsed(to), subject: `Task ${state}: ${t.title}`.slice(0, 512), body: lines.join('\n') }, root, { task_id: t.id, state, version });
+    const next: TaskRecord = {
+      ...t,
+      state,
+      history: [...t.history, { state, at: now, by: addressOf(c), ...(note ? { note } : {}) }],
+      result: result
+        ? {
+            ...(result.summary !== undefined ? { summary: result.summary } : {}),
+            ...(result.data !== undefined ? { data: result.data } : {}),
+            ...(result.refs ? { refs: result.refs } : {}),
+          }
+        : t.result,
+      updatedAt: now,
+      version,
+      lastSeq: m.seq,
+    };
+    const stored = await this.d.store.updateTask(next, t.version);
+    if (!stored) throw new MailError('invalid_transition', `task ${t.id} changed meanwhile: read it again`, { from: t.state, to: state });
+    return this.present(stored, true);
+  }
+
+  /** The task as answers show it: printed addresses, ISO times, children on `get`. */
+  async present(t: TaskRecord, withChildren: boolean): Promise<T.TaskOut> {
+    const names = await this.d.printAll([t.fromAddress, t.toAddress, ...t.history.map((h) => h.by)]);
+    const p = (a: string): string => names.get(a) ?? a;
+    const children = withChildren ? await this.d.store.taskChildren(t.id, CHILDREN_SHOWN) : [];
+    return {
+      task_id: t.id,
+      thread_id: t.threadId,
+      from: p(t.fromAddress),
+      to: p(t.toAddress),
+      title: t.title,
+      ...(t.instructions !== null ? { instructions: t.instructions } : {}),
+      ...(t.refs.length ? { refs: t.refs } : {}),
+      ...(t.parentTaskId ? { parent_task_id: t.parentTaskId } : {}),
+      state: t.state,
+      history: t.history.map((h) => ({ state: h.state, at: iso(h.at), by: p(h.by), ...(h.note ? { note: h.note } : {}) })),
+      ...(t.result ? { result: t.result } : {}),
+      created_at: iso(t.createdAt),
+      updated_at: iso(t.updatedAt),
+      version: t.version,
+      ...(children.length ? { children: children.map((x) => ({ task_id: x.id, title: x.title, state: x.state })) } : {}),
+    };
+  }
+}
