@@ -76,6 +76,16 @@ describe('task rules', () => {
     assert.deepEqual(wrong, []);
   });
 
+  it('a new account of a removed requester’s name is no party to its tasks', async () => {
+    const gone = (await d.account('gone')).client;
+    const t = await call(gone, '/task/create', { to: 'asg', title: 'orphan' });
+    await d.operator.admin.accountRemove('gone');
+    const again = (await d.account('gone')).client;
+    assert.equal(await code(call(again, '/task/get', { task_id: t.task_id })), 'not_task_party');
+    assert.equal(await code(call(again, '/task/cancel', { task_id: t.task_id })), 'not_task_party');
+    assert.equal((await call(asg, '/task/get', { task_id: t.task_id })).state, 'submitted', 'the assignee still has it');
+  });
+
   it('takes every field at its limit and refuses it one over, by name, storing nothing', async () => {
     const big = (n: number) => 'x'.repeat(n);
     const base = { to: 'asg', title: 't' };

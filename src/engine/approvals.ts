@@ -42,7 +42,8 @@ export class ApprovalBook {
       throw new MailError('malformed', 'the reviewer is an account (an agent or a person), not a session or a room', { field: 'reviewer', reason: 'account' });
     const task = req.task_id ? await this.d.store.getTask(req.task_id) : null;
     if (req.task_id && !task) throw new MailError('unknown_task', `no task ${req.task_id}`, { task_id: req.task_id });
-    if (task && c.account.id !== task.fromAccount && c.account.id !== task.toAccount)
+    const party = (id: string): boolean => c.account.id === id && c.account.createdAt <= task!.createdAt;
+    if (task && !party(task.fromAccount) && !party(task.toAccount))
       throw new MailError('not_task_party', `you are neither the requester nor the assignee of ${task.id}`, { task_id: task.id });
     if (task && isTerminal(task.state)) throw new MailError('task_terminal', `task ${task.id} is ${task.state}: it never changes again`, { task_id: task.id, state: task.state });
     const now = this.d.clock.now();
@@ -81,7 +82,8 @@ export class ApprovalBook {
 
   async decide(c: Caller, req: T.ApprovalDecideRequest): Promise<T.ApprovalOut> {
     const a = await this.find(req.approval_id);
-    if (c.account.id !== a.reviewerAccount) throw new MailError('not_reviewer', `only ${a.reviewerAccount} decides ${a.id}`, { approval_id: a.id });
+    if (c.account.id !== a.reviewerAccount || c.account.createdAt > a.createdAt)
+      throw new MailError('not_reviewer', `only ${a.reviewerAccount} decides ${a.id}`, { approval_id: a.id });
     if (a.state !== 'pending') throw new MailError('approval_decided', `${a.id} was ${a.state} already`, { approval_id: a.id, state: a.state });
     if (this.expired(a)) throw new MailError('approval_expired', `${a.id} expired at ${iso(a.expiresAt!)}`, { approval_id: a.id });
     const now = this.d.clock.now();
@@ -102,7 +104,9 @@ export class ApprovalBook {
 
   async get(c: Caller, req: T.ApprovalGetRequest, signal?: AbortSignal): Promise<T.ApprovalOut> {
     let a = await this.find(req.approval_id);
-    const mine = (x: ApprovalRecord): boolean => c.account.id === x.requesterAccount || c.account.id === x.reviewerAccount || c.account.permissions.operator;
+    // A later account of the same name is neither (docs/identity.md "A name used again").
+    const mine = (x: ApprovalRecord): boolean =>
+      ((c.account.id === x.requesterAccount || c.account.id === x.reviewerAccount) && c.account.createdAt <= x.createdAt) || c.account.permissions.operator;
     if (!mine(a)) throw new MailError('not_reviewer', `you neither asked for nor review ${a.id}`, { approval_id: a.id });
     const deadline = this.d.clock.now() + (req.wait_secs ?? 0) * 1000;
     // The decision is mail to the requester: park on its keys until it comes.

@@ -56,17 +56,19 @@ export class TaskBook {
   constructor(private d: TaskDeps) {}
 
   private isAssignee(c: Caller, t: TaskRecord): boolean {
-    return c.account.id === t.toAccount && (t.toLineage === null || c.session?.lineage === t.toLineage);
+    return c.account.id === t.toAccount && c.account.createdAt <= t.createdAt && (t.toLineage === null || c.session?.lineage === t.toLineage);
   }
 
+  /** The requester's account, not a later one of the same name (its tasks stay after a removal,
+   *  like the mail it sent: docs/identity.md "A name used again"). */
   private isRequester(c: Caller, t: TaskRecord): boolean {
-    return c.account.id === t.fromAccount;
+    return c.account.id === t.fromAccount && c.account.createdAt <= t.createdAt;
   }
 
   private async readable(c: Caller, id: string): Promise<TaskRecord> {
     const t = await this.d.store.getTask(id);
     if (!t) throw new MailError('unknown_task', `no task ${id}`, { task_id: id });
-    if (!this.isRequester(c, t) && c.account.id !== t.toAccount && !c.account.permissions.operator)
+    if (!this.isRequester(c, t) && !(c.account.id === t.toAccount && c.account.createdAt <= t.createdAt) && !c.account.permissions.operator)
       throw new MailError('not_task_party', `you are neither the requester nor the assignee of ${id}`, { task_id: id });
     return t;
   }
