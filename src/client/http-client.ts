@@ -7,6 +7,7 @@ import type * as A from '../wire/admin.js';
 import type * as H from '../wire/hooks.js';
 import type * as WK from '../wire/wake.js';
 import type * as IM from '../wire/import-omp-mail.js';
+import type * as T from '../wire/tasks.js';
 import type { Address } from '../wire/address.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
@@ -58,6 +59,8 @@ export interface Health {
 }
 
 export type SendInput = Omit<W.SendRequest, 'to'> & { to: string | Address };
+export type TaskCreateInput = Omit<T.TaskCreateRequest, 'to'> & { to: string | Address };
+export type ApprovalRequestInput = Omit<T.ApprovalRequest, 'reviewer'> & { reviewer: string | Address };
 
 export class MailClient {
   private agent = new Agent({ keepAlive: true, maxSockets: 8 });
@@ -220,6 +223,24 @@ export class MailClient {
   receipts(messageId: string): Promise<WK.ReceiptsResponse> {
     return this.call(pathOf('receipts'), { message_id: messageId });
   }
+
+  /** Tasks (docs/tasks.md): every change is also mail in the task's thread. */
+  readonly task = {
+    create: (input: TaskCreateInput): Promise<T.TaskOut> => this.call(pathOf('task.create'), input),
+    /** With wait_secs and after_version, parks until the task's version passes after_version. */
+    get: (input: T.TaskGetRequest): Promise<T.TaskOut> => this.call(pathOf('task.get'), input, (input.wait_secs ?? 0) * 1000),
+    list: (input: T.TaskListRequest): Promise<T.TaskListResponse> => this.call(pathOf('task.list'), input),
+    update: (input: T.TaskUpdateRequest): Promise<T.TaskOut> => this.call(pathOf('task.update'), input),
+    cancel: (input: T.TaskCancelRequest): Promise<T.TaskOut> => this.call(pathOf('task.cancel'), input),
+  };
+
+  /** Approvals the mailbox records and never executes. */
+  readonly approval = {
+    request: (input: ApprovalRequestInput): Promise<T.ApprovalOut> => this.call(pathOf('approval.request'), input),
+    decide: (input: T.ApprovalDecideRequest): Promise<T.ApprovalOut> => this.call(pathOf('approval.decide'), input),
+    /** With wait_secs, parks until the approval is decided (or expires). */
+    get: (input: T.ApprovalGetRequest): Promise<T.ApprovalOut> => this.call(pathOf('approval.get'), input, (input.wait_secs ?? 0) * 1000),
+  };
 
   readonly admin = {
     accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call(pathOf('account.add'), input),
