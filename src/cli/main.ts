@@ -9,6 +9,7 @@ import { registerHooks } from './hook-commands.js';
 import { registerImport } from './import-commands.js';
 import { registerUser } from './user-commands.js';
 import { registerWake } from './wake-commands.js';
+import { registerTasks } from './task-commands.js';
 import { EXIT, printJson } from './output.js';
 
 const program = new Command();
@@ -96,6 +97,7 @@ registerDaemon(program);
 registerAdmin(program);
 registerUser(program);
 registerWake(program);
+registerTasks(program);
 registerImport(program);
 
 await program.parseAsync(process.argv);
