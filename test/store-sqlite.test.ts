@@ -125,7 +125,7 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 6);
+      assert.equal(MIGRATIONS.length, 7);
     } finally {
       version.close();
     }
@@ -177,6 +177,9 @@ describe('sqlite store', () => {
     await store.ack(me, [item({ seq: 1, toKey: mail.toKey })], 10);
     assert.equal(await store.unread(me), 0);
     assert.equal((await store.createTask(task('t-1', { toAccount: 'alice' }), 0)).kind, 'created');
+    const change = await send(store, A('bob'), { task: { task_id: 't-1', state: 'working', version: 2 } });
+    assert.deepEqual((await store.getMessage(change.id))?.task, { task_id: 't-1', state: 'working', version: 2 }, "mail after the upgrade keeps a task's change");
+    assert.equal('task' in (await store.getMessage(mail.id))!, false, 'mail from before it has none');
     await store.close();
 
     const again = openAt(path);

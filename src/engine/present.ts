@@ -50,6 +50,8 @@ export function presentMessage(m: StoredMessage, ackedAt: number | null, o: Pres
   if (m.replyTo) out.reply_to = m.replyTo;
   if (m.correlation !== null) out.correlation = m.correlation;
   if (m.refs.length) out.refs = m.refs.map((r) => (r.digest === undefined ? { kind: r.kind, locator: r.locator } : { ...r }));
+  // Only a task's messages have it (ordinary mail pays nothing for it, verbose or not).
+  if (m.task) out.task = { task_id: m.task.task_id, state: m.task.state, version: m.task.version };
   return out;
 }
 

@@ -1,6 +1,6 @@
 // Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name, record,
-// task, approval, message (same id, same seq, so cursors stay valid), ack, ack floor and idempotency key (a column of
-// its message). One read snapshot of the SQLite file, one PostgreSQL transaction holding the append
+// task, approval, message (same id, same seq, so cursors stay valid; with its task change), ack, ack floor and
+// idempotency key (a column of its message). One read snapshot of the SQLite file, one PostgreSQL transaction holding the append
 // lock (so running daemons neither interleave seqs nor see half of it). Running it again copies
 // nothing twice: every row is keyed, existing rows are kept, and the unread counters are recomputed
 // from the rows rather than added. A target whose messages disagree with the source (another

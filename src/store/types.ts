@@ -114,13 +114,24 @@ export interface NewMessage {
   idempotencyKey: string | null;
   /** Digest of the fields an idempotent retry must repeat exactly. */
   fingerprint: string | null;
-  /** A task's message: which task, the state it entered and the task's version then. */
-  task?: { task_id: string; state: TaskState; version: number } | null;
+  /** A task's message: which task, the state it entered and the task's version then. Absent (or
+   *  null) for every other message. */
+  task?: MessageTask | null;
+}
+
+/** The structured part of a task's change message (kept as JSON text in SQL stores). */
+export interface MessageTask {
+  task_id: string;
+  state: TaskState;
+  version: number;
 }
 
 export interface StoredMessage extends NewMessage {
   /** Store-assigned, strictly increasing in commit order; cursors are built from it. */
   seq: number;
+  /** Every store gives a message back without the key when it has no task (never null or an
+   *  undefined value), so a read compares equal to what the engine appended for ordinary mail. */
+  task?: MessageTask;
 }
 
 /** One transition of a task: the state it entered, when, by whom (a compact address), and why. */

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { LIMITS } from './limits.js';
 import { AddressInput, AddressString, Body, Correlation, MessageId, Refs, Selector, Subject, text } from './fields.js';
+import { TaskState } from './task-states.js';
 
 export { AddressString };
 
@@ -75,6 +76,7 @@ export const MessageOut = z.object({
   reply_to: z.string().optional(),
   correlation: z.string().optional(),
   refs: z.array(RefOut).optional(),
+  task: z.object({ task_id: z.string(), state: TaskState, version: z.number().int() }).optional().describe("a task's change: its id, the state it entered, its version"),
 });
 
 export const InboxResponse = z.object({

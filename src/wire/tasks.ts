@@ -5,18 +5,9 @@ import { z } from 'zod';
 import { AddressInput, Body, Refs, text } from './fields.js';
 import { LIMITS } from './limits.js';
 import { RefOut } from './ops.js';
+import { TaskState } from './task-states.js';
 
-export const TASK_STATES = ['submitted', 'working', 'input_required', 'auth_required', 'completed', 'failed', 'canceled', 'rejected'] as const;
-export const TaskState = z.enum(TASK_STATES);
-export type TaskState = (typeof TASK_STATES)[number];
-
-/** A task in one of these states is final: nothing changes it again (task_terminal). */
-export const TERMINAL_STATES: readonly TaskState[] = ['completed', 'failed', 'canceled', 'rejected'];
-export const isTerminal = (s: TaskState): boolean => TERMINAL_STATES.includes(s);
-
-/** States only the assignee moves a task to; the requester only cancels. `auth_required` is the
- *  mailbox's own, while an approval linked to the task is pending. */
-export const ASSIGNEE_STATES: readonly TaskState[] = ['working', 'input_required', 'completed', 'failed', 'rejected'];
+export { ASSIGNEE_STATES, TASK_STATES, TERMINAL_STATES, TaskState, isTerminal } from './task-states.js';
 
 export const TASK_LIMITS = {
   titleBytes: 512,

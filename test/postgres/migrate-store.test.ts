@@ -50,6 +50,8 @@ async function fill(s: Store): Promise<void> {
         fingerprint: i % 3 === 0 ? `fp-${i}` : null,
         refs: i % 7 === 0 ? [{ kind: 'file', locator: `/src/${i}.ts`, digest: 'd' }] : [],
         createdAt: 10_000 + i,
+        // Some are a task's changes: the structured part moves with its message.
+        ...(i % 4 === 1 ? { task: { task_id: `t-${i}`, state: i % 8 === 1 ? ('submitted' as const) : ('working' as const), version: 1 + (i % 3) } } : {}),
       }),
     );
   }
@@ -120,6 +122,8 @@ describe('postgres: migrate-store from SQLite', { skip: pgSkip }, () => {
       const pg = await openPostgresStore({ spec, max: 2 });
       try {
         assert.deepEqual(await view(pg), before, 'the PostgreSQL store answers like the SQLite one');
+        const changes = await pg.getThread('t1');
+        assert.ok(changes.length > 0 && changes.every((m) => m.task?.task_id === `t-${m.createdAt - 10_000}`), "a task's changes kept their structured part");
         // Idempotency keys came along: a retry is a duplicate of the moved message.
         const retry = await pg.appendMessage(message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'key-3', fingerprint: 'fp-3', createdAt: 10_010 }), 0);
         assert.equal(retry.kind, 'duplicate');

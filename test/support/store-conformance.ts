@@ -932,6 +932,40 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.unread(scope('bob')), 1);
       });
 
+      it("keeps a task's change on its message, and gives ordinary mail none (no key, never null)", async () => {
+        const mark = { task_id: 't-7', state: 'input_required' as const, version: 3 };
+        const root = await send(store, A('bob'), { threadId: 'T' });
+        const change = await send(store, A('bob'), { threadId: 'T', task: mark, replyTo: root.id });
+        const nulled = await send(store, A('bob'), { threadId: 'T', task: null });
+        assert.deepEqual(change.task, mark, 'the append answers with it');
+        assert.notEqual(change.task, mark, 'a copy, not the object given');
+        const reads: [string, StoredMessage[]][] = [
+          ['getMessage', [(await store.getMessage(root.id))!, (await store.getMessage(change.id))!, (await store.getMessage(nulled.id))!]],
+          ['getThread', await store.getThread('T')],
+          ['page', await store.page(scope('bob'), q())],
+          ['page pending', await store.page(scope('bob'), q({ pendingOnly: true, threadId: 'T' }))],
+          ['messagesAfter', await store.messagesAfter(A('bob'), 0, 10)],
+        ];
+        for (const [where, got] of reads) {
+          assert.deepEqual(
+            got.map((m) => m.id),
+            [root.id, change.id, nulled.id],
+            where,
+          );
+          assert.deepEqual(got[1]!.task, mark, `${where}: the task's change`);
+          assert.equal('task' in got[0]!, false, `${where}: ordinary mail has no task key`);
+          assert.equal('task' in got[2]!, false, `${where}: task: null is stored as none`);
+        }
+        // What a reader is given is its own: changing it changes nothing stored.
+        reads[0]![1][1]!.task!.state = 'failed';
+        assert.equal((await store.getMessage(change.id))!.task!.state, 'input_required');
+        // A retry answered from the first message gives its task back too.
+        const keyed = message(A('bob'), { fromAccount: 'alice', idempotencyKey: 'tk', fingerprint: 'f', task: mark });
+        const first = await store.appendMessage(keyed, 0);
+        assert.deepEqual(await store.appendMessage({ ...keyed, id: `${keyed.id}-2` }, 0), { kind: 'duplicate', message: first.message });
+        assert.deepEqual(first.message.task, mark);
+      });
+
       it('returns a thread in seq order', async () => {
         const a = await send(store, A('bob'), { threadId: 'T' });
         await send(store, A('bob'), { threadId: 'U' });

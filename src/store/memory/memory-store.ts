@@ -17,6 +17,7 @@ import {
   type Corroborated,
   type Declared,
   type MailKey,
+  type MessageTask,
   type NameRecord,
   type NewAccount,
   type NewMessage,
@@ -64,7 +65,7 @@ const copySession = (s: SessionRecord): SessionRecord => ({
   corroborated: { ...s.corroborated },
   declared: { ...s.declared },
 });
-const copyMessage = (m: StoredMessage): StoredMessage => ({ ...m, refs: m.refs.map((r) => ({ ...r })) });
+const copyMessage = (m: StoredMessage): StoredMessage => ({ ...m, refs: m.refs.map((r) => ({ ...r })), ...(m.task ? { task: { ...m.task } } : {}) });
 const sessionKey = (account: string, id: string) => `${account}\n${id}`;
 const lineageKey = (account: string, lineage: string) => `${account}\n${lineage}`;
 
@@ -517,8 +518,15 @@ class MemoryStore implements Store {
       }
     }
     if (this.byId.has(m.id)) throw new Error(`message id ${m.id} already exists`);
-    // Stored as a store with columns would give it back (refs through JSON).
-    const stored: StoredMessage = { ...m, refs: JSON.parse(JSON.stringify(m.refs)) as StoredMessage['refs'], seq: ++this.seq };
+    // Stored as a store with columns would give it back (refs and task through JSON; no task key
+    // when there is none).
+    const { task, ...rest } = m;
+    const stored: StoredMessage = {
+      ...rest,
+      refs: JSON.parse(JSON.stringify(m.refs)) as StoredMessage['refs'],
+      ...(task ? { task: JSON.parse(JSON.stringify(task)) as MessageTask } : {}),
+      seq: ++this.seq,
+    };
     this.byId.set(stored.id, stored);
     push(this.byKey, stored.toKey, stored);
     push(this.byThread, stored.threadId, stored);

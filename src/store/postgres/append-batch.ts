@@ -182,7 +182,10 @@ export class AppendBatch {
             inBatch ??
             (priors.has(`${m.fromAccount}\n${m.idempotencyKey}\n${since}`) ? toMessage(priors.get(`${m.fromAccount}\n${m.idempotencyKey}\n${since}`) as MessageRow) : null);
           if (prior) {
-            outcomes.push({ kind: prior.fingerprint === m.fingerprint ? 'duplicate' : 'conflict', message: { ...prior, refs: prior.refs.map((r) => ({ ...r })) } });
+            outcomes.push({
+              kind: prior.fingerprint === m.fingerprint ? 'duplicate' : 'conflict',
+              message: { ...prior, refs: prior.refs.map((r) => ({ ...r })), ...(prior.task ? { task: { ...prior.task } } : {}) },
+            });
             continue;
           }
         }

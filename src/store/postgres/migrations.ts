@@ -220,6 +220,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX approvals_by_reviewer ON approvals (reviewer_account, created_at);
   `,
+  // 6: a task's change message carries its structured part as JSON text (SQLite migration 7);
+  // null for every other message.
+  `
+  ALTER TABLE messages ADD COLUMN task text;
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

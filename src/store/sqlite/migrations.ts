@@ -209,6 +209,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX approvals_by_reviewer ON approvals(reviewer_account, created_at);
   `,
+  // 7: a task's change message carries its structured part (task id, the state it entered, the
+  // task's version) as JSON text; null for every other message, and for mail stored before.
+  `
+  ALTER TABLE messages ADD COLUMN task TEXT;
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

@@ -5,6 +5,7 @@ import type {
   Corroborated,
   NewAccount,
   Declared,
+  MessageTask,
   NameRecord,
   NewMessage,
   NewSession,
@@ -170,6 +171,8 @@ export interface MessageRow {
   created_at: number;
   idempotency_key: string | null;
   fingerprint: string | null;
+  /** A task's change (MessageTask) as JSON text; null for every other message. */
+  task: string | null;
 }
 
 export type PagedRow = MessageRow & { acked_at: number | null };
@@ -193,6 +196,7 @@ export function toMessage(r: MessageRow): StoredMessage {
     createdAt: r.created_at,
     idempotencyKey: r.idempotency_key,
     fingerprint: r.fingerprint,
+    ...(r.task !== null ? { task: JSON.parse(r.task) as MessageTask } : {}),
   };
 }
 
@@ -220,5 +224,6 @@ export function messageParams(m: NewMessage): Omit<MessageRow, 'seq'> {
     created_at: m.createdAt,
     idempotency_key: m.idempotencyKey,
     fingerprint: m.fingerprint,
+    task: m.task ? JSON.stringify(m.task) : null,
   };
 }
