@@ -17,6 +17,7 @@ import { listenOn } from './listen.js';
 import { OriginGuard } from './origin-guard.js';
 import { clientGoneSignal, isClientGone, sendError, sendJson } from './respond.js';
 import { WebDoor } from '../web/web-door.js';
+import { A2aDoor } from '../a2a/a2a-door.js';
 
 export interface HttpDoorOptions {
   engine: MailEngine;
@@ -45,12 +46,14 @@ export class HttpDoor {
   readonly gate: ConnectionGate;
   private callers: CallerResolver;
   private mcp: McpHandler;
+  private a2a: A2aDoor;
   private inFlight = 0;
 
   constructor(private o: HttpDoorOptions) {
     this.gate = new ConnectionGate(o.gate ?? DEFAULT_GATE);
     this.callers = new CallerResolver(o.engine, o.attestor, (s) => this.gate.prove(s));
     this.mcp = new McpHandler((signal) => this.context(signal, [], 'mcp'), o.version, o.log);
+    this.a2a = new A2aDoor({ engine: o.engine, log: o.log, version: o.version, caller: (req) => this.callers.mail(req) });
     // Waits last up to 60 s; requests must be allowed to outlive them. Headers must come quickly
     // (node checks the deadlines every connectionsCheckingInterval, so that is short too).
     const headersTimeout = o.headersTimeoutMs ?? 5_000;
@@ -83,6 +86,7 @@ export class HttpDoor {
     this.guard.check(req.headers.host, req.headers.origin);
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (this.o.web && WebDoor.owns(path)) return this.o.web.handle(req, res, path);
+    if (A2aDoor.owns(path)) return this.a2a.handle(req, res, path);
     if (path === '/health') {
       if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, new MailError('method_not_allowed', 'use GET /health').toBody(), { allow: 'GET, HEAD' });
       return sendJson(res, 200, {
