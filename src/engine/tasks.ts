@@ -164,13 +164,12 @@ export class TaskBook {
     return this.transition(c, t, 'canceled', req.reason, undefined, t.toAddress);
   }
 
-  /** Moves the task (a message to `to` in its thread, then the row, if nobody changed it meanwhile). */
+  /** Moves the task: the row first (if nobody changed it meanwhile), then the message to `to` in
+   *  its thread, then the row's lastSeq. The row comes first because the message is what wakes the
+   *  waits on this task (on any daemon sharing the store): woken, they must read the new version. */
   async transition(c: Caller, t: TaskRecord, state: TaskState, note: string | undefined, result: T.TaskUpdateRequest['result'], to: string): Promise<T.TaskOut> {
     const now = this.d.clock.now();
     const version = t.version + 1;
-    const root = await this.d.store.getMessage(t.threadId);
-    const lines = [`${state}${note ? `: ${note}` : ''}`, ...(result?.summary ? [`Result: ${result.summary}`] : [])];
-    const m = await this.d.post(c, { to: parsed(to), subject: `Task ${state}: ${t.title}`.slice(0, 512), body: lines.join('\n') }, root, { task_id: t.id, state, version });
     const next: TaskRecord = {
       ...t,
       state,
@@ -184,11 +183,16 @@ export class TaskBook {
         : t.result,
       updatedAt: now,
       version,
-      lastSeq: m.seq,
     };
-    const stored = await this.d.store.updateTask(next, t.version);
-    if (!stored) throw new MailError('invalid_transition', `task ${t.id} changed meanwhile: read it again`, { from: t.state, to: state });
-    return this.present(stored, true);
+    const moved = await this.d.store.updateTask(next, t.version);
+    if (!moved) throw new MailError('invalid_transition', `task ${t.id} changed meanwhile: read it again`, { from: t.state, to: state });
+    const root = await this.d.store.getMessage(t.threadId);
+    const lines = [`${state}${note ? `: ${note}` : ''}`, ...(result?.summary ? [`Result: ${result.summary}`] : [])];
+    const m = await this.d.post(c, { to: parsed(to), subject: `Task ${state}: ${t.title}`.slice(0, 512), body: lines.join('\n') }, root, { task_id: t.id, state, version });
+    // Not a change of the task (its version stays): where lists place it. A later change that came
+    // first has a later seq of its own.
+    const placed = (await this.d.store.updateTask({ ...moved, lastSeq: m.seq }, version)) ?? moved;
+    return this.present(placed, true);
   }
 
   /** The task as answers show it: printed addresses, ISO times, children on `get`. */
