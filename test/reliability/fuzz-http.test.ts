@@ -11,6 +11,8 @@ import { LIMITS } from '../../src/wire/limits.js';
 import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
 import { HTTP_PATHS, OPERATIONS, OPERATION_NAMES } from '../../src/wire/operations.js';
 import { PROTOCOL_VERSIONS } from '../../src/doors/mcp/mcp-handler.js';
+import { TASK_LIMITS, TASK_STATES } from '../../src/wire/tasks.js';
+import type { Store } from '../../src/store/types.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { assertEnvelope, assertUnchanged, fastWaitClock, http, storeSnapshot, type RawAnswer } from './helpers.js';
 
@@ -87,11 +89,38 @@ const valueFor = (dict: readonly unknown[]) =>
 interface RouteSpec {
   path: string;
   admin: boolean;
+  /** A task or approval operation: it may store mail (one message per change, see taskLedger). */
+  tasks?: boolean;
   base: () => Record<string, unknown>;
   /** More valid-shaped bodies to start from (mutations reach deeper from several starts). */
   more?: Record<string, unknown>[];
   fields: Record<string, readonly unknown[]>;
 }
+
+/** Every change of a task and every approval request and decision is one message in a thread:
+ *  the sum of the tasks' versions, plus one per approval and one more once decided, moves exactly
+ *  as many seqs as those operations store. Approvals are found by the ids the answers named. */
+async function taskLedger(store: Store, approvals: ReadonlySet<string>): Promise<number> {
+  const seen = new Set<string>();
+  let n = 0;
+  for (const a of await store.listAccounts())
+    for (const t of await store.listTasks({ account: a.id, role: 'requested', state: null, before: null, limit: 100_000 }))
+      if (!seen.has(t.id)) {
+        seen.add(t.id);
+        n += t.version;
+      }
+  for (const id of approvals) {
+    const a = await store.getApproval(id);
+    if (a) n += a.state === 'pending' ? 1 : 2;
+  }
+  return n;
+}
+
+/** Approval ids an answer names (the ledger follows them). */
+const approvalIdOf = (v: unknown): string | null => {
+  const id = v && typeof v === 'object' ? (v as { approval_id?: unknown }).approval_id : undefined;
+  return typeof id === 'string' ? id : null;
+};
 
 describe('fuzz: HTTP routes and MCP', () => {
   let d: TestDaemon;
@@ -99,10 +128,18 @@ describe('fuzz: HTTP routes and MCP', () => {
   let routes: RouteSpec[];
   let tools: { tool: string; spec: RouteSpec }[];
   let readable: string[];
+  const approvals = new Set<string>();
+  /** Clears alice's reminders before a run: one set by an earlier run (in_secs: 1) would arrive
+   *  during a later one as mail nobody in it sent (the task operations make a property run long
+   *  enough for that). */
+  let clearTimers: () => Promise<void>;
   before(async () => {
     d = await startTestDaemon({ clock: fastWaitClock() });
     const alice = await d.account('alice', { urgent: true });
     aliceSecret = alice.secret;
+    clearTimers = async () => {
+      for (const t of (await alice.client.timers()).timers) await alice.client.timerClear(t.id);
+    };
     const bob = await d.account('bob');
     await d.operator.admin.roomAdd('lobby');
     await d.operator.admin.memberAdd('lobby', 'alice');
@@ -234,6 +271,142 @@ describe('fuzz: HTTP routes and MCP', () => {
         },
       },
     };
+    // Tasks and approvals: alice requests one of bob, is assignee of some of bob's, a stranger to
+    // one; she reviews several pending approvals (each decided once) and one she may not decide.
+    const mine = await alice.client.task.create({ to: 'bob', title: 'fuzz task', instructions: 'i' });
+    const forAlice: string[] = [];
+    for (let i = 0; i < 4; i++) forAlice.push((await bob.client.task.create({ to: i % 2 ? me : 'alice', title: `for alice ${i}` })).task_id);
+    const strangers = await bob.client.task.create({ to: 'bob', title: 'not alice' });
+    const done = await bob.client.task.create({ to: 'alice', title: 'finished' });
+    await alice.client.task.update({ task_id: done.task_id, state: 'completed', result: { summary: 's' } });
+    const taskIds = [mine.task_id, ...forAlice, strangers.task_id, done.task_id, 't-0', 't-', 't-A', `t-${'a'.repeat(65)}`, readable[0]];
+    const toReview: string[] = [];
+    for (let i = 0; i < 6; i++)
+      toReview.push((await bob.client.approval.request({ reviewer: 'alice', action: `spare ${i}`, ...(i < 2 ? { task_id: forAlice[i]! } : {}) })).approval_id);
+    const bobReviews = await alice.client.approval.request({ reviewer: 'bob', action: 'ask bob', task_id: mine.task_id });
+    const foreignApproval = await bob.client.approval.request({ reviewer: 'bob', action: 'not alice' });
+    for (const id of [...toReview, bobReviews.approval_id, foreignApproval.approval_id]) approvals.add(id);
+    const approvalIds = [...toReview, bobReviews.approval_id, foreignApproval.approval_id, 'a-0', 'a-', 'a-A', `a-${'a'.repeat(65)}`, mine.task_id];
+    const taskTo = ['bob', 'alice', me, 'nobody', '#lobby', 'bob/s-deadbeefdeadbeef', '', { kind: 'direct', participant: 'bob' }, { kind: 'room', room: 'lobby' }];
+    const states = [...TASK_STATES, 'done', ''];
+    const notes = [...text, 'n'.repeat(TASK_LIMITS.noteBytes), 'n'.repeat(TASK_LIMITS.noteBytes + 1)];
+    const titles = [...text, 't'.repeat(TASK_LIMITS.titleBytes), 't'.repeat(TASK_LIMITS.titleBytes + 1)];
+    const results = [
+      {},
+      { summary: 'done' },
+      { summary: 's'.repeat(TASK_LIMITS.summaryBytes + 1) },
+      { data: { tests: 12 } },
+      { data: 'd'.repeat(TASK_LIMITS.dataBytes) },
+      { data: 'd'.repeat(TASK_LIMITS.dataBytes - 2) },
+      { data: [null, true, 1.5] },
+      { refs: [{ kind: 'git', locator: 'abc' }] },
+      { refs: Array.from({ length: 9 }, () => ({ kind: 'k', locator: 'l' })) },
+      { extra: 1 },
+    ];
+    const versions = [0, 1, 2, 1e9, -1, 1.5];
+    const expiries = [1, 3600, TASK_LIMITS.expiresMaxSecs, TASK_LIMITS.expiresMaxSecs + 1, 0, -1, 1.5];
+    const work: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
+      '/task/create': {
+        base: () => ({ to: 'bob', title: 'fuzz' }),
+        more: [
+          { to: me, title: 't', instructions: 'do it', refs: [{ kind: 'git', locator: 'x' }], parent_task_id: mine.task_id, idempotency_key: 'tk1' },
+          { to: '#lobby', title: 'pooled' },
+          { to: 'bob', title: 'child of a stranger', parent_task_id: strangers.task_id },
+        ],
+        fields: { to: taskTo, title: titles, instructions: text, refs, parent_task_id: taskIds, idempotency_key: ['tk1', 'tk2', 'k'.repeat(129), 'bad key'] },
+      },
+      '/task/get': {
+        base: () => ({ task_id: mine.task_id }),
+        more: [{ task_id: forAlice[0], wait_secs: 1, after_version: 1e9 }, { task_id: strangers.task_id }],
+        fields: { task_id: taskIds, wait_secs: waits, after_version: versions },
+      },
+      '/task/list': {
+        base: () => ({ role: 'assigned' }),
+        more: [
+          { role: 'requested', state: 'submitted', limit: 1 },
+          { role: 'assigned', after: 'c1.zz' },
+        ],
+        fields: { role: ['assigned', 'requested', 'both', ''], state: states, after: cursors, limit: [1, 20, TASK_LIMITS.listMax, TASK_LIMITS.listMax + 1, 0, -1, 1.5] },
+      },
+      '/task/update': {
+        base: () => ({ task_id: forAlice[0], state: 'working' }),
+        more: [
+          { task_id: forAlice[1], state: 'input_required', note: 'which one?' },
+          { task_id: forAlice[2], state: 'completed', result: { summary: 'ok', data: { n: 1 } } },
+          { task_id: mine.task_id, state: 'working' },
+          { task_id: done.task_id, state: 'working' },
+        ],
+        fields: { task_id: taskIds, state: states, note: notes, result: results },
+      },
+      '/task/cancel': {
+        base: () => ({ task_id: mine.task_id }),
+        more: [{ task_id: forAlice[3], reason: 'no' }, { task_id: done.task_id }],
+        fields: { task_id: taskIds, reason: notes },
+      },
+      '/task': {
+        base: () => ({ action: 'list', role: 'requested' }),
+        more: [
+          { action: 'create', to: 'bob', title: 'via tool', instructions: 'i' },
+          { action: 'update', task_id: forAlice[0], state: 'working', note: 'n' },
+          { action: 'cancel', task_id: mine.task_id, note: 'why' },
+        ],
+        fields: {
+          action: ['create', 'update', 'cancel', 'list', 'get', ''],
+          task_id: taskIds,
+          to: taskTo,
+          title: titles,
+          instructions: text,
+          parent_task_id: taskIds,
+          idempotency_key: ['tk1', 'tk3', 'bad key'],
+          state: states,
+          note: notes,
+          result: results,
+          role: ['assigned', 'requested', 'both'],
+          after: cursors,
+        },
+      },
+      '/approval/request': {
+        base: () => ({ reviewer: 'bob', action: 'deploy' }),
+        more: [
+          { reviewer: 'bob', action: 'for a task', details: 'd', task_id: forAlice[3], expires_in: 60 },
+          { reviewer: 'alice', action: 'self', task_id: done.task_id },
+        ],
+        fields: {
+          reviewer: ['bob', 'alice', 'nobody', me, '#lobby', '', { kind: 'direct', participant: 'bob' }],
+          action: [...text, 'a'.repeat(TASK_LIMITS.actionBytes), 'a'.repeat(TASK_LIMITS.actionBytes + 1)],
+          details: text,
+          task_id: taskIds,
+          expires_in: expiries,
+        },
+      },
+      '/approval/decide': {
+        base: () => ({ approval_id: toReview[0], decision: 'approved', reason: 'ok' }),
+        more: toReview.slice(1).map((id, i) => ({ approval_id: id, decision: i % 2 ? 'approved' : 'rejected', reason: 'r' })),
+        fields: { approval_id: approvalIds, decision: ['approved', 'rejected', 'maybe', ''], reason: notes },
+      },
+      '/approval/get': {
+        base: () => ({ approval_id: toReview[0] }),
+        more: [{ approval_id: bobReviews.approval_id, wait_secs: 1 }, { approval_id: foreignApproval.approval_id }],
+        fields: { approval_id: approvalIds, wait_secs: waits },
+      },
+      '/approval': {
+        base: () => ({ action: 'get', approval_id: toReview[0] }),
+        more: [
+          { action: 'request', reviewer: 'bob', what: 'deploy', details: 'd' },
+          ...toReview.map((id) => ({ action: 'decide', approval_id: id, decision: 'rejected', reason: 'no' })),
+        ],
+        fields: {
+          action: ['request', 'decide', 'get', ''],
+          approval_id: approvalIds,
+          reviewer: ['bob', 'alice', 'nobody', me],
+          what: [...text, 'a'.repeat(TASK_LIMITS.actionBytes + 1)],
+          details: text,
+          task_id: taskIds,
+          decision: ['approved', 'rejected', 'maybe'],
+          reason: notes,
+        },
+      },
+    };
     const ompSession = { id: 'omp-fz-1', slug: 'fz', aliases: ['fzz'], cwd: '/w/fz', last_seen: 1 };
     const ompMessage = { mailbox: 'omp-fz-1', id: 'x1', from: 'omp-fz-1', subject: 's', body: 'b', ts: 1, delivered: false };
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
@@ -331,8 +504,12 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
     };
     // Every operation a bearer reaches has a spec here (a new operation fails this until it is fuzzed).
-    for (const p of HTTP_PATHS) assert.ok(mail[p] ?? admin[p], `fuzz spec for ${p}`);
-    routes = [...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })), ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s }))];
+    for (const p of HTTP_PATHS) assert.ok(mail[p] ?? work[p] ?? admin[p], `fuzz spec for ${p}`);
+    routes = [
+      ...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })),
+      ...Object.entries(work).map(([path, s]) => ({ path, admin: false, tasks: true, ...s })),
+      ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s })),
+    ];
     tools = OPERATION_NAMES.flatMap((n) => {
       const o = OPERATIONS[n];
       return o.tool ? [{ tool: o.tool, spec: routes.find((r) => r.path === o.path)! }] : [];
@@ -443,7 +620,9 @@ describe('fuzz: HTTP routes and MCP', () => {
         }),
         async ([spec, body]) => {
           const where = `${spec.path} ${String(body.bytes).slice(0, 160)}`;
+          await clearTimers();
           const before = await storeSnapshot(store);
+          const ledger = await taskLedger(store, approvals);
           const r = await http(d.url, spec.path, { token: spec.admin ? d.operatorToken : aliceSecret, body: body.bytes, fresh: body.overCap });
           assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
           const head = await store.headSeq();
@@ -452,14 +631,20 @@ describe('fuzz: HTTP routes and MCP', () => {
             expectSuccessShape(r, where);
             assert.ok(!body.invalidUtf8, `${where}: invalid UTF-8 accepted`);
             assert.ok(!body.overCap, `${where}: a body over the cap accepted`);
+            const asked = approvalIdOf(r.json);
+            if (asked) approvals.add(asked);
+            const moved = (await taskLedger(store, approvals)) - ledger;
             if (spec.path === '/mail/send' || spec.path === '/mail/reply') assert.equal(head, prior + (r.json.duplicate ? 0 : 1), `${where}: one send stores one message`);
             else if (spec.path === '/admin/import/omp-mail') assert.equal(head, prior + r.json.messages_created, `${where}: an import stores what it counts`);
-            else assert.equal(head, prior, `${where}: only send, reply and an import store mail`);
+            else if (spec.tasks) assert.equal(head, prior + moved, `${where}: every task change and approval step is one message`);
+            else assert.equal(head, prior, `${where}: only send, reply, an import, tasks and approvals store mail`);
+            if (!spec.tasks) assert.equal(moved, 0, `${where}: only task and approval operations change tasks`);
           } else {
             const code = assertEnvelope(r, where);
             if (body.overCap) assert.deepEqual([code, r.json.error.field], ['too_large', '(body)'], where);
             else if (body.invalidUtf8) assert.deepEqual([code, r.json.error.field], ['malformed', '(body)'], where);
             await assertUnchanged(store, before, `${where} (${code})`);
+            assert.equal(await taskLedger(store, approvals), ledger, `${where} (${code}): a refusal changed a task or an approval`);
           }
         },
       ),
@@ -519,18 +704,22 @@ describe('fuzz: HTTP routes and MCP', () => {
         ),
         async ({ p, text }) => {
           const where = `/mcp ${text.slice(0, 200)}`;
+          await clearTimers();
           const before = await storeSnapshot(store);
+          const ledger = await taskLedger(store, approvals);
           const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
           assert.ok(r.status !== 500, `${where}: HTTP 500 ${r.text}`);
           const prior = before.head;
           if (r.status === 202) {
             assert.equal(r.text, '', `${where}: 202 has no body`);
             assert.equal(await store.headSeq(), prior, `${where}: notifications store nothing`);
+            assert.equal(await taskLedger(store, approvals), ledger, `${where}: notifications change no task`);
             return;
           }
           if (r.status !== 200) {
             assertEnvelope(r, where);
             await assertUnchanged(store, before, where);
+            assert.equal(await taskLedger(store, approvals), ledger, `${where}: a refusal changed a task or an approval`);
             return;
           }
           const answers: any[] = Array.isArray(r.json) ? r.json : [r.json];
@@ -558,9 +747,14 @@ describe('fuzz: HTTP routes and MCP', () => {
               assert.equal(ERROR_TABLE[out.error.code as keyof typeof ERROR_TABLE].mcp, 'tool_error', `${where}: ${out.error.code} must not be a tool result`);
               refusals++;
             } else if (typeof out.message_id === 'string' && typeof out.duplicate === 'boolean' && !out.duplicate) created++;
+            else if (approvalIdOf(out)) approvals.add(approvalIdOf(out)!);
           }
-          assert.equal(await store.headSeq(), prior + created, `${where}: the store holds exactly the sends that succeeded`);
-          if (!Array.isArray(r.json) && refusals === 1) await assertUnchanged(store, before, where);
+          const moved = (await taskLedger(store, approvals)) - ledger;
+          assert.equal(await store.headSeq(), prior + created + moved, `${where}: the store holds exactly the sends and task changes that succeeded`);
+          if (!Array.isArray(r.json) && refusals === 1) {
+            await assertUnchanged(store, before, where);
+            assert.equal(moved, 0, `${where}: a refused tool call changed a task or an approval`);
+          }
           if (
             !Array.isArray(p) &&
             p &&
