@@ -89,6 +89,8 @@ describe('browser mailbox: keyboard and accessibility', { skip, timeout: 120_000
     await createPerson(d, 'alice', { display_name: 'Alice' });
     const codex = (await d.account('codex')).client;
     await codex.send({ to: 'alice', subject: 'keyboard check', body: 'Read me with the keyboard only.' });
+    const task = await codex.task.create({ to: 'alice', title: 'contrast check', instructions: 'Every control named.' });
+    await codex.approval.request({ reviewer: 'alice', action: 'publish the contrast report', task_id: task.task_id });
     browser = await launchChromium();
     const ctx = await browser.newContext({ viewport: { width: 1100, height: 720 } });
     // tsx keeps function names with a __name helper that the page lacks; give it a no-op one.
@@ -139,13 +141,21 @@ describe('browser mailbox: keyboard and accessibility', { skip, timeout: 120_000
     assert.deepEqual(await lowContrast(page), [], 'thread page text contrast ≥ 4.5:1');
   });
 
-  it('compose and directory pages: every control named, text with contrast', async () => {
-    for (const name of ['Compose', 'Directory']) {
+  it('tasks, compose and directory pages: every control named, text with contrast', async () => {
+    for (const name of ['Tasks', 'Compose', 'Directory']) {
       await page.getByRole('link', { name, exact: true }).first().click();
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       await page.waitForLoadState('networkidle').catch(() => undefined);
       assert.deepEqual(await unnamed(page), [], `every control of ${name} has a name`);
       assert.deepEqual(await lowContrast(page), [], `${name} text contrast ≥ 4.5:1`);
     }
+  });
+
+  it('the task page with its approval: every control named, text with contrast', async () => {
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await page.locator('li.task a.open', { hasText: 'contrast check' }).click();
+    await page.locator('#task section.approval form.decide').waitFor();
+    assert.deepEqual(await unnamed(page), [], 'every control of the task page has a name');
+    assert.deepEqual(await lowContrast(page), [], 'task page text contrast ≥ 4.5:1');
   });
 });

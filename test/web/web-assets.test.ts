@@ -17,6 +17,7 @@ import type * as W from '../../src/wire/ops.js';
 import type { AccountOut } from '../../src/wire/admin.js';
 import type { LoginResponse } from '../../src/wire/web.js';
 import type { WakeStep } from '../../src/wire/wake.js';
+import type { ApprovalOut, TaskListResponse, TaskOut } from '../../src/wire/tasks.js';
 import type { ThrottleView } from '../../src/engine/login-throttle.js';
 
 const SOURCE = fileURLToPath(new URL('../../src/doors/web/browser/', import.meta.url));
@@ -35,6 +36,9 @@ export type EngineAnswersFitThePage = [
   Fits<Page.LoginAnswer, LoginResponse>,
   Fits<Page.ThrottleView, ThrottleView>,
   Fits<Page.WakeStep, WakeStep>,
+  Fits<Page.Task, TaskOut>,
+  Fits<Page.TaskList, TaskListResponse>,
+  Fits<Page.Approval, ApprovalOut>,
 ];
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

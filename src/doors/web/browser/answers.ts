@@ -123,6 +123,47 @@ export interface Overview {
   wake: { account: string; lineage: string | null; steps: WakeStep[]; rooms: boolean; debounce_ms: number }[];
 }
 
+export type TaskState = 'submitted' | 'working' | 'input_required' | 'auth_required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+
+/** A task (docs/tasks.md): `from` is the requester, `to` the assignee, both printed addresses. */
+export interface Task {
+  task_id: string;
+  thread_id: string;
+  from: string;
+  to: string;
+  title: string;
+  instructions?: string;
+  refs?: Ref[];
+  parent_task_id?: string;
+  state: TaskState;
+  history: { state: TaskState; at: string; by: string; note?: string }[];
+  result?: { summary?: string; data?: unknown; refs?: Ref[] };
+  created_at: string;
+  updated_at: string;
+  version: number;
+  children?: { task_id: string; title: string; state: TaskState }[];
+}
+
+export interface TaskList {
+  tasks: Task[];
+  next_cursor: string | null;
+}
+
+export interface Approval {
+  approval_id: string;
+  thread_id: string;
+  requester: string;
+  reviewer: string;
+  action: string;
+  details?: string;
+  task_id?: string;
+  state: 'pending' | 'approved' | 'rejected' | 'expired';
+  reason?: string;
+  created_at: string;
+  expires_at?: string;
+  decided_at?: string;
+}
+
 /** An error body as the daemon names it (`{error: {code, message, …details}}`), or one the page
  *  made up when the daemon did not answer. */
 export interface ApiError {
@@ -131,4 +172,8 @@ export interface ApiError {
   field?: string;
   retry_after_ms?: number;
   scope?: string;
+  /** invalid_transition, task_terminal, approval_decided */
+  from?: string;
+  to?: string;
+  state?: string;
 }

@@ -10,6 +10,8 @@ import { pageCompose } from './page-compose.js';
 import { pageDirectory } from './page-directory.js';
 import { pageInbox } from './page-inbox.js';
 import { pageLogin } from './page-login.js';
+import { pageTask } from './page-task.js';
+import { pageTasks } from './page-tasks.js';
 import { pageThread } from './page-thread.js';
 import { state } from './state.js';
 
@@ -17,7 +19,7 @@ function route(flash?: string): void {
   const p = location.pathname;
   const main = clear(shellPart('main'));
   if (!state.me && p !== '/web/login') {
-    if (/^\/web\/(thread|compose|directory|admin)/.test(p)) state.returnTo = p + location.search;
+    if (/^\/web\/(thread|tasks?|compose|directory|admin)/.test(p)) state.returnTo = p + location.search;
     return go('/web/login', true, flash);
   }
   if (state.me && (p === '/' || p === '/web' || p === '/web/' || p === '/web/login')) return go('/web/inbox', true);
@@ -27,6 +29,9 @@ function route(flash?: string): void {
   if (p === '/web/inbox') return pageInbox(main);
   const m = /^\/web\/thread\/([A-Za-z0-9._@+-]+)$/.exec(p);
   if (m?.[1]) return pageThread(main, m[1]);
+  if (p === '/web/tasks') return pageTasks(main, new URLSearchParams(location.search));
+  const t = /^\/web\/task\/(t-[0-9a-z]{1,64})$/.exec(p);
+  if (t?.[1]) return pageTask(main, t[1]);
   if (p === '/web/compose') return pageCompose(main, new URLSearchParams(location.search).get('to') || '');
   if (p === '/web/directory') return pageDirectory(main);
   if (p === '/web/admin' && state.me?.operator) return pageAdmin(main);

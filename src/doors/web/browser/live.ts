@@ -6,6 +6,8 @@ import { $, announce, clear, shellPart } from './dom.js';
 import { loadDirectory, loadInbox, who } from './mail-data.js';
 import { setUnread } from './nav.js';
 import { drawInboxList } from './page-inbox.js';
+import { pageTask } from './page-task.js';
+import { refreshBoard } from './page-tasks.js';
 import { pageThread } from './page-thread.js';
 import { state } from './state.js';
 
@@ -51,4 +53,9 @@ function arrived(msgs: Message[]): void {
   const open = $('thread');
   const thread = open?.getAttribute('data-thread');
   if (open && msgs.some((m) => threadOf(m) === thread)) pageThread(clear(shellPart('main')), open.getAttribute('data-open') || '', true);
+  // A task's every change is mail in its thread to the other party: redraw what shows it.
+  if (state.view === '/web/tasks' && msgs.some((m) => /^Task\b/.test(m.subject))) refreshBoard();
+  const task = $('task');
+  const taskThread = task?.getAttribute('data-thread');
+  if (task && taskThread && msgs.some((m) => threadOf(m) === taskThread)) pageTask(clear(shellPart('main')), task.getAttribute('data-task') || '', true);
 }

@@ -32,6 +32,7 @@ export function renderNav(): void {
   if (!me) return;
   const links: [string, string][] = [
     ['/web/inbox', 'Inbox'],
+    ['/web/tasks', 'Tasks'],
     ['/web/compose', 'Compose'],
     ['/web/directory', 'Directory'],
   ];
@@ -40,7 +41,8 @@ export function renderNav(): void {
     'ul',
     { class: 'links' },
     links.map(([href, label]) => {
-      const a = h('a', { href, 'data-nav': true, 'aria-current': state.view === href ? 'page' : null }, [label]);
+      const here = state.view === href || (href === '/web/tasks' && /^\/web\/task\//.test(state.view ?? ''));
+      const a = h('a', { href, 'data-nav': true, 'aria-current': here ? 'page' : null }, [label]);
       if (href === '/web/inbox')
         a.appendChild(h('span', { class: 'count', id: 'unread-count', 'aria-label': state.unread + ' unread', text: state.unread ? String(state.unread) : '' }));
       return h('li', {}, [a]);

@@ -1,6 +1,7 @@
 // One thread, with acknowledging and a reply form. Bodies are untrusted text (body-text.ts).
 import { kindOf, messageId, threadOf, toOf, type ApiError, type GetAnswer, type Message } from './answers.js';
 import { api } from './api.js';
+import { approvalIdIn, approvalPanel } from './approval-panel.js';
 import { bodyNodes } from './body-text.js';
 import { $, announce, clear, errorText, field, h, kindBadge, shellPart, when } from './dom.js';
 import { addr, who } from './mail-data.js';
@@ -50,6 +51,7 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
             ]),
             m.subject !== root.subject ? h('p', { class: 'subject', text: m.subject }) : null,
             h('div', { class: 'body' }, [bodyNodes(m.body || '')]),
+            approvalOf(m),
             m.refs
               ? h(
                   'ul',
@@ -70,6 +72,12 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
       box.appendChild(h('p', { class: 'error', role: 'alert', text: errorText(e) }));
     },
   );
+}
+
+/** An "Approval: …" message gets the approval itself, as the daemon has it (decided or not). */
+function approvalOf(m: Message): HTMLElement | null {
+  const id = approvalIdIn(m.subject, m.body);
+  return id ? approvalPanel(id) : null;
 }
 
 function replyForm(msgs: Message[], root: Message): HTMLFormElement {
