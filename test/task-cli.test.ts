@@ -219,9 +219,8 @@ describe(`m4a task / approval (${storeKind} store)`, () => {
     await refused('eve', ['approval', 'show', a.approval_id], 'not_reviewer');
   });
 
-  // Engine bug, reported: a transition's mail commits (and wakes waiters) before the task's row
-  // changes, so a woken `get` re-reads the old version, parks again and answers at its deadline.
-  it('a parked `task show --wait` answers when the other party moves the task', { todo: 'engine/tasks.ts posts the mail before updateTask' }, async () => {
+  // A woken wait reads the new version (the task's row is written before the mail that wakes it).
+  it('a parked `task show --wait` answers when the other party moves the task', async () => {
     const t = await json('alice', ['task', 'create', 'bob', 'Wait for me']);
     const timed = async (who: string, move: () => Promise<unknown>) => {
       const start = Date.now();
