@@ -7,7 +7,8 @@
 import type { ServerResponse } from 'node:http';
 import { serveModel } from './model-request.js';
 
-export type AnthropicTurn = { tool: string; input: Record<string, unknown> } | { text: string };
+/** `input` may be computed from the request that takes the turn (e.g. from a tool result it carries). */
+export type AnthropicTurn = { tool: string; input: Record<string, unknown> | ((body: any) => Record<string, unknown>) } | { text: string };
 
 export interface RecordedAnthropicRequest {
   method: string;
@@ -100,6 +101,8 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
   const requests: RecordedAnthropicRequest[] = [];
   const problems: string[] = [];
   let next = 0;
+  /** The input each tool turn was answered with (computed ones included). */
+  const inputs = new Map<number, Record<string, unknown>>();
   const filler = opts.filler ?? 'Scripted session';
 
   const server = await serveModel(problems, async (got, res) => {
@@ -130,7 +133,9 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
     rec.turn = next++;
     if ('text' in turn) return reply(res, model, [{ type: 'text', text: turn.text }], 'end_turn');
     if (!tools.some((t) => t?.name === turn.tool)) problems.push(`turn ${rec.turn}: tool ${turn.tool} was not among the ${tools.length} tools offered`);
-    reply(res, model, [{ type: 'tool_use', id: `toolu_scripted_${rec.turn}`, name: turn.tool, input: turn.input }], 'tool_use');
+    const input = typeof turn.input === 'function' ? turn.input(body) : turn.input;
+    inputs.set(rec.turn, input);
+    reply(res, model, [{ type: 'tool_use', id: `toolu_scripted_${rec.turn}`, name: turn.tool, input }], 'tool_use');
   });
 
   return {
@@ -146,7 +151,7 @@ export async function startScriptedAnthropic(script: AnthropicTurn[], opts: { fi
       const out: ToolExchange[] = [];
       script.forEach((t, i) => {
         if (!('tool' in t) || i >= next) return;
-        out.push({ id: `toolu_scripted_${i}`, name: t.tool, input: t.input, result: null, isError: false });
+        out.push({ id: `toolu_scripted_${i}`, name: t.tool, input: inputs.get(i) ?? t.input, result: null, isError: false });
       });
       for (const r of requests) {
         const messages: any[] = Array.isArray(r.body?.messages) ? r.body.messages : [];
