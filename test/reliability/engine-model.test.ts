@@ -8,165 +8,49 @@
 //  - pages come in send order; unread counts match; a second ack returns the first time;
 //  - a wait started before a send is answered with that send when the caller may read it; without
 //    a cursor a wait ends only on mail its reader was not shown (the shown mark: the highest
-//    message any page of that reader returned), and its answer lists the unacknowledged mail.
+//    message any page of that reader returned), and its answer lists the unacknowledged mail;
+//  - tasks move only as docs/tasks.md says, each change one message in the task's thread carrying
+//    its state and version (engine-model-tasks.ts); a second, seeded property is mostly tasks.
+// The world and the model are in engine-model-world.ts.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { MailEngine, type Caller } from '../../src/engine/mail-engine.js';
-import { AdminOps } from '../../src/engine/admin-ops.js';
-import { ManualClock, type Ids } from '../../src/engine/clock.js';
 import { encodeCursor } from '../../src/engine/cursor.js';
-import { MailError, type ErrorCode } from '../../src/wire/errors.js';
-import type { Address } from '../../src/wire/address.js';
+import type { ErrorCode } from '../../src/wire/errors.js';
 import type * as W from '../../src/wire/ops.js';
 import { createMemoryStore, openSqliteStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/types.js';
-import type { Attestation } from '../../src/attest/types.js';
+import {
+  ACCOUNTS,
+  READERS,
+  ROOMS,
+  Model,
+  addressOf,
+  compact,
+  expectCode,
+  flush,
+  iso,
+  makeWorld,
+  presentCheck,
+  printed,
+  readerArb,
+  refusal,
+  showTarget,
+  targetArb,
+  type Cmd,
+  type MMsg,
+  type Real,
+  type Target,
+} from './engine-model-world.js';
+import { taskCreateArb, taskFinalCheck, taskMoveArb } from './engine-model-tasks.js';
 
 const RUNS = Number(process.env.M4A_MODEL_RUNS ?? 0) || 100;
 const SEED = process.env.M4A_MODEL_SEED ? { seed: Number(process.env.M4A_MODEL_SEED) } : {};
-
-// ---- the world every run starts from
-
-const ACCOUNTS = ['alice', 'bob', 'carol'] as const;
-type Account = (typeof ACCOUNTS)[number];
-const READERS = [
-  { name: 'a1', account: 'alice' },
-  { name: 'a2', account: 'alice' },
-  { name: 'b1', account: 'bob' },
-  { name: 'c1', account: 'carol' },
-] as const satisfies readonly { name: string; account: Account }[];
-type Reader = (typeof READERS)[number];
-const ROOMS = ['r1', 'r2'] as const;
-const sessionIdOf = (name: string) => `s-${createHash('sha256').update(name).digest('hex')}`;
-const iso = (ms: number) => new Date(ms).toISOString();
-/** Message items carry seconds. */
-const isoSecs = (ms: number) => iso(ms).replace(/\.\d{3}Z$/, 'Z');
-/** What answers print for each reader's session: account/slug, as this run's store named it. */
-const printed = new Map<string, string>();
-
-type Target = { kind: 'account'; account: Account | 'nobody' } | { kind: 'session'; reader: Reader['name'] | 'gone' } | { kind: 'room'; room: (typeof ROOMS)[number] | 'nowhere' };
-
-function addressOf(t: Target): Address {
-  if (t.kind === 'account') return { kind: 'direct', participant: t.account };
-  if (t.kind === 'room') return { kind: 'room', room: t.room };
-  if (t.reader === 'gone') return { kind: 'session', participant: 'alice', session: sessionIdOf('gone') };
-  const r = READERS.find((x) => x.name === t.reader)!;
-  return { kind: 'session', participant: r.account, session: sessionIdOf(r.name) };
-}
-const compact = (a: Address) => (a.kind === 'direct' ? a.participant : a.kind === 'room' ? `#${a.room}` : `${a.participant}/${a.session}`);
-/** A target as a message item shows it to reader r: short, and left out when it is r's account. */
-const shown = (t: Target, r: Reader): string | undefined =>
-  t.kind === 'account' ? (t.account === r.account ? undefined : t.account) : t.kind === 'room' ? `#${t.room}` : printed.get(t.reader);
-const showTarget = (t: Target) => (t.kind === 'account' ? t.account : t.kind === 'room' ? `#${t.room}` : `session:${t.reader}`);
-
-// ---- the reference model
-
-interface MMsg {
-  id: string;
-  thread: string;
-  from: Account;
-  fromReader: Reader['name'];
-  to: Target;
-  subject: string;
-  body: string;
-  fingerprint: string;
-}
-
-class Model {
-  readonly msgs: MMsg[] = [];
-  readonly members = new Map<string, Set<Account>>([
-    ['r1', new Set<Account>(['alice', 'bob'])],
-    ['r2', new Set<Account>()],
-  ]);
-  /** ack key (a:<account> or s:<reader>) → message id → acked at */
-  readonly acks = new Map<string, Map<string, number>>();
-  readonly idem = new Map<string, MMsg>();
-  /** Each reader's cursor: the engine's string and how many messages it has passed. */
-  readonly cursors = new Map<string, { cursor: string; pos: number }>();
-  /** Each reader's shown mark: the position of the last message a page (not filtered to a thread) returned. */
-  readonly shown = new Map<string, number>();
-  sent = 0;
-
-  readable(r: Reader, m: MMsg): boolean {
-    const t = m.to;
-    if (t.kind === 'account') return t.account === r.account;
-    if (t.kind === 'session') return t.reader === r.name;
-    return this.members.get(t.room)?.has(r.account) ?? false;
-  }
-  ackKey(r: Reader, m: MMsg): string {
-    return m.to.kind === 'session' ? `s:${r.name}` : `a:${r.account}`;
-  }
-  ackedAt(r: Reader, m: MMsg): number | null {
-    return this.acks.get(this.ackKey(r, m))?.get(m.id) ?? null;
-  }
-  page(r: Reader, o: { pos: number | null; pending: boolean; limit: number; thread: string | null }): MMsg[] {
-    return this.msgs
-      .filter((m, i) => this.readable(r, m) && (o.pos === null || i >= o.pos) && (o.thread === null || m.thread === o.thread) && (!o.pending || this.ackedAt(r, m) === null))
-      .slice(0, o.limit);
-  }
-  unread(r: Reader): number {
-    return this.msgs.filter((m) => this.readable(r, m) && this.ackedAt(r, m) === null).length;
-  }
-  /** A page returned `page` to the reader: its last message is shown, and all before it. */
-  show(r: Reader, page: MMsg[]): void {
-    const last = page[page.length - 1];
-    if (last) this.shown.set(r.name, Math.max(this.shownOf(r), this.msgs.indexOf(last)));
-  }
-  shownOf(r: Reader): number {
-    return this.shown.get(r.name) ?? -1;
-  }
-  /** Whether a page holds mail the reader was not shown. */
-  news(r: Reader, page: MMsg[]): boolean {
-    return page.some((m) => this.msgs.indexOf(m) > this.shownOf(r));
-  }
-  byId(id: string): MMsg | undefined {
-    return this.msgs.find((m) => m.id === id);
-  }
-}
-
-interface Real {
-  store: Store;
-  engine: MailEngine;
-  admin: AdminOps;
-  op: Caller;
-  clock: ManualClock;
-  callers: Map<string, Caller>;
-}
-
-const flush = async () => {
-  // Commits, wake-ups and batched answers each take a turn of the event loop; leave plenty.
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-};
-
-async function refusal(p: Promise<unknown>): Promise<MailError | null> {
-  try {
-    await p;
-    return null;
-  } catch (e) {
-    if (e instanceof MailError) return e;
-    throw e;
-  }
-}
-
-function expectCode(err: MailError | null, code: ErrorCode | null, where: string): void {
-  assert.equal(err?.code ?? null, code, `${where}: expected ${code ?? 'success'}, got ${err ? `${err.code} (${err.message})` : 'success'}`);
-}
-
-function presentCheck(model: Model, r: Reader, got: W.MessageOut, m: MMsg, where: string, includeBody = true): void {
-  assert.equal(got.message_id, m.id, where);
-  assert.equal(got.thread_id, m.thread === m.id ? undefined : m.thread, `${where}: thread (left out for a thread's first message)`);
-  assert.equal(got.from, printed.get(m.fromReader), `${where}: from`);
-  assert.equal(got.to, shown(m.to, r), `${where}: to`);
-  assert.equal(got.subject, m.subject, `${where}: subject`);
-  assert.equal(got.body, includeBody ? m.body : undefined, `${where}: body`);
-  const at = model.readable(r, m) ? model.ackedAt(r, m) : null;
-  assert.equal(got.acked_at, at === null ? undefined : isoSecs(at), `${where}: acked_at`);
-}
+// The task property replays one fixed seed unless M4A_MODEL_SEED names another (as the mail property does).
+const TASK_RUNS = Math.ceil(RUNS / 2);
+const TASK_SEED = { seed: process.env.M4A_MODEL_SEED ? Number(process.env.M4A_MODEL_SEED) : 0x7a5c14 };
 
 // ---- the send rule, shared by the send and wait commands
 
@@ -234,15 +118,6 @@ async function doSend(model: Model, real: Real, s: SendSpec): Promise<MMsg | nul
 
 // ---- commands
 
-type Cmd = fc.AsyncCommand<Model, Real>;
-
-const readerArb = fc.nat({ max: READERS.length - 1 });
-const targetArb: fc.Arbitrary<Target> = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom<Target>(...ACCOUNTS.map((account) => ({ kind: 'account' as const, account }))) },
-  { weight: 3, arbitrary: fc.constantFrom<Target>(...READERS.map((r) => ({ kind: 'session' as const, reader: r.name }))) },
-  { weight: 3, arbitrary: fc.constantFrom<Target>(...ROOMS.map((room) => ({ kind: 'room' as const, room }))) },
-  { weight: 1, arbitrary: fc.constantFrom<Target>({ kind: 'account', account: 'nobody' }, { kind: 'room', room: 'nowhere' }, { kind: 'session', reader: 'gone' }) },
-);
 const sendArb: fc.Arbitrary<SendSpec> = fc.record({
   from: readerArb,
   to: targetArb,
@@ -525,7 +400,7 @@ class WaitCmd implements Cmd {
 /** Runs a command, then checks every reader's unread count: a step may change anyone's. */
 class Checked implements Cmd {
   constructor(readonly inner: Cmd) {}
-  check = () => true;
+  check = (m: Readonly<Model>) => this.inner.check(m);
   async run(model: Model, real: Real) {
     await this.inner.run(model, real);
     for (const r of READERS) assert.equal((await real.engine.unread(real.callers.get(r.name)!)).unread, model.unread(r), `after ${this.inner.toString()}: unread of ${r.name}`);
@@ -533,54 +408,40 @@ class Checked implements Cmd {
   toString = () => String(this.inner);
 }
 
-const commands = [
-  sendArb.map((s) => new SendCmd(s)),
-  sendArb.map((s) => new SendCmd(s)),
-  fc.tuple(readerArb, fc.array(fc.nat(), { minLength: 1, maxLength: 3 }), fc.option(fc.nat(), { freq: 5 }), fc.boolean()).map(([r, p, u, s]) => new AckCmd(r, p, u, s)),
-  fc
-    .tuple(readerArb, fc.boolean(), fc.boolean(), fc.option(fc.integer({ min: 1, max: 4 })), fc.option(fc.nat(), { freq: 5 }), fc.boolean())
-    .map(([r, c, p, l, t, b]) => new InboxCmd(r, c, p, l, t, b)),
-  fc.tuple(readerArb, fc.nat(), fc.boolean()).map(([r, p, t]) => new GetCmd(r, p, t)),
+const ackArb = fc
+  .tuple(readerArb, fc.array(fc.nat(), { minLength: 1, maxLength: 3 }), fc.option(fc.nat(), { freq: 5 }), fc.boolean())
+  .map(([r, p, u, s]) => new AckCmd(r, p, u, s));
+const inboxArb = fc
+  .tuple(readerArb, fc.boolean(), fc.boolean(), fc.option(fc.integer({ min: 1, max: 4 })), fc.option(fc.nat(), { freq: 5 }), fc.boolean())
+  .map(([r, c, p, l, t, b]) => new InboxCmd(r, c, p, l, t, b));
+const getArb = fc.tuple(readerArb, fc.nat(), fc.boolean()).map(([r, p, t]) => new GetCmd(r, p, t));
+const sendCmdArb = sendArb.map((s) => new SendCmd(s));
+
+const checked = (arbs: fc.Arbitrary<Cmd>[]): fc.Arbitrary<Cmd>[] => arbs.map((arb) => arb.map((c): Cmd => new Checked(c)));
+
+const commands = checked([
+  sendCmdArb,
+  sendCmdArb,
+  ackArb,
+  inboxArb,
+  getArb,
   fc.tuple(fc.nat({ max: ROOMS.length - 1 }), fc.nat({ max: ACCOUNTS.length - 1 })).map(([room, a]) => new MemberCmd(room, a)),
   fc
     .tuple(readerArb, fc.boolean(), fc.constantFrom('none' as const, 'none' as const, 'revoke' as const, 'join' as const), fc.option(sendArb, { freq: 6 }), fc.boolean())
     .map(([r, c, during, s, race]) => new WaitCmd(r, c, during, s, race)),
-].map((arb) => arb.map((c): Cmd => new Checked(c)));
+  taskCreateArb,
+  taskMoveArb,
+]);
+
+/** Mostly task transitions, with the mail a task's parties send and read around them. */
+const taskCommands = checked([taskCreateArb, taskMoveArb, taskMoveArb, taskMoveArb, taskMoveArb, taskMoveArb, sendCmdArb, ackArb, inboxArb, getArb]);
 
 // ---- one run
 
 let runNo = 0;
-let idNo = 0;
-const ids: Ids = {
-  messageId: () => `m-${(++idNo).toString(36).padStart(6, '0')}`,
-  secret: () => `m4a_test_${++idNo}`,
-};
-
-async function makeWorld(store: Store): Promise<Real> {
-  const clock = new ManualClock(Date.UTC(2026, 0, 1));
-  const engine = new MailEngine({ store, clock, ids, hostId: 'host-model', isAlive: () => true });
-  // As the daemon does: learn the store's head, so woken waits take the batched answer path.
-  await (engine as unknown as { start?: () => Promise<void> }).start?.();
-  const admin = new AdminOps(engine);
-  const opRec = await admin.createAccount({ id: 'operator', kind: 'service', permissions: { send: true, read: true, urgent: true, operator: true } });
-  const op: Caller = { account: (await store.getAccount(opRec.account.id))!, session: null };
-  for (const a of ACCOUNTS) await admin.createAccount({ id: a });
-  for (const room of ROOMS) await admin.roomAdd(op, room);
-  await admin.memberAdd(op, 'r1', 'alice');
-  await admin.memberAdd(op, 'r1', 'bob');
-  const callers = new Map<string, Caller>();
-  for (const [i, r] of READERS.entries()) {
-    const facts = { pid: 10_000 + i, startTime: 1_000 + i, exe: '/usr/bin/agent', uid: 1000, ppid: 1 };
-    const att: Attestation = { session: facts, peer: facts, sessionId: sessionIdOf(r.name), corroborated: {} };
-    const c = await engine.callerFor((await store.getAccount(r.account))!, att);
-    callers.set(r.name, c);
-    printed.set(r.name, `${r.account}/${c.session!.slug}`);
-  }
-  return { store, engine, admin, op, clock, callers };
-}
-
 /** After a sequence: every reader's full cursor walk and a get of every message agree with the model. */
 async function finalCheck(model: Model, real: Real): Promise<void> {
+  await taskFinalCheck(model, real);
   for (const r of READERS) {
     const c = real.callers.get(r.name)!;
     for (const pending of [false, true]) {
@@ -614,22 +475,26 @@ for (const kind of ['memory', 'sqlite'] as const) {
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
 
+    const property = (cmds: fc.Arbitrary<Iterable<Cmd>>) =>
+      fc.asyncProperty(cmds, async (cmds) => {
+        const store = kind === 'memory' ? createMemoryStore() : openSqliteStore({ path: join(dir, `run-${++runNo}.db`) });
+        try {
+          const real = await makeWorld(store);
+          const model = new Model();
+          await fc.asyncModelRun(() => ({ model, real }), cmds);
+          await finalCheck(model, real);
+          await real.engine.close();
+        } finally {
+          await store.close();
+        }
+      });
+
     it(`matches the reference model over ${RUNS} random sequences of up to 30 operations`, async () => {
-      await fc.assert(
-        fc.asyncProperty(fc.commands(commands, { maxCommands: 30 }), async (cmds) => {
-          const store = kind === 'memory' ? createMemoryStore() : openSqliteStore({ path: join(dir, `run-${++runNo}.db`) });
-          try {
-            const real = await makeWorld(store);
-            const model = new Model();
-            await fc.asyncModelRun(() => ({ model, real }), cmds);
-            await finalCheck(model, real);
-            await real.engine.close();
-          } finally {
-            await store.close();
-          }
-        }),
-        { numRuns: RUNS, includeErrorInReport: true, ...SEED },
-      );
+      await fc.assert(property(fc.commands(commands, { maxCommands: 30 })), { numRuns: RUNS, includeErrorInReport: true, ...SEED });
+    });
+
+    it(`moves tasks only as the rules say over ${TASK_RUNS} seeded sequences of up to 40 operations`, async () => {
+      await fc.assert(property(fc.commands(taskCommands, { maxCommands: 40, size: 'medium' })), { numRuns: TASK_RUNS, includeErrorInReport: true, ...TASK_SEED });
     });
   });
 }
