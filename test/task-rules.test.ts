@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { MailClient } from '../src/client/http-client.js';
 import { ASSIGNEE_STATES, TASK_LIMITS, TASK_STATES, isTerminal, type TaskState } from '../src/wire/tasks.js';
+import { isWellFormed } from '../src/wire/text.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 
 const call = <T = any>(c: MailClient, path: string, body: unknown): Promise<T> => c.call<T>(path, body);
@@ -84,6 +85,27 @@ describe('task rules', () => {
     assert.equal(await code(call(again, '/task/get', { task_id: t.task_id })), 'not_task_party');
     assert.equal(await code(call(again, '/task/cancel', { task_id: t.task_id })), 'not_task_party');
     assert.equal((await call(asg, '/task/get', { task_id: t.task_id })).state, 'submitted', 'the assignee still has it');
+  });
+
+  it('keeps a task message’s subject within 512 bytes of whole characters, however long the title', async () => {
+    const title = '😀'.repeat(128); // 512 bytes: at the limit
+    const t = await call(req, '/task/create', { to: 'asg', title });
+    await call(asg, '/task/update', { task_id: t.task_id, state: 'working' });
+    const subjects = [...(await asg.inbox({ thread_id: t.thread_id })).messages, ...(await req.inbox({ thread_id: t.thread_id })).messages].map((m) => m.subject);
+    assert.equal(subjects.length, 2);
+    for (const s of subjects) {
+      assert.ok(Buffer.byteLength(s, 'utf8') <= 512, `${Buffer.byteLength(s, 'utf8')} bytes`);
+      assert.ok(isWellFormed(s), 'no lone surrogate');
+      assert.match(s, /😀…$/);
+    }
+  });
+
+  it('lets the parties of a task read an approval linked to it, and nobody else', async () => {
+    const t = await call(req, '/task/create', { to: 'asg', title: 'needs a yes' });
+    const a = await call(asg, '/approval/request', { reviewer: 'other', action: 'deploy', task_id: t.task_id });
+    assert.equal((await call(req, '/approval/get', { approval_id: a.approval_id })).state, 'pending');
+    const stranger = (await d.account('stranger')).client;
+    assert.equal(await code(call(stranger, '/approval/get', { approval_id: a.approval_id })), 'not_reviewer');
   });
 
   it('takes every field at its limit and refuses it one over, by name, storing nothing', async () => {

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { MailError } from '../wire/errors.js';
 import { neutralise, selectorProblem } from '../wire/text.js';
 import type { ImportOmpMailRequest, ImportOmpMailResponse, ImportOmpMailResult, ImportedSession, OmpMessageIn, OmpSessionIn } from '../wire/import-omp-mail.js';
-import { IMPORT_LIMITS } from '../wire/import-omp-mail.js';
+import { IMPORT_LIMITS } from '../wire/import-limits.js';
 import type { MailClient } from '../client/http-client.js';
 import { asOperator, operatorCommon, type OperatorOptions } from './admin-commands.js';
 import { UsageError } from './connect.js';

@@ -12,7 +12,8 @@ import { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
 import { isWellFormed, neutralise, unsafeChar, utf8Bytes } from '../wire/text.js';
 import { AGENT_SESSION_ID } from '../wire/capabilities.js';
-import { IMPORT_LIMITS, type OmpMessageIn, type OmpSessionIn } from '../wire/import-omp-mail.js';
+import { IMPORT_LIMITS } from '../wire/import-limits.js';
+import type { OmpMessageIn, OmpSessionIn } from '../wire/import-omp-mail.js';
 
 export const FILE_LIMITS = { registryBytes: 8 << 20, mailboxBytes: 64 << 20, totalBytes: 512 << 20, cursorBytes: 64 } as const;
 

@@ -3,6 +3,8 @@
 // a linked task waits in auth_required until the decision and then returns to working. The mailbox
 // never executes the action: it records who decided what (docs/tasks.md).
 import { MailError } from '../wire/errors.js';
+import { LIMITS } from '../wire/limits.js';
+import { clipUtf8 } from '../wire/text.js';
 import type * as T from '../wire/tasks.js';
 import { isTerminal } from '../wire/tasks.js';
 import { keyOfAccount, keyOfLineage, type ApprovalRecord, type Store, type TaskStore } from '../store/types.js';
@@ -55,7 +57,7 @@ export class ApprovalBook {
       '',
       `Decide with m4a_approval {approval_id: "${id}", decision: "approved" | "rejected", reason}. The mailbox records the decision; it runs nothing.`,
     ];
-    const m = await this.d.post(c, { to: req.reviewer, subject: `Approval: ${req.action}`, body: body.join('\n') }, root, null);
+    const m = await this.d.post(c, { to: req.reviewer, subject: clipUtf8(`Approval: ${req.action}`, LIMITS.subjectBytes), body: body.join('\n') }, root, null);
     const a: ApprovalRecord = {
       id,
       threadId: m.threadId,
@@ -93,7 +95,11 @@ export class ApprovalBook {
     const to = { kind: 'direct' as const, participant: a.requesterAccount };
     await this.d.post(
       c,
-      { to, subject: `Approval ${req.decision}: ${a.action}`, body: `${req.decision}: ${req.reason}\n(The mailbox runs nothing: acting on it is the requester's.)` },
+      {
+        to,
+        subject: clipUtf8(`Approval ${req.decision}: ${a.action}`, LIMITS.subjectBytes),
+        body: `${req.decision}: ${req.reason}\n(The mailbox runs nothing: acting on it is the requester's.)`,
+      },
       root,
       null,
     );
@@ -107,7 +113,9 @@ export class ApprovalBook {
     // A later account of the same name is neither (docs/identity.md "A name used again").
     const mine = (x: ApprovalRecord): boolean =>
       ((c.account.id === x.requesterAccount || c.account.id === x.reviewerAccount) && c.account.createdAt <= x.createdAt) || c.account.permissions.operator;
-    if (!mine(a)) throw new MailError('not_reviewer', `you neither asked for nor review ${a.id}`, { approval_id: a.id });
+    const task = !mine(a) && a.taskId ? await this.d.store.getTask(a.taskId) : null;
+    const party = task !== null && (c.account.id === task.fromAccount || c.account.id === task.toAccount) && c.account.createdAt <= task.createdAt;
+    if (!mine(a) && !party) throw new MailError('not_reviewer', `you neither asked for nor review ${a.id}, nor are a party of its task`, { approval_id: a.id });
     const deadline = this.d.clock.now() + (req.wait_secs ?? 0) * 1000;
     // The decision is mail to the requester: park on its keys until it comes.
     while (a.state === 'pending' && !this.expired(a) && this.d.clock.now() < deadline) {

@@ -5,6 +5,8 @@
 // nothing (docs/tasks.md).
 import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
+import { LIMITS } from '../wire/limits.js';
+import { clipUtf8 } from '../wire/text.js';
 import { parseCompactAddress, type Address } from '../wire/address.js';
 import type * as W from '../wire/ops.js';
 import type * as T from '../wire/tasks.js';
@@ -83,11 +85,16 @@ export class TaskBook {
       const prior = await this.d.store.getTask(id);
       if (prior) return this.present(prior, false);
     }
-    const m = await this.d.post(c, { to: req.to, subject: `Task: ${req.title}`, body: req.instructions ?? req.title, ...(req.refs ? { refs: req.refs } : {}) }, null, {
-      task_id: id,
-      state: 'submitted',
-      version: 1,
-    });
+    const m = await this.d.post(
+      c,
+      { to: req.to, subject: clipUtf8(`Task: ${req.title}`, LIMITS.subjectBytes), body: req.instructions ?? req.title, ...(req.refs ? { refs: req.refs } : {}) },
+      null,
+      {
+        task_id: id,
+        state: 'submitted',
+        version: 1,
+      },
+    );
     const to = accountAndLineage(m.toKey);
     const task: TaskRecord = {
       id,
@@ -188,7 +195,11 @@ export class TaskBook {
     if (!moved) throw new MailError('invalid_transition', `task ${t.id} changed meanwhile: read it again`, { from: t.state, to: state });
     const root = await this.d.store.getMessage(t.threadId);
     const lines = [`${state}${note ? `: ${note}` : ''}`, ...(result?.summary ? [`Result: ${result.summary}`] : [])];
-    const m = await this.d.post(c, { to: parsed(to), subject: `Task ${state}: ${t.title}`.slice(0, 512), body: lines.join('\n') }, root, { task_id: t.id, state, version });
+    const m = await this.d.post(c, { to: parsed(to), subject: clipUtf8(`Task ${state}: ${t.title}`, LIMITS.subjectBytes), body: lines.join('\n') }, root, {
+      task_id: t.id,
+      state,
+      version,
+    });
     // Not a change of the task (its version stays): where lists place it. A later change that came
     // first has a later seq of its own.
     const placed = (await this.d.store.updateTask({ ...moved, lastSeq: m.seq }, version)) ?? moved;

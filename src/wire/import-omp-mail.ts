@@ -6,13 +6,8 @@ import { z } from 'zod';
 import { Body, Selector, Subject, text } from './fields.js';
 import { AGENT_SESSION_ID } from './capabilities.js';
 
-export const IMPORT_LIMITS = {
-  sessions: 1000,
-  messages: 1000,
-  aliases: 16,
-  nameBytes: 128,
-  cwdBytes: 4096,
-} as const;
+export { IMPORT_LIMITS } from './import-limits.js';
+import { IMPORT_LIMITS } from './import-limits.js';
 
 /** An omp conversation id, as the mail4agent extension reports it (so a resumed one finds it). */
 export const OmpSessionId = z.string().regex(AGENT_SESSION_ID, 'not an omp session id').describe("the omp conversation's id (its mailbox file is <id>.jsonl)");

@@ -392,7 +392,9 @@ export function webPathOf(name: OperationName): string | null {
   if (!s.callers.includes('person')) return null;
   if (s.path.startsWith('/web/api/')) return s.path;
   if (s.path.startsWith('/mail/')) return `/web/api/${s.path.slice('/mail/'.length)}`;
-  return `/web/api/admin/${s.path.slice('/admin/'.length)}`;
+  if (s.path.startsWith('/admin/')) return `/web/api/admin/${s.path.slice('/admin/'.length)}`;
+  // Other families (task/create, approval/decide) keep their own path.
+  return `/web/api${s.path}`;
 }
 
 /** The MCP tools, in table order. */

@@ -4,6 +4,19 @@ export function utf8Bytes(s: string): number {
   return Buffer.byteLength(s, 'utf8');
 }
 
+/** `s` cut to at most `maxBytes` of UTF-8, never inside a character; `…` marks a cut. */
+export function clipUtf8(s: string, maxBytes: number): string {
+  if (utf8Bytes(s) <= maxBytes) return s;
+  let out = '';
+  let bytes = utf8Bytes('…');
+  for (const ch of s) {
+    bytes += utf8Bytes(ch);
+    if (bytes > maxBytes) break;
+    out += ch;
+  }
+  return `${out}…`;
+}
+
 const SELECTOR = /^[A-Za-z0-9._@+-]+$/;
 
 /** Why a selector (account id, room name, idempotency key, ref kind) is refused, or null. */

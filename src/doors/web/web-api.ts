@@ -66,17 +66,10 @@ export async function webOverview(x: { admin: AdminOps; wake?: WakeChains | unde
   return { accounts: accounts.accounts, rooms: rooms.rooms, listeners, wake };
 }
 
-/** Families that are neither mail nor admin keep their own path under /web/api/ (task/create,
- *  approval/decide). webPathOf files every such path under admin/ and cuts it by the length of
- *  '/admin/' (/task/create became admin/reate), so those are named here from the path itself. */
-const OWN_FAMILY = /^\/(task|approval)\//;
-
 const WEB_OPERATIONS = new Map(
   OPERATION_NAMES.flatMap((n): [string, OperationName][] => {
     const p = webPathOf(n);
-    if (!p) return [];
-    const path = OPERATIONS[n].path;
-    return [[OWN_FAMILY.test(path) ? path.slice(1) : p.slice('/web/api/'.length), n]];
+    return p ? [[p.slice('/web/api/'.length), n]] : [];
   }),
 );
 
