@@ -14,7 +14,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { until } from '../support/until.js';
 import { command, programEnv, SCRIPTED_MODEL } from './support/pi-omp.js';
@@ -22,6 +22,7 @@ import { agentEnd, assertPiCard, chat, isMailFor, MAIL, parseJson, pi, sessionOf
 import { startScriptedAnthropic, type AnthropicTurn } from './support/scripted-anthropic.js';
 import { contentText, userTexts, type ChatTurn } from './support/scripted-chat.js';
 import { describeRun, NODE_BIN, processTree } from './support/world.js';
+import { stopHooks } from './support/stop-hooks.js';
 
 const CLAUDE_EXE = realpathSync(join(NODE_BIN, 'claude'));
 /** The whole pi ⇄ Claude flow, from `claude -p` starting to its exit. */
@@ -37,21 +38,6 @@ const claudeEnv = (modelUrl: string): NodeJS.ProcessEnv => ({
   ANTHROPIC_API_KEY: 'test-key',
   M4A_LISTEN_SECS: '120',
 });
-
-/** Pids of this world's `m4a hook claude-stop` processes (found by its data directory). */
-function stopHooks(dataDir: string): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').includes('hook claude-stop')) continue;
-      if (readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(name));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 describe('pi on the mailbox, live', () => {
   it('pi and Claude Code mail each other both ways; the idle one is woken each time; nobody types', { timeout: 240_000 }, async (t) => {

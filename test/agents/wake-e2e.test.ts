@@ -20,12 +20,13 @@
 // model request carrying the Stop hook's reason.
 import { it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startScriptedAnthropic, type ScriptedAnthropic } from './support/scripted-anthropic.js';
 import { startScriptedOpenAI, type ScriptedOpenAI } from './support/scripted-openai.js';
 import { bounded, ownerClient, startAppServer, type AppServer, type OwnerClient, type Seen } from './support/codex-owner.js';
 import { describeRun, makeWorld, NODE_BIN, processTree, type RunResult, type World } from './support/world.js';
+import { stopHooks } from './support/stop-hooks.js';
 
 const CODEX = join(NODE_BIN, 'codex');
 const CLAUDE_EXE = realpathSync(join(NODE_BIN, 'claude'));
@@ -75,22 +76,6 @@ const ms = (iso: string): number => {
   assert.ok(Number.isFinite(t), `not a time: ${iso}`);
   return t;
 };
-
-/** Pids of `m4a hook claude-stop` processes of this world (found by the daemon's data directory in
- *  their environment, so other worlds on the machine do not count). */
-function stopHooks(dataDir: string): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').includes('hook claude-stop')) continue;
-      if (readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(name));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 async function until<T>(what: string, deadlineMs: number, probe: () => Promise<T | undefined> | T | undefined, everyMs = 100): Promise<T> {
   return bounded(
