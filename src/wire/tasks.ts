@@ -64,7 +64,7 @@ export const TaskCreateRequest = z.strictObject({
 export const TaskGetRequest = z.strictObject({
   task_id: TaskId,
   wait_secs: z.number().finite().min(0).max(LIMITS.waitSecsHttp).optional().describe(`park until the version passes after_version, ≤ ${LIMITS.waitSecsHttp} s`),
-  after_version: z.number().int().min(0).optional(),
+  after_version: z.number().int().min(0).optional().describe('with wait_secs: the version you have'),
 });
 
 export const TaskListRequest = z.strictObject({
@@ -147,14 +147,14 @@ export const ApprovalOut = z.object({
 /** m4a_task: the fields of create, update, cancel and list in one flat object (a model reads one
  *  short schema); the door checks them against that action's own schema. */
 export const McpTaskRequest = z.strictObject({
-  action: z.enum(['create', 'update', 'cancel', 'list']),
+  action: z.enum(['create', 'update', 'cancel', 'list']).describe('what to do'),
   task_id: TaskId.optional().describe('update, cancel'),
   to: z.string().optional().describe('create: the assignee (account or session address)'),
   title: z.string().optional().describe('create'),
   instructions: z.string().optional().describe('create'),
-  parent_task_id: z.string().optional(),
-  idempotency_key: z.string().optional(),
-  state: TaskState.optional().describe('update'),
+  parent_task_id: z.string().optional().describe('create: a task this one is part of'),
+  idempotency_key: z.string().optional().describe('create: a retry returns the first'),
+  state: TaskState.optional().describe('update; list: only this state'),
   note: z.string().optional().describe('update: for input_required, the question; cancel: the reason'),
   result: z.object({ summary: z.string().optional(), data: z.unknown().optional() }).optional().describe('update'),
   role: z.enum(['assigned', 'requested']).optional().describe('list'),
@@ -168,11 +168,11 @@ export const McpTaskGetRequest = TaskGetRequest.extend({
 });
 
 export const McpApprovalRequest = z.strictObject({
-  action: z.enum(['request', 'decide', 'get']),
+  action: z.enum(['request', 'decide', 'get']).describe('what to do'),
   approval_id: z.string().optional().describe('decide, get'),
   reviewer: z.string().optional().describe('request: an account'),
   what: z.string().optional().describe('request: the action to approve'),
-  details: z.string().optional(),
+  details: z.string().optional().describe('request'),
   task_id: z.string().optional().describe('request: the task that waits for it'),
   decision: z.enum(['approved', 'rejected']).optional().describe('decide'),
   reason: z.string().optional().describe('decide'),
