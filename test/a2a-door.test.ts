@@ -60,13 +60,15 @@ describe('the A2A door', () => {
     aliceSecret = (await d.account('alice')).secret;
     bob = (await d.account('bob')).client;
     carolSecret = (await d.account('carol')).secret;
+    // Declared before the first card is read: a card's skills are kept for 5 s (it needs no secret,
+    // so its directory read must not follow the rate of whoever asks).
+    await bob.status({ role: 'parser reviewer', working_on: 'the parser in /home/bob/src/parse.ts, see s-0123abcd9f and 0123456789abcdef0123' });
     toBob = await a2aClient(d, aliceSecret, 'bob');
   });
   after(() => d.stop());
 
   it('serves a public agent card from live sessions, with no session ids, paths or digests', async () => {
     const me = await bob.whoami();
-    await bob.status({ role: 'parser reviewer', working_on: 'the parser in /home/bob/src/parse.ts, see s-0123abcd9f and 0123456789abcdef0123' });
     const res = await raw(d.url, '/a2a/bob/.well-known/agent-card.json', { method: 'GET' });
     assert.equal(res.status, 200);
     const card = res.json;

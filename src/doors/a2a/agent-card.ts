@@ -51,6 +51,25 @@ function kebab(s: string): string {
   );
 }
 
+/** The card needs no secret, so anyone may ask for it at any rate: its skills (a directory read)
+ *  are computed at most once per account every SKILLS_TTL_MS, as long as the card's own max-age. */
+const SKILLS_TTL_MS = 5_000;
+const skillCaches = new WeakMap<MailEngine, Map<string, { at: number; skills: Promise<AgentSkill[]> }>>();
+
+function cachedSkills(engine: MailEngine, account: AccountRecord): Promise<AgentSkill[]> {
+  let skillCache = skillCaches.get(engine);
+  if (!skillCache) skillCaches.set(engine, (skillCache = new Map<string, { at: number; skills: Promise<AgentSkill[]> }>()));
+  const cache = skillCache;
+  const now = Date.now();
+  const hit = cache.get(account.id);
+  if (hit && now - hit.at < SKILLS_TTL_MS) return hit.skills;
+  if (cache.size > 1_000) cache.clear();
+  const skills = skillsOf(engine, account);
+  cache.set(account.id, { at: now, skills });
+  skills.catch(() => cache.delete(account.id));
+  return skills;
+}
+
 /** Skills: handing a task over (always), then one per distinct declared role/working_on of the
  *  account's live sessions. */
 async function skillsOf(engine: MailEngine, account: AccountRecord): Promise<AgentSkill[]> {
@@ -107,6 +126,6 @@ export async function agentCard(engine: MailEngine, account: AccountRecord, base
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
     defaultInputModes: [...INPUT_MODES],
     defaultOutputModes: [...INPUT_MODES],
-    skills: await skillsOf(engine, account),
+    skills: await cachedSkills(engine, account),
   };
 }
