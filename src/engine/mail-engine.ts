@@ -140,10 +140,7 @@ export class MailEngine {
       newId: () => this.ids.messageId().slice(2),
       post: async (c: Caller, req: W.SendRequest, parent: StoredMessage | null, mark: TaskMark | null) => {
         this.need(c, 'send');
-        const sent = await this.deliver(c, req, parent, mark);
-        const m = await this.store.getMessage(sent.message_id);
-        if (!m) throw new MailError('internal', `message ${sent.message_id} was stored but cannot be read`);
-        return m;
+        return (await this.deliver(c, req, parent, mark)).message;
       },
       printAll: (compacts: Iterable<string>) => this.addresses.printAll(compacts),
       idempotencyWindowMs: this.idemWindow,
@@ -270,7 +267,7 @@ export class MailEngine {
     const priority = req.priority ?? 'normal';
     if (priority === 'urgent') this.need(c, 'urgent');
     const parent = req.reply_to ? (await this.answerable(c, req.reply_to, await this.scope(c))).message : null;
-    return this.deliver(c, req, parent);
+    return (await this.deliver(c, req, parent)).answer;
   }
 
   /** A message the caller may answer: addressed to it, or sent by its account (a follow-up).
@@ -285,7 +282,7 @@ export class MailEngine {
 
   /** Stores a checked send (`parent`: the message `reply_to` names, already checked; `task`: a
    *  task's change this message carries). */
-  private async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, task: TaskMark | null = null): Promise<W.SendResponse> {
+  private async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, task: TaskMark | null = null): Promise<{ answer: W.SendResponse; message: StoredMessage }> {
     const priority = req.priority ?? 'normal';
     const now = this.clock.now();
     const target = await resolveRecipient(this.store, this.sessions, req.to, parent, now, c.account);
@@ -334,7 +331,7 @@ export class MailEngine {
     if (outcome.kind === 'conflict') throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
     if (outcome.kind === 'created' && !quiet) void this.ring(target.accounts, m);
     const [from, to] = await Promise.all([this.addresses.print(senderAddress(m), [c.session]), this.addresses.print(m.toAddress, [target.session])]);
-    return {
+    const answer: W.SendResponse = {
       message_id: m.id,
       from,
       thread_id: m.threadId,
@@ -344,6 +341,7 @@ export class MailEngine {
       ...(quiet ? { quiet: `stored but wakes nobody: ${quiet} (loop guard; do not send acknowledgement-only replies)` } : {}),
       ...(outcome.kind === 'created' && target.waiting ? { not_running: true as const } : {}),
     };
+    return { answer, message: m };
   }
 
   private async judgeLoop(c: Caller, m: StoredMessage, to: string | null): Promise<string | null> {
@@ -455,7 +453,7 @@ export class MailEngine {
     }
     const send: W.SendRequest = { to, subject: replySubject(m.subject), body: req.body, reply_to: m.id };
     if (req.idempotency_key !== undefined) send.idempotency_key = req.idempotency_key;
-    const sent = await this.deliver(c, send, m);
+    const sent = (await this.deliver(c, send, m)).answer;
     const ack = mine && req.ack !== false;
     if (ack) await this.store.ack(scope, [{ seq: m.seq, toKey: m.toKey }], this.clock.now());
     return { ...sent, acked: ack };

@@ -54,6 +54,9 @@ function parsed(compact: string): Address {
   return r.address;
 }
 
+/** Every address a task's answer prints. */
+const addressesIn = (t: TaskRecord): string[] => [t.fromAddress, t.toAddress, ...t.history.map((h) => h.by)];
+
 export class TaskBook {
   constructor(private d: TaskDeps) {}
 
@@ -141,7 +144,9 @@ export class TaskBook {
     const before = req.after ? decodeCursor(req.after) : null;
     const rows = await this.d.store.listTasks({ account: c.account.id, role: req.role, state: req.state ?? null, before, limit: limit + 1 });
     const page = rows.slice(0, limit);
-    const tasks = await Promise.all(page.map((t) => this.present(t, false)));
+    // One lookup of printed addresses for the whole page.
+    const names = await this.d.printAll(page.flatMap(addressesIn));
+    const tasks = await Promise.all(page.map((t) => this.present(t, false, names)));
     return { tasks, next_cursor: rows.length > limit && page.length ? encodeCursor(page[page.length - 1]!.lastSeq) : null };
   }
 
@@ -207,8 +212,8 @@ export class TaskBook {
   }
 
   /** The task as answers show it: printed addresses, ISO times, children on `get`. */
-  async present(t: TaskRecord, withChildren: boolean): Promise<T.TaskOut> {
-    const names = await this.d.printAll([t.fromAddress, t.toAddress, ...t.history.map((h) => h.by)]);
+  async present(t: TaskRecord, withChildren: boolean, printed?: Map<string, string>): Promise<T.TaskOut> {
+    const names = printed ?? (await this.d.printAll(addressesIn(t)));
     const p = (a: string): string => names.get(a) ?? a;
     const children = withChildren ? await this.d.store.taskChildren(t.id, CHILDREN_SHOWN) : [];
     return {
