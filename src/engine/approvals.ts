@@ -10,7 +10,7 @@ import { isTerminal } from '../wire/tasks.js';
 import { keyOfAccount, keyOfLineage, type ApprovalRecord, type Store, type TaskStore } from '../store/types.js';
 import type { Clock } from './clock.js';
 import { iso } from './present.js';
-import type { Caller } from './mail-engine.js';
+import { callerAddress, type Caller } from './mail-engine.js';
 import type { TaskBook, TaskDeps } from './tasks.js';
 import type { WaitRoom } from './waits.js';
 
@@ -23,8 +23,6 @@ export interface ApprovalDeps {
   printAll: TaskDeps['printAll'];
   tasks: TaskBook;
 }
-
-const addressOf = (c: Caller): string => (c.session ? `${c.account.id}/${c.session.id}` : c.account.id);
 
 export class ApprovalBook {
   constructor(private d: ApprovalDeps) {}
@@ -52,7 +50,7 @@ export class ApprovalBook {
     const id = `a-${this.d.newId()}`;
     const root = task ? await this.d.store.getMessage(task.threadId) : null;
     const body = [
-      `${addressOf(c)} asks you to approve: ${req.action}`,
+      `${callerAddress(c)} asks you to approve: ${req.action}`,
       ...(req.details ? ['', req.details] : []),
       '',
       `Decide with m4a_approval {approval_id: "${id}", decision: "approved" | "rejected", reason}. The mailbox records the decision; it runs nothing.`,
@@ -63,7 +61,7 @@ export class ApprovalBook {
       threadId: m.threadId,
       requesterAccount: c.account.id,
       requesterSession: c.session?.id ?? null,
-      requesterAddress: addressOf(c),
+      requesterAddress: callerAddress(c),
       reviewerAccount: req.reviewer.participant,
       action: req.action,
       details: req.details ?? null,

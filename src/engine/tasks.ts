@@ -15,7 +15,7 @@ import { keyOfAccount, keyOfLineage, type MailKey, type Store, type StoredMessag
 import type { Clock } from './clock.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { iso } from './present.js';
-import type { Caller } from './mail-engine.js';
+import { callerAddress, type Caller } from './mail-engine.js';
 import type { WaitRoom } from './waits.js';
 
 /** What the task rules need from the mail engine. */
@@ -38,9 +38,6 @@ export interface TaskMark {
 }
 
 const CHILDREN_SHOWN = 50;
-
-/** The compact address a caller speaks as. */
-const addressOf = (c: Caller): string => (c.session ? `${c.account.id}/${c.session.id}` : c.account.id);
 
 function accountAndLineage(key: MailKey): { account: string; lineage: string | null } {
   if (key.startsWith('a:')) return { account: key.slice(2), lineage: null };
@@ -104,7 +101,7 @@ export class TaskBook {
       threadId: m.threadId,
       fromAccount: c.account.id,
       fromSession: c.session?.id ?? null,
-      fromAddress: addressOf(c),
+      fromAddress: callerAddress(c),
       toAccount: to.account,
       toLineage: to.lineage,
       toAddress: m.toAddress,
@@ -113,7 +110,7 @@ export class TaskBook {
       refs: req.refs ?? [],
       parentTaskId: req.parent_task_id ?? null,
       state: 'submitted',
-      history: [{ state: 'submitted', at: now, by: addressOf(c) }],
+      history: [{ state: 'submitted', at: now, by: callerAddress(c) }],
       result: null,
       createdAt: now,
       updatedAt: now,
@@ -185,7 +182,7 @@ export class TaskBook {
     const next: TaskRecord = {
       ...t,
       state,
-      history: [...t.history, { state, at: now, by: addressOf(c), ...(note ? { note } : {}) }],
+      history: [...t.history, { state, at: now, by: callerAddress(c), ...(note ? { note } : {}) }],
       result: result
         ? {
             ...(result.summary !== undefined ? { summary: result.summary } : {}),
