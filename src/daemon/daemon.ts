@@ -100,6 +100,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     // Wake chains: subscribed before the engine starts, so reminders due at start wake too.
     const adapters = new AdapterRegistry({
       store: engine.store,
+      engine,
       clock: engine.clock,
       log,
       hookState: (a, l) => engine.hookState(a, l),

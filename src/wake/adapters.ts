@@ -7,6 +7,7 @@ import { MailError } from '../wire/errors.js';
 import type { WakeStep } from '../wire/wake.js';
 import type { Clock } from '../engine/clock.js';
 import type { Logger } from '../engine/log.js';
+import type { MailEngine } from '../engine/mail-engine.js';
 import type { Store } from '../store/types.js';
 import { createHooksAdapter } from './hooks-adapter.js';
 import { createCodexAdapter, type CodexAdapter } from './codex-app-server.js';
@@ -19,6 +20,9 @@ import type { WakeAdapter } from './types.js';
 
 export interface AdapterRegistryOptions {
   store: Store;
+  /** For adapters that act as the account they deliver for (a2a: reads the mail it forwards and
+   *  mirrors the remote agent's answers back as that account). */
+  engine: MailEngine;
   clock: Clock;
   log: Logger;
   /** Whether a hook of the lineage has called this daemon (hooks can only wake such a session). */
@@ -85,7 +89,8 @@ export class AdapterRegistry {
     return a;
   }
 
-  private webhookOutbox(): WebhookOutbox {
+  /** The daemon's one durable outbox of signed POSTs (webhook steps and A2A push notifications). */
+  webhookOutbox(): WebhookOutbox {
     if (!this.outbox) {
       const key = existsSync(join(this.o.dataDir, WEBHOOK_KEY_FILE)) ? readSigningKey(this.o.dataDir) : ensureSigningKey(this.o.dataDir).key;
       this.outbox = new WebhookOutbox(this.o.store, this.o.clock, key, { log: this.o.log });
