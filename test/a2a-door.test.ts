@@ -74,7 +74,7 @@ describe('the A2A door', () => {
     const card = res.json;
     assert.equal(card.name, 'bob');
     assert.deepEqual(card.supportedInterfaces, [{ url: `${d.url}/a2a/bob`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }]);
-    assert.deepEqual(card.capabilities, { streaming: true, pushNotifications: false, extendedAgentCard: false });
+    assert.deepEqual(card.capabilities, { streaming: true, pushNotifications: true, extendedAgentCard: false });
     assert.deepEqual(card.defaultInputModes, ['text/plain', 'application/json']);
     assert.equal(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme, 'Bearer');
     assert.deepEqual(card.securityRequirements, [{ schemes: { bearer: { list: [] } } }]);
@@ -273,7 +273,7 @@ describe('the A2A door', () => {
     assert.equal(await codeOf('SendMessage', { message: { messageId: 'm3', parts: [] } }), -32602);
     assert.equal(await codeOf('SendMessage', {}), -32602);
     assert.equal(await codeOf('SendMessage', { message: { messageId: 'm4', parts: [{ text: 'x' }], contextId: 'elsewhere' } }), -32004);
-    assert.equal(await codeOf('CreateTaskPushNotificationConfig', { taskId: 't-1', url: 'http://127.0.0.1:1/' }), -32003);
+    assert.equal(await codeOf('CreateTaskPushNotificationConfig', { taskId: 't-1', url: 'http://127.0.0.1:1/' }), -32001);
     assert.equal(await codeOf('GetExtendedAgentCard', {}), -32004);
     assert.equal(await codeOf('NoSuchMethod', {}), -32601);
     const notJson = await raw(d.url, '/a2a/bob', { token: aliceSecret, body: '{"jsonrpc":' });

@@ -27,6 +27,8 @@ import { MailError } from '../wire/errors.js';
 import { WakeChains } from '../engine/wake-chains.js';
 import { AdapterRegistry } from '../wake/adapters.js';
 import { WakeDispatcher } from '../wake/dispatcher.js';
+import { A2aPushSender } from '../doors/a2a/a2a-push-sender.js';
+import { PushConfigs } from '../doors/a2a/a2a-push.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   clock?: Clock;
@@ -117,6 +119,10 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const wake = new WakeDispatcher({ engine, chains, adapterFor: (step) => adapters.adapterFor(step), hostId });
     wake.start();
     await adapters.start();
+    // A2A push notifications: signed POSTs through the same outbox as webhook steps.
+    const a2aPush = new A2aPushSender({ engine, post: (e) => adapters.webhookOutbox().enqueue(e) });
+    const a2aConfigs = new PushConfigs({ store: engine.store, hostId, now: () => engine.clock.now(), watch: a2aPush });
+    await a2aPush.start();
     await engine.start();
     const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
     const admin = new AdminOps(engine, webAuth);
@@ -127,6 +133,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       engine,
       admin,
       web,
+      a2aPush: a2aConfigs,
       wake: chains,
       attestor,
       log,
@@ -172,6 +179,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
         (closing ??= (async () => {
           clearInterval(sweep);
           await wake.close();
+          await a2aPush.close();
           await adapters.close();
           await engine.close(); // parked waits answer first, so in-flight requests can finish
           await door.close();

@@ -29,6 +29,10 @@ export interface WebhookEvent {
   allowRemote?: boolean;
   /** The raw JSON body, sent byte for byte on every attempt. */
   body: string;
+  /** Headers of the receiver's own protocol (A2A push: its content type and the token or
+   *  Authorization it asked for); kept with the event. The signature, event id, Host and length
+   *  are always the outbox's own. */
+  headers?: Record<string, string>;
 }
 
 /** As stored in the record's value. */
@@ -37,6 +41,7 @@ interface OutboxEntry {
   url: string;
   allow_remote: boolean;
   body: string;
+  headers?: Record<string, string>;
   created_at: number;
   deadline: number;
   attempts: number;
@@ -136,6 +141,7 @@ export class WebhookOutbox {
       url: e.url,
       allow_remote: e.allowRemote ?? false,
       body: e.body,
+      ...(e.headers ? { headers: e.headers } : {}),
       created_at: now,
       deadline: now + this.retryForMs,
       attempts: 0,
@@ -274,6 +280,7 @@ export class WebhookOutbox {
     const t = Math.floor(this.clock.now() / 1000);
     const headers = {
       'content-type': 'application/json',
+      ...ownHeaders(entry.headers),
       [EVENT_ID_HEADER]: entry.event_id,
       [SIGNATURE_HEADER]: signWebhook(key, entry.body, t),
       'user-agent': 'mail4agent-webhook',
@@ -304,6 +311,7 @@ function parseEntry(row: RecordRow): OutboxEntry | null {
       url: v.url,
       allow_remote: v.allow_remote === true,
       body: v.body,
+      ...(v.headers && typeof v.headers === 'object' ? { headers: ownHeaders(v.headers) } : {}),
       created_at: typeof v.created_at === 'number' ? v.created_at : row.updatedAt,
       deadline: v.deadline,
       attempts: typeof v.attempts === 'number' ? v.attempts : 0,
@@ -313,6 +321,14 @@ function parseEntry(row: RecordRow): OutboxEntry | null {
   } catch {
     return null;
   }
+}
+
+/** The headers an event may set: string values only, never the ones the outbox owns. */
+const OUTBOX_OWNS = new Set([EVENT_ID_HEADER.toLowerCase(), SIGNATURE_HEADER.toLowerCase(), 'host', 'content-length', 'user-agent', 'transfer-encoding', 'connection']);
+function ownHeaders(h: Record<string, unknown> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h ?? {})) if (typeof v === 'string' && !OUTBOX_OWNS.has(k.toLowerCase())) out[k.toLowerCase()] = v;
+  return out;
 }
 
 /** Retry-After as seconds or an HTTP date, in ms from now. */

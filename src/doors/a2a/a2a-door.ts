@@ -11,6 +11,7 @@ import { MailError } from '../../wire/errors.js';
 import { readJsonBody } from '../http/body.js';
 import { clientGoneSignal, sendJson } from '../http/respond.js';
 import { agentCard } from './agent-card.js';
+import { PushConfigList, PushConfigRef, type PushConfigs } from './a2a-push.js';
 import { A2aRpcError, RPC, toRpcError, type FailedOp } from './a2a-errors.js';
 import { A2aMethods } from './a2a-rpc.js';
 import { SseWriter, follow } from './a2a-stream.js';
@@ -22,10 +23,12 @@ export interface A2aDoorOptions {
   version: string;
   /** The caller of a request, as the HTTP door resolves it for mail (bearer + attestation). */
   caller(req: IncomingMessage): Promise<Caller>;
+  /** Push-notification configs; absent: the card says pushNotifications false and the methods
+   *  answer PushNotificationNotSupportedError. */
+  push?: PushConfigs;
 }
 
 const CARD = '/.well-known/agent-card.json';
-const PUSH_METHODS = new Set(['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']);
 /** A2A 0.3's method names: a 0.3 client is told which version this agent speaks. */
 const V03_METHODS = /^(message\/(send|stream)|tasks\/(get|list|cancel|resubscribe|pushNotificationConfig\/\w+)|agent\/getAuthenticatedExtendedCard)$/;
 
@@ -64,7 +67,7 @@ export class A2aDoor {
     if (rest === CARD) {
       if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, new MailError('method_not_allowed', `use GET ${path}`).toBody(), { allow: 'GET, HEAD' });
       const base = `http://${req.headers.host ?? 'localhost'}/a2a/${encodeURIComponent(account.id)}`;
-      return sendJson(res, 200, await agentCard(this.o.engine, account, base, this.o.version), { 'cache-control': 'max-age=30' });
+      return sendJson(res, 200, await agentCard(this.o.engine, account, base, this.o.version, this.o.push !== undefined), { 'cache-control': 'max-age=30' });
     }
     if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', `POST JSON-RPC to ${path}`).toBody(), { allow: 'POST' });
     return this.rpc(req, res, account);
@@ -118,7 +121,7 @@ export class A2aDoor {
     const signal = clientGoneSignal(res);
     try {
       checkVersion(req);
-      const methods = new A2aMethods(this.o.engine, caller, account.id, signal);
+      const methods = new A2aMethods(this.o.engine, caller, account.id, signal, this.o.push ?? null);
       if (method === 'SendStreamingMessage' || method === 'SubscribeToTask') return await this.stream(res, id, methods, method, env.params);
       this.answer(res, id, { result: await this.call(methods, method, env.params) });
     } catch (e) {
@@ -136,11 +139,17 @@ export class A2aDoor {
         return methods.listTasks(params(ListTasksParams, p));
       case 'CancelTask':
         return methods.cancelTask(params(TaskIdParams, p));
+      case 'CreateTaskPushNotificationConfig':
+        return methods.createPush(p ?? {});
+      case 'GetTaskPushNotificationConfig':
+        return methods.getPush(params(PushConfigRef, p));
+      case 'ListTaskPushNotificationConfigs':
+        return methods.listPush(params(PushConfigList, p));
+      case 'DeleteTaskPushNotificationConfig':
+        return methods.deletePush(params(PushConfigRef, p));
       case 'GetExtendedAgentCard':
         throw A2aRpcError.a2a('UnsupportedOperationError', 'this agent has no extended card: its card is public');
     }
-    if (PUSH_METHODS.has(method))
-      throw A2aRpcError.a2a('PushNotificationNotSupportedError', 'this agent sends no push notifications: follow a task with SubscribeToTask or GetTask');
     if (V03_METHODS.test(method))
       throw A2aRpcError.a2a('VersionNotSupportedError', `${method} is A2A 0.3: this agent speaks ${A2A_PROTOCOL_VERSION} (SendMessage, GetTask …)`, {
         supportedVersions: A2A_PROTOCOL_VERSION,

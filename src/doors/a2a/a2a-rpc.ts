@@ -10,6 +10,7 @@ import { parseInput } from '../../wire/validate.js';
 import { A2aRpcError } from './a2a-errors.js';
 import { acceptsOurOutput, accountOf, textOf, titleOf, toA2aTask, type TaskView } from './a2a-mapping.js';
 import { settle, type Follow } from './a2a-stream.js';
+import { PushConfigIn, type PushConfigOut, type PushConfigs } from './a2a-push.js';
 import { STATE_OF_A2A, type ListTasksParams, type SendMessageParams, type Task, type TaskIdParams } from './a2a-wire.js';
 
 /** ListTasks reads at most this many of the caller's tasks per call while it filters them for
@@ -47,6 +48,8 @@ export class A2aMethods {
     /** The account whose endpoint this is. */
     private agent: string,
     private signal: AbortSignal,
+    /** Absent: this daemon sends no push notifications. */
+    private push: PushConfigs | null = null,
   ) {}
 
   get follow(): Follow {
@@ -73,8 +76,8 @@ export class A2aMethods {
    *  and the version the answer must pass to count as news. */
   async deliver(p: SendMessageParams): Promise<{ task: TaskOut; from: number }> {
     const m = p.message;
-    if (p.configuration?.taskPushNotificationConfig !== undefined)
-      throw A2aRpcError.a2a('PushNotificationNotSupportedError', 'this agent sends no push notifications: follow the task with SubscribeToTask or GetTask');
+    const pushIn = p.configuration?.taskPushNotificationConfig;
+    const push = pushIn === undefined || pushIn === null ? undefined : this.pushParams(pushIn, 'configuration.taskPushNotificationConfig');
     if (!acceptsOurOutput(p.configuration?.acceptedOutputModes))
       throw A2aRpcError.a2a('ContentTypeNotSupportedError', 'this agent answers in text/plain and application/json only (configuration.acceptedOutputModes)');
     const text = textOf(m);
@@ -92,7 +95,47 @@ export class A2aMethods {
     const req = asA2aField(() =>
       parseInput(TaskCreateRequest, { to: this.agent, title: titleOf(m), instructions: text, idempotency_key: key, ...(parent !== undefined ? { parent_task_id: parent } : {}) }),
     );
-    return { task: await this.engine.tasks.create(this.caller, req), from: 0 };
+    const task = await this.engine.tasks.create(this.caller, req);
+    if (push) await this.pushing().create(this.caller, task, { ...push, taskId: task.task_id });
+    return { task, from: 0 };
+  }
+
+  private pushing(): PushConfigs {
+    if (!this.push) throw A2aRpcError.a2a('PushNotificationNotSupportedError', 'this agent sends no push notifications: follow the task with SubscribeToTask or GetTask');
+    return this.push;
+  }
+
+  private pushParams(v: unknown, at: string): PushConfigIn {
+    this.pushing();
+    const r = PushConfigIn.safeParse(v);
+    if (r.success) return r.data;
+    const issue = r.error.issues[0];
+    throw A2aRpcError.invalidParams([at, ...(issue?.path ?? []).map(String)].filter(Boolean).join('.'), issue?.message ?? 'invalid');
+  }
+
+  /** CreateTaskPushNotificationConfig: on an open task of this agent that the caller may read. */
+  async createPush(v: unknown): Promise<PushConfigOut> {
+    const p = this.pushParams(v, '');
+    if (!p.taskId) throw A2aRpcError.invalidParams('taskId', 'required');
+    const t = await this.taskOf(p.taskId);
+    if (isTerminal(t.state)) throw A2aRpcError.a2a('UnsupportedOperationError', `task ${t.task_id} is ${t.state}: it never changes again`, { taskId: t.task_id });
+    return this.pushing().create(this.caller, t, p);
+  }
+
+  async getPush(p: { taskId: string; id: string }): Promise<PushConfigOut> {
+    const t = await this.taskOf(p.taskId);
+    return this.pushing().get(this.caller, t.task_id, p.id);
+  }
+
+  async listPush(p: { taskId: string; pageSize?: number | undefined; pageToken?: string | undefined }): Promise<{ configs: PushConfigOut[]; nextPageToken: string }> {
+    const t = await this.taskOf(p.taskId);
+    return this.pushing().list(this.caller, t.task_id, p.pageSize, p.pageToken);
+  }
+
+  async deletePush(p: { taskId: string; id: string }): Promise<Record<string, never>> {
+    const t = await this.taskOf(p.taskId);
+    await this.pushing().delete(this.caller, t.task_id, p.id);
+    return {};
   }
 
   async sendMessage(p: SendMessageParams): Promise<{ task: Task }> {

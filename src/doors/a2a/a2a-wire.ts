@@ -123,7 +123,7 @@ export interface Task {
 export type StreamEvent =
   | { task: Task }
   | { message: Message }
-  | { statusUpdate: { taskId: string; contextId: string; status: TaskStatus } }
+  | { statusUpdate: { taskId: string; contextId: string; status: TaskStatus; metadata?: Record<string, unknown> } }
   | { artifactUpdate: { taskId: string; contextId: string; artifact: Artifact; lastChunk?: boolean } };
 
 export type RpcId = string | number | null;

@@ -107,14 +107,14 @@ async function skillsOf(engine: MailEngine, account: AccountRecord): Promise<Age
 }
 
 /** The card of `account`, its JSON-RPC interface at `base` (http://host:port/a2a/<account>). */
-export async function agentCard(engine: MailEngine, account: AccountRecord, base: string, version: string): Promise<AgentCard> {
+export async function agentCard(engine: MailEngine, account: AccountRecord, base: string, version: string, pushNotifications: boolean): Promise<AgentCard> {
   const who = account.kind === 'human' ? 'a person' : account.kind === 'service' ? 'a service' : 'an agent';
   return {
     name: account.label || account.id,
     description: `${account.id}, ${who} on a mail4agent mailbox. Each message starts a task that is delivered to ${account.id} as mail; its state, history and result follow A2A. Callers authenticate with their own mail4agent secret, from a process on the mailbox's machine.`,
     supportedInterfaces: [{ url: base, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION }],
     version,
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications, extendedAgentCard: false },
     securitySchemes: {
       bearer: {
         httpAuthSecurityScheme: {

@@ -18,6 +18,7 @@ import { OriginGuard } from './origin-guard.js';
 import { clientGoneSignal, isClientGone, sendError, sendJson } from './respond.js';
 import { WebDoor } from '../web/web-door.js';
 import { A2aDoor } from '../a2a/a2a-door.js';
+import type { PushConfigs } from '../a2a/a2a-push.js';
 
 export interface HttpDoorOptions {
   engine: MailEngine;
@@ -29,6 +30,8 @@ export interface HttpDoorOptions {
   version: string;
   /** The browser mailbox at / and /web/* (absent: those paths are unknown routes). */
   web?: WebDoor;
+  /** A2A push-notification configs (absent: the A2A door sends none). */
+  a2aPush?: PushConfigs;
   /** Asked to stop by the operator: at once, or once no request is in flight and no wait is parked. */
   onStopRequest?: (when: 'now' | 'idle') => void;
   /** Bounds on connections whose credential has not verified yet (connection-gate.ts). */
@@ -53,7 +56,7 @@ export class HttpDoor {
     this.gate = new ConnectionGate(o.gate ?? DEFAULT_GATE);
     this.callers = new CallerResolver(o.engine, o.attestor, (s) => this.gate.prove(s));
     this.mcp = new McpHandler((signal) => this.context(signal, [], 'mcp'), o.version, o.log);
-    this.a2a = new A2aDoor({ engine: o.engine, log: o.log, version: o.version, caller: (req) => this.callers.mail(req) });
+    this.a2a = new A2aDoor({ engine: o.engine, log: o.log, version: o.version, caller: (req) => this.callers.mail(req), ...(o.a2aPush ? { push: o.a2aPush } : {}) });
     // Waits last up to 60 s; requests must be allowed to outlive them. Headers must come quickly
     // (node checks the deadlines every connectionsCheckingInterval, so that is short too).
     const headersTimeout = o.headersTimeoutMs ?? 5_000;

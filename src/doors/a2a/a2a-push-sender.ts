@@ -1,0 +1,167 @@
+// Sends A2A push notifications for the configs this daemon created (a2a-push.ts). Every task change
+// is mail in the task's thread, so the store's commit feed (every daemon's commits, for a shared
+// store) says when one of the watched tasks moved; the sender then reads the task as the config's
+// owner (who must still be able to read it) and posts one StreamResponse per history entry it has
+// not notified, the result as an artifact update before the status that brought it, through the
+// daemon's durable outbox of signed POSTs (at least once, retried with backoff, M4A-Signature and
+// M4A-Event-Id as for wake webhooks). One task's notifications go out in order, one at a time; a
+// terminal task's configs are deleted after its last notification.
+import { createHash } from 'node:crypto';
+import type { MailEngine } from '../../engine/mail-engine.js';
+import type { CommitEvent } from '../../store/types.js';
+import { MailError } from '../../wire/errors.js';
+import { isTerminal, type TaskOut } from '../../wire/tasks.js';
+import { artifactOf, statusAt } from './a2a-mapping.js';
+import { parsePushRecord, PUSH_KIND, PUSH_LIMITS, pushRow, type PushRecord, type PushWatch } from './a2a-push.js';
+import type { StreamEvent } from './a2a-wire.js';
+
+/** One signed POST, queued durably; settles after the first attempt (the outbox retries). */
+export type PushPost = (e: { eventId: string; url: string; body: string; headers: Record<string, string> }) => Promise<{ status: string; detail: string }>;
+
+const A2A_CONTENT_TYPE = 'application/a2a+json';
+
+export class A2aPushSender implements PushWatch {
+  /** Tasks with a config of this daemon → how many configs. */
+  private watched = new Map<string, number>();
+  private total = 0;
+  private runs = new Map<string, Promise<void>>();
+  private again = new Set<string>();
+  private unsubscribe: (() => void) | null = null;
+  private closed = false;
+
+  constructor(
+    private o: {
+      engine: MailEngine;
+      post: PushPost;
+    },
+  ) {}
+
+  /** Loads this daemon's configs, follows the commit feed, and catches up on changes made while
+   *  it was down. */
+  async start(): Promise<void> {
+    const rows = await this.o.engine.store.listRecords(PUSH_KIND, '', PUSH_LIMITS.perDaemon * 2);
+    for (const row of rows) {
+      const r = parsePushRecord(row);
+      if (r?.host === this.o.engine.hostId) this.added(r.task_id);
+    }
+    this.unsubscribe = this.o.engine.store.onCommit((e) => void this.commit(e).catch((err: unknown) => this.warn('A2A push: reading a commit failed', err)));
+    for (const taskId of this.watched.keys()) this.run(taskId);
+  }
+
+  added(taskId: string): void {
+    this.watched.set(taskId, (this.watched.get(taskId) ?? 0) + 1);
+    this.total++;
+  }
+
+  count(): number {
+    return this.total;
+  }
+
+  /** Resolves when no task's notifications are being sent (tests). */
+  async idle(): Promise<void> {
+    while (this.runs.size > 0) await Promise.allSettled([...this.runs.values()]);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe?.();
+    await this.idle();
+  }
+
+  private warn(msg: string, err: unknown): void {
+    this.o.engine.log.warn({ err: err instanceof Error ? err.message : String(err) }, msg);
+  }
+
+  private async commit(e: CommitEvent): Promise<void> {
+    if (this.watched.size === 0 || this.closed) return;
+    for (const key of e.keys) {
+      const [m] = await this.o.engine.store.messagesAfter(key, e.seq - 1, 1);
+      if (!m || m.seq !== e.seq) continue;
+      if (m.task && this.watched.has(m.task.task_id)) this.run(m.task.task_id);
+      return;
+    }
+  }
+
+  /** One pass over the task's configs at a time; a change during a pass runs another after it. */
+  private run(taskId: string): void {
+    if (this.runs.has(taskId)) {
+      this.again.add(taskId);
+      return;
+    }
+    const p = this.pass(taskId)
+      .catch((err: unknown) => this.warn('A2A push notification failed', err))
+      .finally(() => {
+        this.runs.delete(taskId);
+        if (this.again.delete(taskId) && !this.closed) this.run(taskId);
+      });
+    this.runs.set(taskId, p);
+  }
+
+  private async pass(taskId: string): Promise<void> {
+    const rows = await this.o.engine.store.listRecords(PUSH_KIND, `${taskId}/`, 1_000);
+    const mine = rows.flatMap((row) => parsePushRecord(row) ?? []).filter((r) => r.host === this.o.engine.hostId);
+    this.total += mine.length - (this.watched.get(taskId) ?? 0);
+    if (mine.length === 0) this.watched.delete(taskId);
+    else this.watched.set(taskId, mine.length);
+    for (const r of mine) {
+      if (this.closed) return;
+      await this.notify(r);
+    }
+  }
+
+  /** The config's owner's view of the task, or null when the owner can no longer read it. */
+  private async taskFor(r: PushRecord): Promise<TaskOut | null> {
+    const account = await this.o.engine.store.getAccount(r.account);
+    if (!account) return null;
+    try {
+      return await this.o.engine.tasks.get(await this.o.engine.callerFor(account, null), { task_id: r.task_id });
+    } catch (e) {
+      if (e instanceof MailError && (e.code === 'unknown_task' || e.code === 'not_task_party')) return null;
+      throw e;
+    }
+  }
+
+  private async notify(r: PushRecord): Promise<void> {
+    const store = this.o.engine.store;
+    const id = `${r.task_id}/${r.account}/${r.id}`;
+    const t = await this.taskFor(r);
+    if (!t) {
+      await this.forget(r);
+      return;
+    }
+    const result = JSON.stringify(t.result ?? null);
+    const artifact = result !== r.result ? artifactOf(t) : undefined;
+    const ids = { taskId: t.task_id, contextId: t.thread_id };
+    const events: Array<{ key: string; event: StreamEvent }> = [];
+    for (let i = r.sent; i < t.history.length; i++) {
+      if (artifact && i === t.history.length - 1) events.push({ key: `${i}a`, event: { artifactUpdate: { ...ids, artifact, lastChunk: true } } });
+      events.push({ key: `${i}s`, event: { statusUpdate: { ...ids, status: statusAt(t, i), ...(i === t.history.length - 1 ? { metadata: { version: t.version } } : {}) } } });
+    }
+    for (const { key, event } of events) {
+      const eventId = `a2a-push-${createHash('sha256').update(`${id}#${r.created_at}#${key}`).digest('hex').slice(0, 40)}`;
+      await this.o.post({ eventId, url: r.url, body: JSON.stringify(event), headers: this.headers(r) });
+    }
+    if (isTerminal(t.state)) return this.forget(r);
+    if (events.length === 0 && result === r.result) return;
+    // A config replaced or deleted meanwhile keeps what its owner did.
+    const now = await store.getRecord(PUSH_KIND, id);
+    if (now && parsePushRecord(now)?.created_at === r.created_at) await store.putRecord(pushRow({ ...r, sent: t.history.length, result }, this.o.engine.clock.now()));
+  }
+
+  private headers(r: PushRecord): Record<string, string> {
+    return {
+      'content-type': A2A_CONTENT_TYPE,
+      ...(r.token ? { 'x-a2a-notification-token': r.token } : {}),
+      ...(r.scheme && r.credentials ? { authorization: `${r.scheme} ${r.credentials}` } : {}),
+    };
+  }
+
+  private async forget(r: PushRecord): Promise<void> {
+    if (await this.o.engine.store.deleteRecord(PUSH_KIND, `${r.task_id}/${r.account}/${r.id}`)) {
+      this.total = Math.max(0, this.total - 1);
+      const left = (this.watched.get(r.task_id) ?? 1) - 1;
+      if (left <= 0) this.watched.delete(r.task_id);
+      else this.watched.set(r.task_id, left);
+    }
+  }
+}
