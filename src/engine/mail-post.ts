@@ -1,0 +1,186 @@
+// The sending path: a send or a reply is checked (permissions, the message it answers), stored
+// (recipient rules, idempotency, the loop guard) and announced to listeners after commit. Tasks and
+// approvals send through deliver as well (their `post`), so their mail follows the same rules.
+import { createHash } from 'node:crypto';
+import { MailError } from '../wire/errors.js';
+import { formatAddress, parseCompactAddress, type Address } from '../wire/address.js';
+import { utf8Bytes } from '../wire/text.js';
+import { LIMITS } from '../wire/limits.js';
+import type * as W from '../wire/ops.js';
+import { readKeys, type ReaderScope, type Store, type StoredMessage } from '../store/types.js';
+import type { Clock, Ids } from './clock.js';
+import type { Logger } from './log.js';
+import { senderAddress } from './present.js';
+import type { ShortAddresses } from './short-address.js';
+import { resolveRecipient } from './recipients.js';
+import type { SessionBook } from './sessions.js';
+import { checkListenerUrl, type Doorbell } from './listener-url.js';
+import type { TaskMark } from './tasks.js';
+import type { LoopGuard } from './loop-guard.js';
+import { sentBy } from './incarnation.js';
+import { need, type Caller } from './mail-engine.js';
+
+/** What the sending path needs from the mail engine. */
+export interface PostDeps {
+  store: Store;
+  clock: Clock;
+  ids: Ids;
+  log: Logger;
+  sessions: SessionBook;
+  loops: LoopGuard;
+  addresses: ShortAddresses;
+  doorbell: Doorbell | undefined;
+  idempotencyWindowMs: number;
+  scope(c: Caller): Promise<ReaderScope>;
+}
+
+/** Where a reply goes: the sender (the session that wrote it, or its account), the room for room
+ *  mail unless `toSender`, and for a follow-up to one's own message its recipient. */
+function replyTarget(m: StoredMessage, addressedToCaller: boolean, toSender: boolean): Address {
+  if (!addressedToCaller) {
+    const r = parseCompactAddress(m.toAddress);
+    if (r.ok) return r.address;
+  }
+  if (m.toKey.startsWith('r:') && !toSender) return { kind: 'room', room: m.toKey.slice(2) };
+  return m.fromSession ? { kind: 'session', participant: m.fromAccount, session: m.fromSession } : { kind: 'direct', participant: m.fromAccount };
+}
+
+/** `Re: ` once, within the subject limit. */
+function replySubject(subject: string): string {
+  if (/^re:\s/i.test(subject)) return subject;
+  const s = `Re: ${subject}`;
+  return utf8Bytes(s) <= LIMITS.subjectBytes ? s : subject;
+}
+
+export class MailPost {
+  constructor(private d: PostDeps) {}
+
+  async send(c: Caller, req: W.SendRequest): Promise<W.SendResponse> {
+    need(c, 'send');
+    const priority = req.priority ?? 'normal';
+    if (priority === 'urgent') need(c, 'urgent');
+    const parent = req.reply_to ? (await this.answerable(c, req.reply_to, await this.d.scope(c))).message : null;
+    return (await this.deliver(c, req, parent)).answer;
+  }
+
+  /** Answers a message: to its sender (room mail: to the room unless to_sender), in its thread,
+   *  subject `Re: …` once, and acknowledges it unless ack is false. */
+  async reply(c: Caller, req: W.ReplyRequest): Promise<W.ReplyResponse> {
+    need(c, 'send');
+    const scope = await this.d.scope(c);
+    const { message: m, mine } = await this.answerable(c, req.message_id, scope);
+    const to = replyTarget(m, mine, req.to_sender ?? false);
+    // The sender's account may have been removed and its name given to someone else since: the
+    // message then predates the account of the name, and the answer is meant for nobody there.
+    if (to.kind !== 'room' && to.participant === m.fromAccount) {
+      const sender = await this.d.store.getAccount(m.fromAccount);
+      if (!sender || !sentBy(sender, m))
+        throw new MailError('unknown_participant', `the account that sent ${m.id} was removed; ${m.fromAccount} now names another account`, { participant: m.fromAccount });
+    }
+    const send: W.SendRequest = { to, subject: replySubject(m.subject), body: req.body, reply_to: m.id };
+    if (req.idempotency_key !== undefined) send.idempotency_key = req.idempotency_key;
+    const sent = (await this.deliver(c, send, m)).answer;
+    const ack = mine && req.ack !== false;
+    if (ack) await this.d.store.ack(scope, [{ seq: m.seq, toKey: m.toKey }], this.d.clock.now());
+    return { ...sent, acked: ack };
+  }
+
+  /** Stores a checked send (`parent`: the message `reply_to` names, already checked; `task`: a
+   *  task's change this message carries). */
+  async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, task: TaskMark | null = null): Promise<{ answer: W.SendResponse; message: StoredMessage }> {
+    const priority = req.priority ?? 'normal';
+    const now = this.d.clock.now();
+    const target = await resolveRecipient(this.d.store, this.d.sessions, req.to, parent, now, c.account);
+    const refs = req.refs ?? [];
+    const fingerprint = req.idempotency_key
+      ? createHash('sha256')
+          .update(JSON.stringify([formatAddress(req.to), req.subject, req.body, req.reply_to ?? null, req.correlation ?? null, refs, priority]))
+          .digest('hex')
+      : null;
+    const id = this.d.ids.messageId();
+    // The commit announces the message before the loop guard has judged it: wakers ask verdict().
+    const judged = this.d.loops.judgingStarts(id);
+    let quiet: string | null = null;
+    let outcome: Awaited<ReturnType<Store['appendMessage']>>;
+    try {
+      outcome = await this.d.store.appendMessage(
+        {
+          id,
+          threadId: parent ? parent.threadId : id,
+          fromAccount: c.account.id,
+          fromSession: c.session?.id ?? null,
+          fromKind: c.account.kind,
+          toAddress: target.address,
+          toKey: target.key,
+          subject: req.subject,
+          body: req.body,
+          replyTo: req.reply_to ?? null,
+          correlation: req.correlation ?? null,
+          refs,
+          priority,
+          createdAt: now,
+          idempotencyKey: req.idempotency_key ?? null,
+          fingerprint,
+          ...(task ? { task } : {}),
+        },
+        now - this.d.idempotencyWindowMs,
+      );
+      if (outcome.kind === 'created') {
+        quiet = await this.judgeLoop(c, outcome.message, req.to.kind === 'room' ? null : (target.accounts[0] ?? null));
+        if (quiet) this.d.loops.markQuiet(outcome.message.id);
+      }
+    } finally {
+      judged();
+    }
+    const m = outcome.message;
+    if (outcome.kind === 'conflict') throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: m.id });
+    if (outcome.kind === 'created' && !quiet) void this.ring(target.accounts, m);
+    const [from, to] = await Promise.all([this.d.addresses.print(senderAddress(m), [c.session]), this.d.addresses.print(m.toAddress, [target.session])]);
+    const answer: W.SendResponse = {
+      message_id: m.id,
+      from,
+      thread_id: m.threadId,
+      to,
+      redirected: outcome.kind === 'created' ? target.redirected : m.toAddress !== formatAddress(req.to),
+      duplicate: outcome.kind === 'duplicate',
+      ...(quiet ? { quiet: `stored but wakes nobody: ${quiet} (loop guard; do not send acknowledgement-only replies)` } : {}),
+      ...(outcome.kind === 'created' && target.waiting ? { not_running: true as const } : {}),
+    };
+    return { answer, message: m };
+  }
+
+  /** A message the caller may answer: addressed to it, or sent by its account (a follow-up).
+   *  `mine`: it is in the caller's mail, so answering it can acknowledge it. */
+  private async answerable(c: Caller, id: string, scope: ReaderScope): Promise<{ message: StoredMessage; mine: boolean }> {
+    const message = await this.d.store.getMessage(id);
+    if (!message) throw new MailError('unknown_message', `no message ${id}`, { message_id: id });
+    const mine = readKeys(scope).includes(message.toKey);
+    if (!mine && !sentBy(c.account, message)) throw new MailError('not_addressed_to_you', `you may not reply to ${id}`, { message_id: id });
+    return { message, mine };
+  }
+
+  private async judgeLoop(c: Caller, m: StoredMessage, to: string | null): Promise<string | null> {
+    // A person's message is never throttled, and it resets nothing: the guard only counts agents.
+    if (c.account.kind === 'human') return null;
+    let thread = { length: 1, hasHuman: false };
+    if (m.threadId !== m.id) {
+      const all = await this.d.store.getThread(m.threadId);
+      thread = { length: all.length, hasHuman: all.some((x) => x.fromKind === 'human') };
+    }
+    return this.d.loops.judge(c.account.id, to, thread);
+  }
+
+  /** Doorbells after commit: best effort, never able to fail or slow the send. */
+  private async ring(accounts: string[], m: StoredMessage): Promise<void> {
+    if (!this.d.doorbell) return;
+    try {
+      for (const account of accounts) {
+        const url = await this.d.store.getListener(account);
+        if (!url) continue;
+        this.d.doorbell.ring(checkListenerUrl(url), { account, to: m.toAddress, message_id: m.id, from: senderAddress(m) });
+      }
+    } catch (err) {
+      this.d.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'listener lookup failed');
+    }
+  }
+}
