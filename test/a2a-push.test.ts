@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Role, StreamResponse, TaskState, type Message, type SendMessageRequest, type Task, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, createAuthenticatingFetchWithRetry, type Client } from '@a2a-js/sdk/client';
 import { MailClient } from '../src/client/http-client.js';
-import { verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
+import { purposeKey, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { until } from './support/until.js';
 
@@ -152,7 +152,10 @@ describe('A2A push notifications', () => {
       assert.equal(g.headers.authorization, 'Bearer cred-456');
       assert.equal(g.headers['content-type'], 'application/a2a+json');
       assert.match(String(g.headers['m4a-event-id']), /^a2a-push-[0-9a-f]{40}$/);
-      assert.deepEqual(verifyWebhookSignature({ key, header: String(g.headers['m4a-signature']), body: g.body }).ok, true);
+      const header = String(g.headers['m4a-signature']);
+      assert.equal(verifyWebhookSignature({ key: purposeKey(key, 'a2a-push'), header, body: g.body }).ok, true);
+      // A body any local account can aim at any loopback URL never verifies as a wake webhook.
+      assert.equal(verifyWebhookSignature({ key, header, body: g.body }).ok, false);
     }
     // A terminal task never changes: its configs are gone, and a new one is refused.
     await until('configs deleted', async () => (await toBob.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.length === 0);

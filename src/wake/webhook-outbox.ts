@@ -16,7 +16,7 @@ import type { Logger } from '../engine/log.js';
 import { silentLogger } from '../engine/log.js';
 import type { RecordRow, Store } from '../store/types.js';
 import { checkWebhookUrl, resolveWebhookTarget, WebhookUrlRefused, type CheckedWebhookUrl, type Resolver } from './remote-url.js';
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, signWebhook } from './webhook-signing.js';
+import { EVENT_ID_HEADER, purposeKey, SIGNATURE_HEADER, signWebhook, type SignPurpose } from './webhook-signing.js';
 
 export const OUTBOX_KIND = 'webhook-outbox';
 
@@ -33,6 +33,8 @@ export interface WebhookEvent {
    *  Authorization it asked for); kept with the event. The signature, event id, Host and length
    *  are always the outbox's own. */
   headers?: Record<string, string>;
+  /** What it is for (default a wake): decides the signing key (webhook-signing.ts purposeKey). */
+  purpose?: SignPurpose;
 }
 
 /** As stored in the record's value. */
@@ -42,6 +44,7 @@ interface OutboxEntry {
   allow_remote: boolean;
   body: string;
   headers?: Record<string, string>;
+  purpose?: SignPurpose;
   created_at: number;
   deadline: number;
   attempts: number;
@@ -142,6 +145,7 @@ export class WebhookOutbox {
       allow_remote: e.allowRemote ?? false,
       body: e.body,
       ...(e.headers ? { headers: e.headers } : {}),
+      ...(e.purpose && e.purpose !== 'wake' ? { purpose: e.purpose } : {}),
       created_at: now,
       deadline: now + this.retryForMs,
       attempts: 0,
@@ -282,7 +286,7 @@ export class WebhookOutbox {
       'content-type': 'application/json',
       ...ownHeaders(entry.headers),
       [EVENT_ID_HEADER]: entry.event_id,
-      [SIGNATURE_HEADER]: signWebhook(key, entry.body, t),
+      [SIGNATURE_HEADER]: signWebhook(purposeKey(key, entry.purpose ?? 'wake'), entry.body, t),
       'user-agent': 'mail4agent-webhook',
     };
     let res: PostResponse;
@@ -312,6 +316,7 @@ function parseEntry(row: RecordRow): OutboxEntry | null {
       allow_remote: v.allow_remote === true,
       body: v.body,
       ...(v.headers && typeof v.headers === 'object' ? { headers: ownHeaders(v.headers) } : {}),
+      ...(v.purpose === 'a2a-push' ? { purpose: v.purpose } : {}),
       created_at: typeof v.created_at === 'number' ? v.created_at : row.updatedAt,
       deadline: v.deadline,
       attempts: typeof v.attempts === 'number' ? v.attempts : 0,

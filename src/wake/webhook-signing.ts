@@ -51,6 +51,16 @@ export function signingKeyLoader(dataDir: string): () => string {
   return () => (key ??= readSigningKey(dataDir));
 }
 
+/** What a signed POST is for. Each purpose but the wake webhook's signs with its own key, derived
+ *  from the data directory's key, so a body signed for one purpose never verifies as another (an
+ *  A2A push, whose URL any local account may choose, can never pass as a wake). */
+export type SignPurpose = 'wake' | 'a2a-push';
+
+/** The key of `purpose`: the key itself for wakes, else hex(HMAC-SHA256(key, purpose)). */
+export function purposeKey(key: string, purpose: SignPurpose): string {
+  return purpose === 'wake' ? key : createHmac('sha256', key).update(purpose).digest('hex');
+}
+
 const hmacHex = (key: string, t: number, body: string | Buffer): string => createHmac('sha256', key).update(`${t}.`).update(body).digest('hex');
 
 /** The M4A-Signature header value for `body` sent at unix time `t` (seconds). */

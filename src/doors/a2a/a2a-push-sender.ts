@@ -4,7 +4,7 @@
 // owner (who must still be able to read it) and posts one StreamResponse per history entry it has
 // not notified, the result as an artifact update before the status that brought it, through the
 // daemon's durable outbox of signed POSTs (at least once, retried with backoff, M4A-Signature and
-// M4A-Event-Id as for wake webhooks). One task's notifications go out in order, one at a time; a
+// M4A-Event-Id as for wake webhooks, with the key of the purpose a2a-push). One task's notifications go out in order, one at a time; a
 // terminal task's configs are deleted after its last notification.
 import { createHash } from 'node:crypto';
 import type { MailEngine } from '../../engine/mail-engine.js';
@@ -16,7 +16,7 @@ import { parsePushRecord, PUSH_KIND, PUSH_LIMITS, pushRow, type PushRecord, type
 import type { StreamEvent } from './a2a-wire.js';
 
 /** One signed POST, queued durably; settles after the first attempt (the outbox retries). */
-export type PushPost = (e: { eventId: string; url: string; body: string; headers: Record<string, string> }) => Promise<{ status: string; detail: string }>;
+export type PushPost = (e: { eventId: string; url: string; body: string; headers: Record<string, string>; purpose: 'a2a-push' }) => Promise<{ status: string; detail: string }>;
 
 const A2A_CONTENT_TYPE = 'application/a2a+json';
 
@@ -139,7 +139,7 @@ export class A2aPushSender implements PushWatch {
     }
     for (const { key, event } of events) {
       const eventId = `a2a-push-${createHash('sha256').update(`${id}#${r.created_at}#${key}`).digest('hex').slice(0, 40)}`;
-      await this.o.post({ eventId, url: r.url, body: JSON.stringify(event), headers: this.headers(r) });
+      await this.o.post({ eventId, url: r.url, body: JSON.stringify(event), headers: this.headers(r), purpose: 'a2a-push' });
     }
     if (isTerminal(t.state)) return this.forget(r);
     if (events.length === 0 && result === r.result) return;
