@@ -151,6 +151,15 @@ describe('browser mailbox: keyboard and accessibility', { skip, timeout: 120_000
     }
   });
 
+  it("the board's New task form, open and refused: every control named, text with contrast", async () => {
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await page.locator('#new-task summary').click();
+    await page.getByRole('button', { name: 'Hand over the task' }).click();
+    await page.locator('#task-create').getByRole('alert').filter({ hasText: 'A recipient and a title are needed.' }).waitFor();
+    assert.deepEqual(await unnamed(page), [], 'every control of the New task form has a name');
+    assert.deepEqual(await lowContrast(page), [], 'New task form text contrast ≥ 4.5:1');
+  });
+
   it('the task page with its approval: every control named, text with contrast', async () => {
     await page.getByRole('link', { name: 'Tasks', exact: true }).click();
     await page.locator('li.task a.open', { hasText: 'contrast check' }).click();

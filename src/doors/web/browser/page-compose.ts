@@ -6,8 +6,9 @@ import { mailForm } from './mail-form.js';
 import { go, pageTitle } from './nav.js';
 import { me } from './state.js';
 
-/** [address, what it is] for every room, account and live session the person could write to. */
-function addressOptions(dir: Directory): [string, string][] {
+/** [address, what it is] for every room, account and live session the person could write to
+ *  (the New task form leaves the rooms out). */
+export function addressOptions(dir: Directory): [string, string][] {
   const opts: [string, string][] = [];
   const account = me().account;
   for (const r of dir.rooms) opts.push(['#' + r.name, 'room' + (r.member ? ' (you are a member)' : '')]);

@@ -1,11 +1,13 @@
 // The task board: tasks assigned to the person and tasks they asked for, newest change first,
-// grouped by state (open ones first) or narrowed to one state. Changes arrive as mail, so the
-// live update redraws the board when a task's mail comes in (live.ts).
+// grouped by state (open ones first) or narrowed to one state, under the New task form
+// (task-create.ts). Changes arrive as mail, so the live update redraws the board (not the form)
+// when a task's mail comes in (live.ts).
 import type { ApiError, Task, TaskList, TaskState } from './answers.js';
 import { api } from './api.js';
 import { $, clear, errorText, field, h, when } from './dom.js';
 import { addr } from './mail-data.js';
 import { go, pageTitle } from './nav.js';
+import { newTaskForm } from './task-create.js';
 import { TASK_STATES, stateBadge, stateWord } from './task-data.js';
 
 export type Role = 'assigned' | 'requested';
@@ -50,6 +52,7 @@ export function pageTasks(main: HTMLElement, params: URLSearchParams): void {
       text: role === 'assigned' ? 'Tasks others handed to you. Open one to move it along.' : 'Tasks you handed to others, with their state as they move them.',
     }),
   );
+  main.appendChild(newTaskForm());
   main.appendChild(h('div', { id: 'taskboard', 'aria-live': 'polite' }));
   gen++;
   board = { role, state, tasks: [], cursor: null };
