@@ -116,6 +116,12 @@ for (const kind of STORE_KINDS) {
       const two = await call(alice, '/task/create', { to: 'bob', title: 'once', idempotency_key: 'k-1' });
       assert.equal(two.task_id, one.task_id);
       assert.equal((await bob.inbox({})).messages.length, before + 1, 'the retry sent nothing');
+      // Retries at the same moment (a client that does not wait for the first answer): one task, one mail.
+      const asAlice = await d.engine.callerFor((await d.store.getAccount('alice'))!, null);
+      const req = { to: { kind: 'direct' as const, participant: 'bob' }, title: 'racing', idempotency_key: 'k-race' };
+      const racing = await Promise.all(Array.from({ length: 6 }, () => d.engine.tasks.create(asAlice, req)));
+      assert.equal(new Set(racing.map((t) => t.task_id)).size, 1);
+      assert.equal((await bob.inbox({})).messages.filter((m) => m.subject === 'Task: racing').length, 1, 'one mail for the racing retries');
     });
 
     it('approvals: a linked task waits in auth_required, the reviewer decides once, the task returns to working', async () => {

@@ -87,7 +87,15 @@ export class TaskBook {
     }
     const m = await this.d.post(
       c,
-      { to: req.to, subject: clipUtf8(`Task: ${req.title}`, LIMITS.subjectBytes), body: req.instructions ?? req.title, ...(req.refs ? { refs: req.refs } : {}) },
+      {
+        to: req.to,
+        subject: clipUtf8(`Task: ${req.title}`, LIMITS.subjectBytes),
+        body: req.instructions ?? req.title,
+        ...(req.refs ? { refs: req.refs } : {}),
+        // Two retries at once both pass the check above: the mail's own key makes them one message
+        // (a space never appears in a caller's key, so none can collide with it).
+        ...(req.idempotency_key ? { idempotency_key: `task-create ${id}` } : {}),
+      },
       null,
       {
         task_id: id,
