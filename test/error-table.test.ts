@@ -36,6 +36,10 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   not_reviewer: [403, 'tool_error'],
   approval_decided: [409, 'tool_error'],
   approval_expired: [410, 'tool_error'],
+  lease_conflict: [409, 'tool_error'],
+  lease_lost: [409, 'tool_error'],
+  too_many_leases: [429, 'tool_error'],
+  lease_exhausted: [409, 'tool_error'],
   internal: [500, 'tool_error'],
 };
 

@@ -95,7 +95,7 @@ describe('friendly addresses', () => {
     assert.equal((await codex.send({ to: `claude/${prefix}`, subject: 'by prefix', body: '' })).to, `claude/${me.slug}`);
     assert.equal((await codex.send({ to: `claude/s-${prefix}`, subject: 'by prefix', body: '' })).to, `claude/${me.slug}`);
     const unknown = await refused(codex.send({ to: 'claude/nobody-here', subject: 'x', body: '' }), 'unknown_session');
-    assert.ok(Array.isArray(unknown.details.candidates) && unknown.details.candidates.includes('claude/web-ui'), JSON.stringify(unknown.details));
+    assert.ok(Array.isArray(unknown.details.candidates) && (unknown.details.candidates as string[]).includes('claude/web-ui'), JSON.stringify(unknown.details));
     await refused(codex.send({ to: 'claude/abc', subject: 'x', body: '' }), 'unknown_session');
   });
 

@@ -176,6 +176,28 @@ export interface TaskRecord {
   lastSeq: number;
   /** The requester's idempotency key (per fromAccount, like mail's). */
   idempotencyKey: string | null;
+  /** A pooled task (one addressed to a room, taken by one member at a time under a lease); absent
+   *  or null for a task with a named assignee. While nobody holds it, toAccount is '' and toAddress
+   *  the room (`#room`). */
+  pool?: TaskPool | null;
+  /** Why a failed task failed when the mailbox failed it (`lease_exhausted`); else absent or null. */
+  failReason?: string | null;
+}
+
+/** A pooled task's claim state (engine/pool.ts). */
+export interface TaskPool {
+  room: string;
+  /** How many times it was claimed (0 before the first claim). */
+  attempt: number;
+  /** After this many claims that ended without the task ending, it fails (`lease_exhausted`). */
+  maxAttempts: number;
+  /** Backoff before a returned task is offered again: this, doubled per return, capped; null: none. */
+  retryDelaySecs: number | null;
+  /** Not offered before this time (ms); null: now. */
+  availableAt: number | null;
+  /** The lease of its current holder and that lease's epoch (the fencing token an update carries). */
+  leaseId: string | null;
+  leaseEpoch: number | null;
 }
 
 export type TaskCreateOutcome = { kind: 'created'; task: TaskRecord } | { kind: 'duplicate'; task: TaskRecord };
@@ -188,6 +210,104 @@ export interface TaskQuery {
   /** Only tasks with lastSeq < before (the cursor), newest change first. */
   before: number | null;
   limit: number;
+  /** Only tasks the mailbox failed for this reason (the dead-letter list: `lease_exhausted`). */
+  failReason?: string | null;
+}
+
+/** The tasks of a room's pool (role and account play no part). */
+export interface PoolQuery {
+  room: string;
+  /** Only unclaimed tasks (state submitted) offered by `now` (availableAt null or ≤ now), oldest
+   *  created first (id breaking ties): what `task/claim {pool}` takes. */
+  offeredAt?: number;
+  /** Otherwise every task of the pool, newest change first, lastSeq < before. */
+  before?: number | null;
+  limit: number;
+}
+
+// ---- leases (engine/leases.ts): an exclusive or shared claim on a named resource, held by one
+// session, with a time to live a heartbeat extends
+
+export type LeaseMode = 'exclusive' | 'shared';
+export type LeaseEndReason = 'released' | 'expired' | 'session_ended' | 'account_removed';
+
+export interface LeaseRecord {
+  /** `l-` and hex. */
+  id: string;
+  /** Leases conflict only within one space: `task:<task id>`, or `path:<repository root>`. */
+  space: string;
+  /** What is claimed within the space: the task id, or a glob relative to the root. */
+  resource: string;
+  mode: LeaseMode;
+  holderAccount: string;
+  /** The holding session (and its lineage); null for a caller without one: only its TTL ends it. */
+  holderSession: string | null;
+  holderLineage: string | null;
+  /** The holder's compact address (`claude/s-…`). */
+  holderAddress: string;
+  reason: string | null;
+  createdAt: number;
+  expiresAt: number;
+  /** The fencing token: one more than the previous claim of (space, resource), never reused. */
+  epoch: number;
+  /** For a pooled task, which claim of it this is (TaskPool.attempt); 1 otherwise. */
+  attempt: number;
+  endedAt: number | null;
+  endReason: LeaseEndReason | null;
+  /** The engine has acted on the end (a pooled task returned …). An ended lease not yet settled is
+   *  acted on again after a crash; acting is idempotent. */
+  settled: boolean;
+}
+
+export type NewLease = Omit<LeaseRecord, 'epoch' | 'endedAt' | 'endReason' | 'settled'>;
+
+export type LeaseClaimOutcome =
+  | { kind: 'claimed'; lease: LeaseRecord }
+  /** Live leases of the space that conflict with the claim, oldest first. */
+  | { kind: 'conflict'; holders: LeaseRecord[] }
+  /** The holder holds `held` live leases already (≥ maxPerHolder). */
+  | { kind: 'too_many'; held: number };
+
+export interface LeaseQuery {
+  /** Exactly this space, or every space starting with spacePrefix. */
+  space?: string;
+  spacePrefix?: string;
+  holderAccount?: string;
+  holderSession?: string;
+  /** Live at this time: not ended and expiresAt > now. */
+  now: number;
+  limit: number;
+}
+
+/** What a store keeps of leases (every store implements it; see Store). A lease is live while it
+ *  is not ended and its expiresAt is after now: an expired lease conflicts with nothing even
+ *  before expireLeases ends it. */
+export interface LeaseStore {
+  /** In one transaction (serialised per space and per holder across daemons): too_many when the
+   *  holder (its session, or its account when it has none) holds maxPerHolder live leases; conflict
+   *  when a live lease of the space conflicts (`conflicts` is pure and decides it from the other
+   *  lease alone); else the lease gets the next epoch of (space, resource) and is stored. */
+  claimLease(l: NewLease, o: { now: number; maxPerHolder: number; conflicts(other: LeaseRecord): boolean }): Promise<LeaseClaimOutcome>;
+  /** Sets expiresAt of a live lease whose epoch is `epoch`; null when it is not live or the epoch
+   *  differs (it expired or changed hands). */
+  renewLease(id: string, epoch: number, expiresAt: number, now: number): Promise<LeaseRecord | null>;
+  /** Ends a live lease whose epoch is `epoch` (a release); null otherwise. */
+  endLease(id: string, epoch: number, reason: LeaseEndReason, now: number): Promise<LeaseRecord | null>;
+  /** Ends (reason expired) the leases not ended whose expiresAt ≤ now, at most `limit`, oldest
+   *  expiry first; each exactly once even when several daemons call at the same time. */
+  expireLeases(now: number, limit: number): Promise<LeaseRecord[]>;
+  /** Ends (reason session_ended) the live leases of a session whose process exited. */
+  endSessionLeases(account: string, session: string, now: number): Promise<LeaseRecord[]>;
+  getLease(id: string): Promise<LeaseRecord | null>;
+  /** Live leases matching the query, space then id order, at most limit. */
+  listLeases(q: LeaseQuery): Promise<LeaseRecord[]>;
+  /** Ended leases not settled yet, oldest end first. */
+  unsettledLeases(limit: number): Promise<LeaseRecord[]>;
+  settleLease(id: string): Promise<void>;
+  /** Deletes ended, settled leases that ended before `before`; returns how many. */
+  pruneLeases(before: number): Promise<number>;
+  /** Tasks of a room's pool (see PoolQuery). */
+  poolTasks(q: PoolQuery): Promise<TaskRecord[]>;
 }
 
 export type ApprovalState = 'pending' | 'approved' | 'rejected';

@@ -33,6 +33,10 @@ export type ErrorCode =
   | 'not_reviewer'
   | 'approval_decided'
   | 'approval_expired'
+  | 'lease_conflict'
+  | 'lease_lost'
+  | 'too_many_leases'
+  | 'lease_exhausted'
   | 'internal';
 
 /** How an error travels over MCP: refused at the HTTP layer before JSON-RPC is read (credential,
@@ -79,10 +83,14 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   not_reviewer: { http: 403, mcp: 'tool_error', meaning: 'only the named reviewer decides {approval_id}' },
   approval_decided: { http: 409, mcp: 'tool_error', meaning: 'the approval was decided already {approval_id, state}' },
   approval_expired: { http: 410, mcp: 'tool_error', meaning: 'the approval expired before it was decided {approval_id}' },
+  lease_conflict: { http: 409, mcp: 'tool_error', meaning: 'another session holds the resource {holders: [{holder, mode, resource, expires_at, reason?}]}' },
+  lease_lost: { http: 409, mcp: 'tool_error', meaning: 'the lease expired, was released or changed hands (its epoch is stale) {lease_id}' },
+  too_many_leases: { http: 429, mcp: 'tool_error', meaning: 'the session holds the most live leases it may {limit}' },
+  lease_exhausted: { http: 409, mcp: 'tool_error', meaning: 'the pooled task was claimed max_attempts times without ending: it failed {task_id, attempts}' },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
 
-export type ErrorDetails = Record<string, string | number | boolean | string[] | null>;
+export type ErrorDetails = Record<string, string | number | boolean | string[] | Record<string, string>[] | null>;
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string } & ErrorDetails;
