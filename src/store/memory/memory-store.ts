@@ -13,6 +13,11 @@ import {
   type AckResult,
   type AppendOutcome,
   type ApprovalRecord,
+  type LeaseEndReason,
+  type LeaseQuery,
+  type LeaseRecord,
+  type NewLease,
+  type PoolQuery,
   type CommitEvent,
   type Corroborated,
   type Declared,
@@ -38,6 +43,7 @@ import {
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { binaryCompare } from './binary-compare.js';
+import { MemoryLeases } from './memory-leases.js';
 import { MemoryTasks } from './memory-tasks.js';
 import { countUnread, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
 
@@ -112,6 +118,7 @@ class MemoryStore implements Store {
   /** kind -> id -> record */
   private readonly records = new Map<string, Map<string, RecordRow>>();
   private readonly tasks = new MemoryTasks();
+  private readonly leases = new MemoryLeases();
   private seq = 0;
 
   async close(): Promise<void> {}
@@ -130,6 +137,8 @@ class MemoryStore implements Store {
     this.forget(rec.id, sweep);
     this.purgeMail((key) => isKeyOfAccount(key, rec.id), sweep);
     this.tasks.purgeAccount(rec.id);
+    // addAccount and removeAccount take no time: the end of a lease they end is the wall clock's.
+    this.leases.endAccountLeases(rec.id, Date.now());
     this.accounts.set(rec.id, copyAccount({ ...rec, bornSeq: this.seq }));
     for (const [name, room] of this.rooms) if (room.everyone) this.join(name, room, rec.id);
     return 'ok';
@@ -165,6 +174,7 @@ class MemoryStore implements Store {
     this.names.delete(id);
     this.forget(id, sweep);
     this.tasks.purgeAccount(id);
+    this.leases.endAccountLeases(id, Date.now());
     return { messages: this.purgeMail((key) => isKeyOfAccount(key, id), sweep) };
   }
 
@@ -655,6 +665,43 @@ class MemoryStore implements Store {
   }
   decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number) {
     return this.tasks.decideApproval(id, state, reason, at);
+  }
+
+  poolTasks(q: PoolQuery) {
+    return this.tasks.poolTasks(q);
+  }
+
+  // ---- leases (memory-leases.ts)
+
+  claimLease(l: NewLease, o: { now: number; maxPerHolder: number; conflicts(other: LeaseRecord): boolean }) {
+    return this.leases.claimLease(l, o);
+  }
+  renewLease(id: string, epoch: number, expiresAt: number, now: number) {
+    return this.leases.renewLease(id, epoch, expiresAt, now);
+  }
+  endLease(id: string, epoch: number, reason: LeaseEndReason, now: number) {
+    return this.leases.endLease(id, epoch, reason, now);
+  }
+  expireLeases(now: number, limit: number) {
+    return this.leases.expireLeases(now, limit);
+  }
+  endSessionLeases(account: string, session: string, now: number) {
+    return this.leases.endSessionLeases(account, session, now);
+  }
+  getLease(id: string) {
+    return this.leases.getLease(id);
+  }
+  listLeases(q: LeaseQuery) {
+    return this.leases.listLeases(q);
+  }
+  unsettledLeases(limit: number) {
+    return this.leases.unsettledLeases(limit);
+  }
+  settleLease(id: string) {
+    return this.leases.settleLease(id);
+  }
+  pruneLeases(before: number) {
+    return this.leases.pruneLeases(before);
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {

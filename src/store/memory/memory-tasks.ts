@@ -1,9 +1,16 @@
 // Tasks and approvals in the memory store. Records go in and out through JSON, as the SQL stores
 // keep refs, history and result as JSON text, so every store gives back exactly the same values.
-import type { ApprovalRecord, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
+import type { ApprovalRecord, PoolQuery, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
 import { binaryCompare } from './binary-compare.js';
 
 const copy = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+/** An ordinary task is kept without the pool and failReason keys (never null), as the SQL stores
+ *  give it back. */
+function stripped(t: TaskRecord): TaskRecord {
+  const { pool, failReason, ...rest } = copy(t);
+  return { ...rest, ...(pool ? { pool } : {}), ...(failReason != null ? { failReason } : {}) };
+}
 
 /** Newest change first; the id breaks ties, as the SQL stores' indexes do. */
 const newestFirst = (a: TaskRecord, b: TaskRecord): number => b.lastSeq - a.lastSeq || binaryCompare(b.id, a.id);
@@ -24,7 +31,7 @@ export class MemoryTasks implements TaskStore {
       if (prior) return { kind: 'duplicate', task: copy(prior) };
     }
     if (this.tasks.has(t.id)) throw new Error(`task id ${t.id} already exists`);
-    const stored = copy(t);
+    const stored = stripped(t);
     this.tasks.set(stored.id, stored);
     return { kind: 'created', task: copy(stored) };
   }
@@ -38,15 +45,19 @@ export class MemoryTasks implements TaskStore {
     const cur = this.tasks.get(t.id);
     if (!cur || cur.version !== expectedVersion) return null;
     const next = copy({ state: t.state, history: t.history, result: t.result, updatedAt: t.updatedAt, version: t.version, lastSeq: t.lastSeq });
-    Object.assign(cur, next);
-    return copy(cur);
+    const { pool: _pool, failReason: _failReason, ...kept } = cur;
+    const updated = stripped({ ...kept, ...next, pool: t.pool ?? null, failReason: t.failReason ?? null });
+    this.tasks.set(t.id, updated);
+    return copy(updated);
   }
 
   async listTasks(q: TaskQuery): Promise<TaskRecord[]> {
-    if (q.limit <= 0) return [];
+    // An unclaimed pooled task has no assignee account (''): nobody's to list as assigned.
+    if (q.limit <= 0 || (q.role === 'assigned' && q.account === '')) return [];
     const mine = (t: TaskRecord) => (q.role === 'assigned' ? t.toAccount : t.fromAccount) === q.account;
+    const reason = q.failReason ?? null;
     return [...this.tasks.values()]
-      .filter((t) => mine(t) && (q.state === null || t.state === q.state) && (q.before === null || t.lastSeq < q.before))
+      .filter((t) => mine(t) && (q.state === null || t.state === q.state) && (reason === null || t.failReason === reason) && (q.before === null || t.lastSeq < q.before))
       .sort(newestFirst)
       .slice(0, q.limit)
       .map(copy);
@@ -59,6 +70,19 @@ export class MemoryTasks implements TaskStore {
       .sort((a, b) => a.createdAt - b.createdAt || binaryCompare(a.id, b.id))
       .slice(0, limit)
       .map(copy);
+  }
+
+  async poolTasks(q: PoolQuery): Promise<TaskRecord[]> {
+    if (q.limit <= 0) return [];
+    const of = [...this.tasks.values()].filter((t) => t.pool?.room === q.room);
+    const at = q.offeredAt;
+    const picked =
+      at === undefined
+        ? of.filter((t) => q.before == null || t.lastSeq < q.before).sort(newestFirst)
+        : of
+            .filter((t) => t.state === 'submitted' && (t.pool?.availableAt == null || t.pool.availableAt <= at))
+            .sort((a, b) => a.createdAt - b.createdAt || binaryCompare(a.id, b.id));
+    return picked.slice(0, q.limit).map(copy);
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
