@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { checkGlob, checkPath, globMatches, globsOverlap, globsOverlapCounted } from '../src/engine/glob-overlap.js';
+import { checkGlob, checkPath, globMatches, globPrefix, globsOverlap, globsOverlapCounted } from '../src/engine/glob-overlap.js';
 import { LEASE_LIMITS } from '../src/wire/leases.js';
 
 describe('checkGlob', () => {
@@ -107,6 +107,21 @@ describe('globMatches', () => {
     assert.equal(globMatches('src/parser', 'src/parser'), true);
     assert.equal(globMatches('src/parser', 'src/parser/lex.ts'), false);
     assert.equal(globMatches('src/*', 'src/x/b.ts'), false);
+  });
+
+  it('globPrefix: what every matching path starts with', () => {
+    const cases: [string, string][] = [
+      ['src/*.ts', 'src/'],
+      ['src/a.ts', 'src/a.ts'],
+      ['src/**', 'src'],
+      ['src/parser/', 'src/parser'],
+      ['src/**/x.ts', 'src'],
+      ['*.md', ''],
+      ['**', ''],
+      ['docs/v[12]/a', 'docs/v'],
+      ['docs/[v]x', 'docs/vx'],
+    ];
+    for (const [g, want] of cases) assert.equal(globPrefix(g), want, g);
   });
 
   it('never matches a path with an empty segment', () => {
@@ -222,7 +237,7 @@ describe('globsOverlap against a brute force', () => {
   const paths = allPaths(2 * MAX_TOKENS + 1);
   const glob = fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: MAX_TOKENS });
 
-  it('checkGlob and globMatches agree with the reference on every path up to 7 characters', () => {
+  it('checkGlob and globMatches agree with the reference on every path up to 7 characters, and globPrefix starts each match', () => {
     const short = paths.slice(0, 8).flat();
     fc.assert(
       fc.property(glob, (tokens) => {
@@ -230,7 +245,12 @@ describe('globsOverlap against a brute force', () => {
         const re = reference(tokens);
         assert.equal(checkGlob(g) === null, re !== null, `valid? ${g}`);
         if (!re) return;
-        for (const p of short) assert.equal(globMatches(g, p), re.test(`/${p}`), `${g} ~ ${p}`);
+        const start = globPrefix(g);
+        for (const p of short) {
+          const hit = re.test(`/${p}`);
+          assert.equal(globMatches(g, p), hit, `${g} ~ ${p}`);
+          if (hit) assert.ok(p.startsWith(start), `${p} matches ${g} but does not start with ${start}`);
+        }
       }),
       { numRuns: 300 },
     );

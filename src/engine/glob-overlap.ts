@@ -235,6 +235,24 @@ export function globMatches(glob: string, path: string): boolean {
   return reach[parts.length] === 1;
 }
 
+/** Text every path the glob matches starts with (for a cheap test before globMatches): the
+ *  literal start, up to its first wildcard; before a `**` without the `/`, since `src/**` and
+ *  `src/parser/` also match `src` and `src/parser` themselves. */
+export function globPrefix(glob: string): string {
+  const { segs } = compiled(glob);
+  let out = '';
+  for (const [i, s] of segs.entries()) {
+    if (s.k === 'globstar') return out;
+    if (i > 0) out += '/';
+    for (const a of s.atoms) {
+      const one = a.k === 'set' && a.set.length === 1 && a.set[0]![0] === a.set[0]![1] ? a.set[0]![0] : undefined;
+      if (one === undefined) return out;
+      out += String.fromCodePoint(one);
+    }
+  }
+  return out;
+}
+
 /** Whether some segment matches both. The walk may accept the empty string, but only where both
  *  sides are nothing but stars, and those also share any one character: no flag is needed. */
 function segsOverlap(x: Atom[], y: Atom[], work: { steps: number }): boolean {
