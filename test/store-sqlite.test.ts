@@ -13,6 +13,7 @@ import { prepareTaskStatements } from '../src/store/sqlite/tasks.js';
 import { keyOfLineage } from '../src/store/types.js';
 import { A, R, account, item, message, q, runStoreConformance, scope, send, seqs, session } from './support/store-conformance.js';
 import { task } from './support/task-conformance.js';
+import { runLeaseConformance } from './support/lease-conformance.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'm4a-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -21,6 +22,8 @@ const freshPath = () => join(dir, `store-${++files}.db`);
 
 runStoreConformance('sqlite file', async () => openSqliteStore({ path: freshPath() }));
 runStoreConformance('sqlite :memory:', async () => openSqliteStore({ path: ':memory:' }));
+runLeaseConformance('sqlite file', async () => openSqliteStore({ path: freshPath() }));
+runLeaseConformance('sqlite :memory:', async () => openSqliteStore({ path: ':memory:' }));
 
 describe('sqlite store', () => {
   const open: SqliteStore[] = [];
@@ -125,7 +128,7 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 7);
+      assert.equal(MIGRATIONS.length, 8);
     } finally {
       version.close();
     }

@@ -214,6 +214,58 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE messages ADD COLUMN task TEXT;
   `,
+  // 8: leases (leases.ts) and pooled tasks. A lease row stays after it ended (ended_at, end_reason)
+  // until the engine settled it and pruneLeases deleted it. Live = ended_at IS NULL AND expires_at
+  // > now: the partial indexes hold only rows not ended. The epochs of (space, resource) live in
+  // their own table, so a fencing token is never handed out twice, even after its rows are pruned.
+  `
+  CREATE TABLE leases (
+    id TEXT PRIMARY KEY,
+    space TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    holder_account TEXT NOT NULL,
+    holder_session TEXT,
+    holder_lineage TEXT,
+    holder_address TEXT NOT NULL,
+    reason TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    epoch INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    ended_at INTEGER,
+    end_reason TEXT,
+    settled INTEGER NOT NULL DEFAULT 0
+  );
+  -- A claim's conflicts and the lists by space; a holder's count and lists; the expiry sweep.
+  CREATE INDEX leases_live_by_space ON leases(space, id) WHERE ended_at IS NULL;
+  CREATE INDEX leases_live_by_holder ON leases(holder_account, holder_session, expires_at) WHERE ended_at IS NULL;
+  CREATE INDEX leases_live_by_expiry ON leases(expires_at, id) WHERE ended_at IS NULL;
+  -- Ends still to act on (oldest first), and settled ends to prune.
+  CREATE INDEX leases_unsettled ON leases(ended_at, id) WHERE ended_at IS NOT NULL AND settled = 0;
+  CREATE INDEX leases_settled_by_end ON leases(ended_at) WHERE settled = 1;
+
+  CREATE TABLE lease_epochs (
+    space TEXT NOT NULL,
+    resource TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    PRIMARY KEY (space, resource)
+  ) WITHOUT ROWID;
+
+  -- A pooled task's claim state (null for a task with a named assignee) and why the mailbox failed
+  -- a task (lease_exhausted). poolTasks: the offer (unclaimed, oldest created first) and the
+  -- pool's list (newest change first), each one range of an index.
+  ALTER TABLE tasks ADD COLUMN pool_room TEXT;
+  ALTER TABLE tasks ADD COLUMN pool_attempt INTEGER;
+  ALTER TABLE tasks ADD COLUMN pool_max_attempts INTEGER;
+  ALTER TABLE tasks ADD COLUMN pool_retry_delay_secs INTEGER;
+  ALTER TABLE tasks ADD COLUMN pool_available_at INTEGER;
+  ALTER TABLE tasks ADD COLUMN pool_lease_id TEXT;
+  ALTER TABLE tasks ADD COLUMN pool_lease_epoch INTEGER;
+  ALTER TABLE tasks ADD COLUMN fail_reason TEXT;
+  CREATE INDEX tasks_by_pool_offer ON tasks(pool_room, state, created_at, id) WHERE pool_room IS NOT NULL;
+  CREATE INDEX tasks_by_pool ON tasks(pool_room, last_seq, id) WHERE pool_room IS NOT NULL;
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

@@ -15,6 +15,11 @@ import {
   type ApprovalRecord,
   type CommitEvent,
   type Declared,
+  type LeaseEndReason,
+  type LeaseQuery,
+  type LeaseRecord,
+  type NewLease,
+  type PoolQuery,
   type NameRecord,
   type NewAccount,
   type NewMessage,
@@ -44,6 +49,7 @@ import { prepareStatements, type RecordDbRow, type Statements } from './statemen
 import { prefixUpperBound } from './prefix.js';
 import { forgetAccount, preparePurge, purgeAccountMail, purgeAccountTasks, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
 import { prepareTaskStatements, SqliteTasks } from './tasks.js';
+import { prepareLeaseStatements, SqliteLeases } from './leases.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
@@ -79,8 +85,11 @@ export class SqliteStore implements Store {
   private readonly st: Statements;
   private readonly pages: PageStatements;
   private readonly tasks: SqliteTasks;
+  private readonly leases: SqliteLeases;
   /** One transaction wrapper, reused: better-sqlite3 rolls back if the callback throws. */
   private readonly inTx: (fn: () => unknown) => unknown;
+  /** The same, BEGIN IMMEDIATE: takes the write lock first, so the reads inside see what it writes on. */
+  private readonly inTxImmediate: (fn: () => unknown) => unknown;
   private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
   private readonly commits = new CommitListeners();
   private readonly counts: SqliteStoreStats = { commits: 0, appendBatches: 0, appends: 0 };
@@ -93,12 +102,15 @@ export class SqliteStore implements Store {
     try {
       this.st = prepareStatements(this.db);
       this.tasks = new SqliteTasks(prepareTaskStatements(this.db), (fn) => this.tx(fn));
+      this.leases = new SqliteLeases(this.db, prepareLeaseStatements(this.db), (fn) => this.txImmediate(fn));
     } catch (err) {
       this.db.close();
       throw isCorruptionError(err) ? storeCorrupt(opts.path, `is damaged (SQLite: ${(err as Error).message})`) : err;
     }
     this.pages = new PageStatements(this.db);
-    this.inTx = this.db.transaction((fn: () => unknown) => fn());
+    const transaction = this.db.transaction((fn: () => unknown) => fn());
+    this.inTx = transaction;
+    this.inTxImmediate = (fn) => transaction.immediate(fn);
     this.appends = new GroupCommit(
       (inputs) => {
         const out = this.tx(() => inputs.map((i) => this.appendOne(i)));
@@ -116,10 +128,11 @@ export class SqliteStore implements Store {
     return { ...this.counts };
   }
 
-  /** Flushes queued appends, then closes the connection. */
+  /** Flushes queued appends and claims, then closes the connection. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.appends.flush();
+    this.leases.flush();
     this.closed = true;
     this.db.close();
   }
@@ -127,6 +140,13 @@ export class SqliteStore implements Store {
   /** Runs fn in a write transaction and counts the commit. */
   private tx<R>(fn: () => R): R {
     const r = this.inTx(fn) as R;
+    this.counts.commits++;
+    return r;
+  }
+
+  /** Runs fn in an IMMEDIATE write transaction and counts the commit. */
+  private txImmediate<R>(fn: () => R): R {
+    const r = this.inTxImmediate(fn) as R;
     this.counts.commits++;
     return r;
   }
@@ -161,6 +181,7 @@ export class SqliteStore implements Store {
       forgetAccount(this.purge, rec.id, sweep);
       purgeAccountMail(this.purge, rec.id, sweep);
       purgeAccountTasks(this.purge, rec.id);
+      this.leases.endAccountLeases(rec.id);
       for (const r of this.st.everyoneRooms.all()) this.join(r.name, rec.id);
       return 'ok';
     });
@@ -193,6 +214,7 @@ export class SqliteStore implements Store {
       this.st.deleteNamesOf.run(id);
       forgetAccount(this.purge, id, sweep);
       purgeAccountTasks(this.purge, id);
+      this.leases.endAccountLeases(id);
       return { messages: purgeAccountMail(this.purge, id, sweep) };
     });
   }
@@ -572,6 +594,43 @@ export class SqliteStore implements Store {
   }
   decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number) {
     return this.tasks.decideApproval(id, state, reason, at);
+  }
+
+  poolTasks(q: PoolQuery) {
+    return this.tasks.poolTasks(q);
+  }
+
+  // ---- leases (leases.ts)
+
+  claimLease(l: NewLease, o: { now: number; maxPerHolder: number; conflicts(other: LeaseRecord): boolean }) {
+    return this.leases.claimLease(l, o);
+  }
+  renewLease(id: string, epoch: number, expiresAt: number, now: number) {
+    return this.leases.renewLease(id, epoch, expiresAt, now);
+  }
+  endLease(id: string, epoch: number, reason: LeaseEndReason, now: number) {
+    return this.leases.endLease(id, epoch, reason, now);
+  }
+  expireLeases(now: number, limit: number) {
+    return this.leases.expireLeases(now, limit);
+  }
+  endSessionLeases(account: string, session: string, now: number) {
+    return this.leases.endSessionLeases(account, session, now);
+  }
+  getLease(id: string) {
+    return this.leases.getLease(id);
+  }
+  listLeases(q: LeaseQuery) {
+    return this.leases.listLeases(q);
+  }
+  unsettledLeases(limit: number) {
+    return this.leases.unsettledLeases(limit);
+  }
+  settleLease(id: string) {
+    return this.leases.settleLease(id);
+  }
+  pruneLeases(before: number) {
+    return this.leases.pruneLeases(before);
   }
 
   onCommit(listener: (e: CommitEvent) => void): () => void {

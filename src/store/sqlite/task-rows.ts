@@ -1,6 +1,7 @@
 // Rows of the tasks and approvals tables, shared by the SQLite and PostgreSQL stores (same column
 // names). refs, history and result are JSON text: what goes in comes back as JSON gives it back.
-import type { ApprovalRecord, ApprovalState, Ref, TaskHistoryEntry, TaskRecord, TaskResultRecord } from '../types.js';
+// A pooled task's claim state is the pool_* columns (pool_room null: not pooled).
+import type { ApprovalRecord, ApprovalState, Ref, TaskHistoryEntry, TaskPool, TaskRecord, TaskResultRecord } from '../types.js';
 
 export interface TaskRow {
   id: string;
@@ -23,6 +24,14 @@ export interface TaskRow {
   version: number;
   last_seq: number;
   idempotency_key: string | null;
+  pool_room: string | null;
+  pool_attempt: number | null;
+  pool_max_attempts: number | null;
+  pool_retry_delay_secs: number | null;
+  pool_available_at: number | null;
+  pool_lease_id: string | null;
+  pool_lease_epoch: number | null;
+  fail_reason: string | null;
 }
 
 export function taskParams(t: TaskRecord): TaskRow {
@@ -47,10 +56,50 @@ export function taskParams(t: TaskRecord): TaskRow {
     version: t.version,
     last_seq: t.lastSeq,
     idempotency_key: t.idempotencyKey,
+    ...poolParams(t),
   };
 }
 
+export type PoolColumns = Pick<
+  TaskRow,
+  'pool_room' | 'pool_attempt' | 'pool_max_attempts' | 'pool_retry_delay_secs' | 'pool_available_at' | 'pool_lease_id' | 'pool_lease_epoch' | 'fail_reason'
+>;
+
+/** The columns an update writes besides the changing fields: the pool and the fail reason. */
+export function poolParams(t: TaskRecord): PoolColumns {
+  const p = t.pool ?? null;
+  return {
+    pool_room: p?.room ?? null,
+    pool_attempt: p?.attempt ?? null,
+    pool_max_attempts: p?.maxAttempts ?? null,
+    pool_retry_delay_secs: p?.retryDelaySecs ?? null,
+    pool_available_at: p?.availableAt ?? null,
+    pool_lease_id: p?.leaseId ?? null,
+    pool_lease_epoch: p?.leaseEpoch ?? null,
+    fail_reason: t.failReason ?? null,
+  };
+}
+
+/** The pool of a row (null when the task is not pooled; a row read before the columns existed has
+ *  none of them). */
+function toPool(r: TaskRow): TaskPool | null {
+  if (r.pool_room == null) return null;
+  return {
+    room: r.pool_room,
+    attempt: r.pool_attempt ?? 0,
+    maxAttempts: r.pool_max_attempts ?? 0,
+    retryDelaySecs: r.pool_retry_delay_secs ?? null,
+    availableAt: r.pool_available_at ?? null,
+    leaseId: r.pool_lease_id ?? null,
+    leaseEpoch: r.pool_lease_epoch ?? null,
+  };
+}
+
+/** An ordinary task comes back without the pool and failReason keys (never null), as a message
+ *  without a task comes back without that key. */
 export function toTask(r: TaskRow): TaskRecord {
+  const pool = toPool(r);
+  const failReason = r.fail_reason ?? null;
   return {
     id: r.id,
     threadId: r.thread_id,
@@ -72,6 +121,8 @@ export function toTask(r: TaskRow): TaskRecord {
     version: r.version,
     lastSeq: r.last_seq,
     idempotencyKey: r.idempotency_key,
+    ...(pool ? { pool } : {}),
+    ...(failReason !== null ? { failReason } : {}),
   };
 }
 

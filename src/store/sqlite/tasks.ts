@@ -1,28 +1,35 @@
 // Tasks and approvals in the SQLite store: statements prepared once, one transaction per write
 // (the store's, so commits are counted). Removal of an account is purge.ts (purgeAccountTasks).
+// Pooled tasks: poolTasks reads one range of tasks_by_pool_offer or tasks_by_pool.
 import type Database from 'better-sqlite3';
-import type { ApprovalRecord, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
+import type { ApprovalRecord, PoolQuery, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
 import type { Stmt } from './statements.js';
-import { approvalParams, taskParams, toApproval, toTask, type ApprovalRow, type TaskRow } from './task-rows.js';
+import { approvalParams, poolParams, taskParams, toApproval, toTask, type ApprovalRow, type TaskRow } from './task-rows.js';
 
 /** No cursor: every lastSeq is below it. */
 const NO_CURSOR = Number.MAX_SAFE_INTEGER;
+
+/** What an update writes besides the changing fields (task-rows.ts poolParams). */
+const POOL_COLUMNS = ['pool_room', 'pool_attempt', 'pool_max_attempts', 'pool_retry_delay_secs', 'pool_available_at', 'pool_lease_id', 'pool_lease_epoch', 'fail_reason'] as const;
 
 export type TaskStatements = ReturnType<typeof prepareTaskStatements>;
 
 export function prepareTaskStatements(db: Database.Database) {
   const p = <R = unknown>(sql: string): Stmt<R> => db.prepare<unknown[], R>(sql);
   // One backward range of (account, [state,] last_seq, id): newest change first, no sort.
-  const list = (column: 'to_account' | 'from_account', state: boolean) =>
-    p<TaskRow>(`SELECT * FROM tasks WHERE ${column} = ?${state ? ' AND state = ?' : ''} AND last_seq < ? ORDER BY last_seq DESC, id DESC LIMIT ?`);
+  // The dead-letter list (failReason) filters the same range.
+  const list = (column: 'to_account' | 'from_account', state: boolean, reason = false) =>
+    p<TaskRow>(
+      `SELECT * FROM tasks WHERE ${column} = ?${state ? ' AND state = ?' : ''}${reason ? ' AND fail_reason = ?' : ''} AND last_seq < ? ORDER BY last_seq DESC, id DESC LIMIT ?`,
+    );
   return {
     insertTask: p(
       `INSERT INTO tasks (id, thread_id, from_account, from_session, from_address, to_account, to_lineage,
          to_address, title, instructions, refs, parent_task_id, state, history, result, created_at,
-         updated_at, version, last_seq, idempotency_key)
+         updated_at, version, last_seq, idempotency_key, ${POOL_COLUMNS.join(', ')})
        VALUES (@id, @thread_id, @from_account, @from_session, @from_address, @to_account, @to_lineage,
          @to_address, @title, @instructions, @refs, @parent_task_id, @state, @history, @result, @created_at,
-         @updated_at, @version, @last_seq, @idempotency_key)`,
+         @updated_at, @version, @last_seq, @idempotency_key, ${POOL_COLUMNS.map((c) => `@${c}`).join(', ')})`,
     ),
     // Newest first: after a window expired, a key may have been used again.
     findIdempotentTask: p<TaskRow>(
@@ -32,13 +39,22 @@ export function prepareTaskStatements(db: Database.Database) {
     getTask: p<TaskRow>('SELECT * FROM tasks WHERE id = ?'),
     updateTask: p(
       `UPDATE tasks SET state = @state, history = @history, result = @result, updated_at = @updated_at,
-         version = @version, last_seq = @last_seq
+         version = @version, last_seq = @last_seq, ${POOL_COLUMNS.map((c) => `${c} = @${c}`).join(', ')}
        WHERE id = @id AND version = @expected`,
     ),
     assigned: list('to_account', false),
     assignedInState: list('to_account', true),
     requested: list('from_account', false),
     requestedInState: list('from_account', true),
+    assignedFailed: list('to_account', false, true),
+    assignedInStateFailed: list('to_account', true, true),
+    requestedFailed: list('from_account', false, true),
+    requestedInStateFailed: list('from_account', true, true),
+    poolOffer: p<TaskRow>(
+      `SELECT * FROM tasks WHERE pool_room = ? AND state = 'submitted' AND (pool_available_at IS NULL OR pool_available_at <= ?)
+       ORDER BY created_at, id LIMIT ?`,
+    ),
+    poolAll: p<TaskRow>('SELECT * FROM tasks WHERE pool_room = ? AND last_seq < ? ORDER BY last_seq DESC, id DESC LIMIT ?'),
     taskChildren: p<TaskRow>('SELECT * FROM tasks WHERE parent_task_id = ? ORDER BY created_at, id LIMIT ?'),
 
     insertApproval: p(
@@ -79,7 +95,16 @@ export class SqliteTasks implements TaskStore {
   async updateTask(t: TaskRecord, expectedVersion: number): Promise<TaskRecord | null> {
     return this.tx(() => {
       const row = taskParams(t);
-      const params = { id: row.id, state: row.state, history: row.history, result: row.result, updated_at: row.updated_at, version: row.version, last_seq: row.last_seq };
+      const params = {
+        id: row.id,
+        state: row.state,
+        history: row.history,
+        result: row.result,
+        updated_at: row.updated_at,
+        version: row.version,
+        last_seq: row.last_seq,
+        ...poolParams(t),
+      };
       if (this.st.updateTask.run({ ...params, expected: expectedVersion }).changes === 0) return null;
       const r = this.st.getTask.get(t.id);
       return r ? toTask(r) : null;
@@ -88,18 +113,26 @@ export class SqliteTasks implements TaskStore {
 
   async listTasks(q: TaskQuery): Promise<TaskRecord[]> {
     if (q.limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
-    const before = q.before ?? NO_CURSOR;
     const assigned = q.role === 'assigned';
-    const rows =
-      q.state === null
-        ? (assigned ? this.st.assigned : this.st.requested).all(q.account, before, q.limit)
-        : (assigned ? this.st.assignedInState : this.st.requestedInState).all(q.account, q.state, before, q.limit);
-    return rows.map(toTask);
+    // An unclaimed pooled task has no assignee account (''): nobody's to list as assigned.
+    if (assigned && q.account === '') return [];
+    const reason = q.failReason ?? null;
+    const stmt = this.st[`${assigned ? 'assigned' : 'requested'}${q.state === null ? '' : 'InState'}${reason === null ? '' : 'Failed'}` as const];
+    const params: unknown[] = [q.account];
+    if (q.state !== null) params.push(q.state);
+    if (reason !== null) params.push(reason);
+    return stmt.all(...params, q.before ?? NO_CURSOR, q.limit).map(toTask);
   }
 
   async taskChildren(parentId: string, limit: number): Promise<TaskRecord[]> {
     if (limit <= 0) return [];
     return this.st.taskChildren.all(parentId, limit).map(toTask);
+  }
+
+  async poolTasks(q: PoolQuery): Promise<TaskRecord[]> {
+    if (q.limit <= 0) return [];
+    const rows = q.offeredAt === undefined ? this.st.poolAll.all(q.room, q.before ?? NO_CURSOR, q.limit) : this.st.poolOffer.all(q.room, q.offeredAt, q.limit);
+    return rows.map(toTask);
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
