@@ -225,6 +225,56 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE messages ADD COLUMN task text;
   `,
+  // 7: leases (leases.ts) and pooled tasks. A lease row stays after it ended (ended_at, end_reason)
+  // until the engine settled it and pruneLeases deleted it; the epochs of (space, resource) live in
+  // their own table, so a fencing token is never handed out twice even after its rows are pruned.
+  // Live = ended_at IS NULL AND expires_at > now: the partial indexes cover the not-ended rows.
+  `
+  CREATE TABLE leases (
+    id text COLLATE "C" PRIMARY KEY,
+    space text COLLATE "C" NOT NULL,
+    resource text COLLATE "C" NOT NULL,
+    mode text NOT NULL CHECK (mode IN ('exclusive', 'shared')),
+    holder_account text COLLATE "C" NOT NULL,
+    holder_session text COLLATE "C",
+    holder_lineage text COLLATE "C",
+    holder_address text NOT NULL,
+    reason text,
+    created_at bigint NOT NULL,
+    expires_at bigint NOT NULL,
+    epoch bigint NOT NULL,
+    attempt integer NOT NULL,
+    ended_at bigint,
+    end_reason text,
+    settled integer NOT NULL DEFAULT 0
+  );
+  CREATE INDEX leases_live_by_space ON leases (space, id) WHERE ended_at IS NULL;
+  CREATE INDEX leases_live_by_holder ON leases (holder_account, holder_session, id) WHERE ended_at IS NULL;
+  CREATE INDEX leases_live_by_expiry ON leases (expires_at, id) WHERE ended_at IS NULL;
+  -- A renew asks whether the space was claimed since its lease expired (leases.ts).
+  CREATE INDEX leases_by_space_created ON leases (space, created_at);
+  CREATE INDEX leases_unsettled ON leases (ended_at, id) WHERE ended_at IS NOT NULL AND settled = 0;
+  CREATE INDEX leases_settled_by_end ON leases (ended_at) WHERE settled = 1;
+
+  CREATE TABLE lease_epochs (
+    space text COLLATE "C" NOT NULL,
+    resource text COLLATE "C" NOT NULL,
+    epoch bigint NOT NULL,
+    PRIMARY KEY (space, resource)
+  );
+
+  ALTER TABLE tasks ADD COLUMN pool_room text COLLATE "C";
+  ALTER TABLE tasks ADD COLUMN pool_attempt integer;
+  ALTER TABLE tasks ADD COLUMN pool_max_attempts integer;
+  ALTER TABLE tasks ADD COLUMN pool_retry_delay_secs integer;
+  ALTER TABLE tasks ADD COLUMN pool_available_at bigint;
+  ALTER TABLE tasks ADD COLUMN pool_lease_id text COLLATE "C";
+  ALTER TABLE tasks ADD COLUMN pool_lease_epoch bigint;
+  ALTER TABLE tasks ADD COLUMN fail_reason text COLLATE "C";
+  -- poolTasks: the offer (unclaimed, oldest first) and the pool's list (newest change first).
+  CREATE INDEX tasks_by_pool_offer ON tasks (pool_room, state, created_at, id) WHERE pool_room IS NOT NULL;
+  CREATE INDEX tasks_by_pool ON tasks (pool_room, last_seq, id) WHERE pool_room IS NOT NULL;
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

@@ -5,7 +5,7 @@
 //   commit-feed.ts     every daemon's commits announced in seq order (LISTEN/NOTIFY, catch-up, poll)
 //   host-heartbeat.ts  hosts publish that they are alive, so a dead host's sessions end
 //   with-retry.ts      a read whose connection was killed runs once more
-//   registry.ts, sessions.ts, mail.ts, tasks.ts   the operations themselves, with locks.ts and purge.ts
+//   registry.ts, sessions.ts, mail.ts, tasks.ts, leases.ts   the operations themselves, with locks.ts and purge.ts
 //
 // Failure. Every operation has a statement timeout and a connect timeout, so while the database is
 // down operations reject (the engine answers store_unavailable) instead of hanging; the pool
@@ -17,11 +17,16 @@ import type {
   ApprovalRecord,
   CommitEvent,
   Declared,
+  LeaseEndReason,
+  LeaseQuery,
+  LeaseRecord,
   MailKey,
   NewAccount,
+  NewLease,
   NewMessage,
   NewSession,
   PageQuery,
+  PoolQuery,
   ReaderScope,
   RecordRow,
   RecordSweep,
@@ -35,6 +40,7 @@ import { STORE_READS } from '../types.js';
 import { AppendBatch } from './append-batch.js';
 import { CommitFeed } from './commit-feed.js';
 import { HostHeartbeat, type HostOptions } from './host-heartbeat.js';
+import { PgLeases } from './leases.js';
 import { PgMail } from './mail.js';
 import { migrate } from './migrations.js';
 import type { Sql } from './pg-sql.js';
@@ -124,6 +130,7 @@ export class PostgresStore implements Store {
   private readonly people: PgSessions;
   private readonly mail: PgMail;
   private readonly tasks: PgTasks;
+  private readonly leases: PgLeases;
   private closed = false;
 
   constructor(
@@ -139,6 +146,7 @@ export class PostgresStore implements Store {
     this.people = new PgSessions(sql, () => this.heartbeat.hostId);
     this.mail = new PgMail(sql);
     this.tasks = new PgTasks(sql);
+    this.leases = new PgLeases(sql);
   }
 
   /** The NOTIFY channel: one per schema, so schemas sharing a database do not wake each other. */
@@ -373,5 +381,41 @@ export class PostgresStore implements Store {
   }
   decideApproval(id: string, state: 'approved' | 'rejected', reason: string, at: number) {
     return this.op('decideApproval', () => this.tasks.decideApproval(id, state, reason, at));
+  }
+
+  // ---- leases.ts: leases; tasks.ts: a room's pool
+
+  claimLease(l: NewLease, o: { now: number; maxPerHolder: number; conflicts(other: LeaseRecord): boolean }) {
+    return this.op('claimLease', () => this.leases.claimLease(l, o));
+  }
+  renewLease(id: string, epoch: number, expiresAt: number, now: number) {
+    return this.op('renewLease', () => this.leases.renewLease(id, epoch, expiresAt, now));
+  }
+  endLease(id: string, epoch: number, reason: LeaseEndReason, now: number) {
+    return this.op('endLease', () => this.leases.endLease(id, epoch, reason, now));
+  }
+  expireLeases(now: number, limit: number) {
+    return this.op('expireLeases', () => this.leases.expireLeases(now, limit));
+  }
+  endSessionLeases(account: string, session: string, now: number) {
+    return this.op('endSessionLeases', () => this.leases.endSessionLeases(account, session, now));
+  }
+  getLease(id: string) {
+    return this.op('getLease', () => this.leases.getLease(id));
+  }
+  listLeases(q: LeaseQuery) {
+    return this.op('listLeases', () => this.leases.listLeases(q));
+  }
+  unsettledLeases(limit: number) {
+    return this.op('unsettledLeases', () => this.leases.unsettledLeases(limit));
+  }
+  settleLease(id: string) {
+    return this.op('settleLease', () => this.leases.settleLease(id));
+  }
+  pruneLeases(before: number) {
+    return this.op('pruneLeases', () => this.leases.pruneLeases(before));
+  }
+  poolTasks(q: PoolQuery) {
+    return this.op('poolTasks', () => this.tasks.poolTasks(q));
   }
 }

@@ -1,9 +1,10 @@
 // The registry of the PostgreSQL store: meta, accounts, rooms and their members, listeners, and the
 // generic records. Creating or removing a participant empties its keys in the same transaction
-// (purge.ts; an account's tasks, tasks.ts) under the head lock (locks.ts).
+// (purge.ts; an account's tasks, tasks.ts; its leases end, leases.ts) under the head lock (locks.ts).
 import { keyOfAccount, keyOfRoom, type AccountRecord, type NewAccount, type RecordRow, type RecordSweep, type Removal, type RoomOptions, type RoomRecord } from '../types.js';
 import { accountParams, toAccount, type AccountRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
+import { endAccountLeases } from './leases.js';
 import { lockHead, lockRegistry, memberLock } from './locks.js';
 import type { Sql, Tx } from './pg-sql.js';
 import { forgetAccount, purgeAccountMail, purgeRoomMail, sweepOwned } from './purge.js';
@@ -47,6 +48,7 @@ export class PgRegistry {
       await forgetAccount(tx, rec.id, sweep);
       await purgeAccountMail(tx, rec.id, sweep);
       await purgeAccountTasks(tx, rec.id);
+      await endAccountLeases(tx, rec.id);
       for (const r of await tx<{ name: string }[]>`SELECT name FROM rooms WHERE everyone = 1 ORDER BY name`) {
         await this.join(tx, r.name, rec.id);
       }
@@ -82,6 +84,7 @@ export class PgRegistry {
       await tx`DELETE FROM names WHERE account = ${id}`;
       await forgetAccount(tx, id, sweep);
       await purgeAccountTasks(tx, id);
+      await endAccountLeases(tx, id);
       return { messages: await purgeAccountMail(tx, id, sweep) };
     });
   }
