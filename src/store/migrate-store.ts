@@ -1,7 +1,9 @@
-// Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name, record,
-// task, approval, message (same id, same seq, so cursors stay valid; with its task change), ack, ack floor and
-// idempotency key (a column of its message). One read snapshot of the SQLite file, one PostgreSQL transaction holding the append
-// lock (so running daemons neither interleave seqs nor see half of it). Running it again copies
+// Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name,
+// record, task (a pooled one with its pool columns), approval, message (same id, same seq, so cursors
+// stay valid; with its task change), ack, ack floor, idempotency key (a column of its message) and
+// lease epoch. Leases themselves stay behind: they are short-lived claims of sessions of the daemon
+// stopped for the move. One read snapshot of the SQLite file, one PostgreSQL transaction holding the
+// append lock (so running daemons neither interleave seqs nor see half of it). Running it again copies
 // nothing twice: every row is keyed, existing rows are kept, and the unread counters are recomputed
 // from the rows rather than added. A target whose messages disagree with the source (another
 // message at a seq, or a message id at another seq) is refused and left unchanged.
@@ -25,7 +27,7 @@ export interface MigrateStoreReport {
   from: string;
   to: string;
   tables: Record<
-    'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors' | 'records' | 'tasks' | 'approvals',
+    'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors' | 'records' | 'tasks' | 'approvals' | 'leaseEpochs',
     MigrateStoreCounts
   >;
   /** The target's head seq afterwards. */
@@ -118,9 +120,19 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
 
     // Wake chains, attempts, timers, web logins …: kept as they are (a record present in both stays).
     await run('records', 'records', all('SELECT kind, id, value, updated_at FROM records ORDER BY kind, id'));
-    // Tasks and approvals by id, as they are (a row present in both stays as the target has it).
+    // Tasks (every column: a pooled task's pool_* and fail_reason too) and approvals by id, as they
+    // are (a row present in both stays as the target has it).
     await run('tasks', 'tasks', all<TaskRow>('SELECT * FROM tasks ORDER BY id') as unknown as Record<string, unknown>[]);
     await run('approvals', 'approvals', all<ApprovalRow>('SELECT * FROM approvals ORDER BY id') as unknown as Record<string, unknown>[]);
+    // Not the leases (short-lived claims, held by sessions of the daemon stopped for this move), but
+    // their epochs: a task row keeps the epoch of its last claim, and a fencing token handed out
+    // again after the move would let that stale holder write. The higher epoch stands.
+    await run(
+      'leaseEpochs',
+      'lease_epochs',
+      all('SELECT space, resource, epoch FROM lease_epochs ORDER BY space, resource'),
+      'ON CONFLICT (space, resource) DO UPDATE SET epoch = excluded.epoch WHERE excluded.epoch > lease_epochs.epoch',
+    );
 
     // Counters from the rows themselves: right however often this runs.
     await tx`INSERT INTO mailbox_counts (to_key, total, unacked)
