@@ -249,7 +249,7 @@ export const MIGRATIONS: readonly string[] = [
     settled integer NOT NULL DEFAULT 0
   );
   CREATE INDEX leases_live_by_space ON leases (space, id) WHERE ended_at IS NULL;
-  CREATE INDEX leases_live_by_holder ON leases (holder_account, holder_session, id) WHERE ended_at IS NULL;
+  CREATE INDEX leases_live_by_holder ON leases (holder_account, holder_session, expires_at) WHERE ended_at IS NULL;
   CREATE INDEX leases_live_by_expiry ON leases (expires_at, id) WHERE ended_at IS NULL;
   -- A renew asks whether the space was claimed since its lease expired (leases.ts).
   CREATE INDEX leases_by_space_created ON leases (space, created_at);
