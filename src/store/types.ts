@@ -337,8 +337,10 @@ export interface TaskStore {
    *  since `idempotentSince` (then that one, `duplicate`). */
   createTask(t: TaskRecord, idempotentSince: number): Promise<TaskCreateOutcome>;
   getTask(id: string): Promise<TaskRecord | null>;
-  /** Replaces the task's changing fields (state, history, result, updatedAt, version, lastSeq) only
-   *  if its stored version is still `expectedVersion`: null when another change came first. */
+  /** Replaces the task's changing fields (state, history, result, updatedAt, version, lastSeq, pool,
+   *  failReason, and for a pooled task its holder: toAccount, toLineage, toAddress) only if its
+   *  stored version is still `expectedVersion`: null when another change came first. An ordinary
+   *  task's assignee never changes. */
   updateTask(t: TaskRecord, expectedVersion: number): Promise<TaskRecord | null>;
   listTasks(q: TaskQuery): Promise<TaskRecord[]>;
   /** Tasks whose parent is `parentId`, oldest first, at most `limit`. */
@@ -434,7 +436,7 @@ export interface RecordRow {
   updatedAt: number;
 }
 
-export interface Store extends TaskStore {
+export interface Store extends TaskStore, LeaseStore {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
   /** Whether several daemons may share this store (PostgreSQL): another daemon may then change it at
    *  any time (remove an account, claim a wake). false: one daemon holds it (the data directory's lock). */
@@ -612,6 +614,17 @@ export const STORE_METHODS = {
   createApproval: 'write',
   getApproval: 'read',
   decideApproval: 'write',
+  claimLease: 'write',
+  renewLease: 'write',
+  endLease: 'write',
+  expireLeases: 'write',
+  endSessionLeases: 'write',
+  getLease: 'read',
+  listLeases: 'read',
+  unsettledLeases: 'read',
+  settleLease: 'write',
+  pruneLeases: 'write',
+  poolTasks: 'read',
 } as const satisfies Record<StoreMethod, 'read' | 'write' | 'subscribe' | 'lifecycle'>;
 
 /** The Store methods that only read. */

@@ -71,6 +71,28 @@ export function runPoolConformance(store: () => Store): void {
       assert.deepEqual(await store().getTask('t-1'), failed);
     });
 
+    it('updateTask moves a pooled task to its claimant and back to the room; an ordinary task keeps its assignee', async () => {
+      const t = await create(pooled('t-h'));
+      const claimed = {
+        ...t,
+        state: 'working' as const,
+        version: 2,
+        toAccount: 'carol',
+        toLineage: 'lin-c',
+        toAddress: 'carol/s-c1',
+        pool: pool({ attempt: 1, leaseId: 'l-9', leaseEpoch: 4 }),
+      };
+      assert.deepEqual(await store().updateTask(claimed, 1), claimed);
+      assert.deepEqual(ids(await store().listTasks(taskQuery('carol'))), ['t-h'], 'the claimant lists it as assigned');
+      const back = { ...claimed, state: 'submitted' as const, version: 3, toAccount: '', toLineage: null, toAddress: '#ops', pool: pool({ attempt: 1 }) };
+      assert.deepEqual(await store().updateTask(back, 2), back);
+      assert.deepEqual(await store().listTasks(taskQuery('carol')), []);
+      const plain = await create(task('t-o'));
+      const moved = await store().updateTask({ ...plain, state: 'working', version: 2, toAccount: 'mallory', toAddress: 'mallory' }, 1);
+      assert.equal(moved?.toAccount, plain.toAccount, "an ordinary task's assignee never changes");
+      assert.equal(moved?.toAddress, plain.toAddress);
+    });
+
     it('never lists an unclaimed pooled task as assigned to anyone; its requester lists it', async () => {
       await create(pooled('t-p1', { lastSeq: 1 }));
       await create(pooled('t-p2', { lastSeq: 2, fromAccount: 'bob' }, { room: 'dev' }));

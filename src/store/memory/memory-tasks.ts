@@ -44,7 +44,16 @@ export class MemoryTasks implements TaskStore {
   async updateTask(t: TaskRecord, expectedVersion: number): Promise<TaskRecord | null> {
     const cur = this.tasks.get(t.id);
     if (!cur || cur.version !== expectedVersion) return null;
-    const next = copy({ state: t.state, history: t.history, result: t.result, updatedAt: t.updatedAt, version: t.version, lastSeq: t.lastSeq });
+    const next = copy({
+      state: t.state,
+      history: t.history,
+      result: t.result,
+      updatedAt: t.updatedAt,
+      version: t.version,
+      lastSeq: t.lastSeq,
+      // A pooled task's holder changes with its claims.
+      ...(cur.pool ? { toAccount: t.toAccount, toLineage: t.toLineage, toAddress: t.toAddress } : {}),
+    });
     const { pool: _pool, failReason: _failReason, ...kept } = cur;
     const updated = stripped({ ...kept, ...next, pool: t.pool ?? null, failReason: t.failReason ?? null });
     this.tasks.set(t.id, updated);

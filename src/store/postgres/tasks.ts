@@ -39,7 +39,10 @@ export class PgTasks implements TaskStore {
   async updateTask(t: TaskRecord, expectedVersion: number): Promise<TaskRecord | null> {
     const r = taskParams(t);
     const s = this.sql;
-    const assignee = r.pool_room === null ? s`` : s`, to_account = ${r.to_account}, to_lineage = ${r.to_lineage}, to_address = ${r.to_address}`;
+    // A pooled task's holder changes with its claims; an ordinary task's assignee never (SET reads the stored row).
+    const assignee = s`, to_account = CASE WHEN pool_room IS NULL THEN to_account ELSE ${r.to_account} END,
+        to_lineage = CASE WHEN pool_room IS NULL THEN to_lineage ELSE ${r.to_lineage} END,
+        to_address = CASE WHEN pool_room IS NULL THEN to_address ELSE ${r.to_address} END`;
     const [out] = await s<TaskRow[]>`UPDATE tasks SET state = ${r.state}, history = ${r.history}, result = ${r.result},
         updated_at = ${r.updated_at}, version = ${r.version}, last_seq = ${r.last_seq} ${assignee},
         pool_room = ${r.pool_room}, pool_attempt = ${r.pool_attempt}, pool_max_attempts = ${r.pool_max_attempts},

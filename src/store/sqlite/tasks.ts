@@ -39,7 +39,11 @@ export function prepareTaskStatements(db: Database.Database) {
     getTask: p<TaskRow>('SELECT * FROM tasks WHERE id = ?'),
     updateTask: p(
       `UPDATE tasks SET state = @state, history = @history, result = @result, updated_at = @updated_at,
-         version = @version, last_seq = @last_seq, ${POOL_COLUMNS.map((c) => `${c} = @${c}`).join(', ')}
+         version = @version, last_seq = @last_seq, ${POOL_COLUMNS.map((c) => `${c} = @${c}`).join(', ')},
+         -- A pooled task's holder changes with its claims; an ordinary task's assignee never.
+         to_account = CASE WHEN pool_room IS NULL THEN to_account ELSE @to_account END,
+         to_lineage = CASE WHEN pool_room IS NULL THEN to_lineage ELSE @to_lineage END,
+         to_address = CASE WHEN pool_room IS NULL THEN to_address ELSE @to_address END
        WHERE id = @id AND version = @expected`,
     ),
     assigned: list('to_account', false),
@@ -103,6 +107,9 @@ export class SqliteTasks implements TaskStore {
         updated_at: row.updated_at,
         version: row.version,
         last_seq: row.last_seq,
+        to_account: row.to_account,
+        to_lineage: row.to_lineage,
+        to_address: row.to_address,
         ...poolParams(t),
       };
       if (this.st.updateTask.run({ ...params, expected: expectedVersion }).changes === 0) return null;
