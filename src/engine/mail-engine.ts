@@ -20,6 +20,7 @@ import { Directory } from './directory.js';
 import { NoticeBook } from './notices.js';
 import { TaskBook, type TaskMark } from './tasks.js';
 import { ApprovalBook } from './approvals.js';
+import { LeaseBook } from './leases.js';
 import { DEFAULT_LOOP_GUARD, LoopGuard, type LoopGuardOptions } from './loop-guard.js';
 import type * as H from '../wire/hooks.js';
 import { IncarnationCheck } from './incarnation.js';
@@ -91,6 +92,8 @@ export class MailEngine {
   /** Tasks and approvals (tasks.ts, approvals.ts): doors reach them as engine.tasks / engine.approvals. */
   readonly tasks: TaskBook;
   readonly approvals: ApprovalBook;
+  /** Leases: file reservations, and pooled tasks' claims (leases.ts). */
+  readonly leases: LeaseBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -143,6 +146,7 @@ export class MailEngine {
     };
     this.tasks = new TaskBook(work);
     this.approvals = new ApprovalBook({ ...work, tasks: this.tasks });
+    this.leases = new LeaseBook({ store: this.store, clock: o.clock, log: this.log, newId: work.newId, printAll: work.printAll, isLive: (s) => this.sessions.isLive(s) });
     const reader = new InboxReader({
       store: this.store,
       clock: o.clock,
@@ -169,11 +173,13 @@ export class MailEngine {
   }
 
   /** Learns the store's head so woken waits can be answered in batches (until then each re-queries),
-   *  makes sure the `mailbox` account exists and arms the timer loop. */
+   *  makes sure the `mailbox` account exists, arms the timer loop, settles leases a crash left
+   *  unsettled and arms their expiry sweep. */
   async start(): Promise<void> {
     const head = await this.store.headSeq();
     this.lastSeq = Math.max(this.lastSeq, head);
     await this.timerOps.start();
+    await this.leases.start();
   }
 
   /** The parked readers (owners: `account/session` or `account`) that the commit of `seq` answered. */
@@ -288,9 +294,11 @@ export class MailEngine {
     return this.sessions.isLive(s);
   }
 
-  /** Ends sessions whose process is gone and prunes the directory. */
-  sweepSessions(): ReturnType<SessionBook['sweep']> {
-    return this.sessions.sweep();
+  /** Ends sessions whose process is gone (and their leases) and prunes the directory. */
+  async sweepSessions(): ReturnType<SessionBook['sweep']> {
+    const r = await this.sessions.sweep();
+    await this.leases.sessionsEnded(r.sessions);
+    return r;
   }
 
   /** The loop guard's verdict on a message: true when it is stored but wakes nobody. */
@@ -357,6 +365,7 @@ export class MailEngine {
   /** Shutdown: answer every parked wait, flush session touches. */
   async close(): Promise<void> {
     this.timerOps.close();
+    await this.leases.close();
     this.waits.closeAll();
     this.unsubscribe();
     await this.sessions.flushTouches().catch(() => undefined);

@@ -110,18 +110,19 @@ export class SessionBook {
     await this.store.touchSessions(batch);
   }
 
-  /** Marks sessions of this host whose process is gone as ended; prunes long-ended ones. */
-  async sweep(): Promise<{ ended: number; pruned: number }> {
+  /** Marks sessions of this host whose process is gone as ended (`sessions`: which, so their
+   *  leases end too); prunes long-ended ones. */
+  async sweep(): Promise<{ ended: number; pruned: number; sessions: { account: string; id: string }[] }> {
     const now = this.clock.now();
-    let ended = 0;
+    const sessions: { account: string; id: string }[] = [];
     for (const s of await this.store.listSessions()) {
       if (s.endedAt === null && s.hostId === this.opts.hostId && !this.opts.isAlive(s.pid, s.startTime)) {
         await this.store.endSession(s.account, s.id, now);
         this.known.delete(`${s.account}/${s.id}`);
-        ended++;
+        sessions.push({ account: s.account, id: s.id });
       }
     }
     const pruned = await this.store.pruneSessions(now - this.opts.retentionMs, now - Math.max(this.opts.retentionMs, this.opts.resumableRetentionMs ?? RESUMABLE_RETENTION_MS));
-    return { ended, pruned };
+    return { ended: sessions.length, pruned, sessions };
   }
 }
