@@ -8,6 +8,8 @@ import type * as H from '../wire/hooks.js';
 import type * as WK from '../wire/wake.js';
 import type * as IM from '../wire/import-omp-mail.js';
 import type * as T from '../wire/tasks.js';
+import type * as L from '../wire/leases.js';
+import type * as LT from '../wire/lease-tool.js';
 import type { Address } from '../wire/address.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
@@ -240,6 +242,20 @@ export class MailClient {
     decide: (input: T.ApprovalDecideRequest): Promise<T.ApprovalOut> => this.call(pathOf('approval.decide'), input),
     /** With wait_secs, parks until the approval is decided (or expires). */
     get: (input: T.ApprovalGetRequest): Promise<T.ApprovalOut> => this.call(pathOf('approval.get'), input, (input.wait_secs ?? 0) * 1000),
+  };
+
+  /** Leases (docs/leases.md): claims that expire, on files (path:<glob> under a root) or pooled tasks. */
+  readonly lease = {
+    /** lease_conflict names the holders; too_many_leases past 64 per session. */
+    claim: (input: L.LeaseClaimRequest): Promise<L.LeaseOut> => this.call(pathOf('lease.claim'), input),
+    renew: (input: L.LeaseRenewRequest): Promise<L.LeaseOut> => this.call(pathOf('lease.renew'), input),
+    release: (input: L.LeaseReleaseRequest): Promise<L.LeaseOut> => this.call(pathOf('lease.release'), input),
+    list: (input: L.LeaseListRequest = {}): Promise<L.LeaseListResponse> => this.call(pathOf('lease.list'), input),
+    /** Which of these paths (relative to root) other sessions hold exclusively: the commit guard's question. */
+    check: (input: L.LeaseCheckRequest): Promise<L.LeaseCheckResponse> => this.call(pathOf('lease.check'), input),
+    /** Several globs of one root claimed together, all or none (`m4a reserve`). */
+    reserve: ({ mode, ...input }: LT.ReserveClaimRequest): Promise<L.LeaseListResponse> =>
+      this.call(pathOf('reserve'), { action: 'claim', ...input, ...(mode ? { shared: mode === 'shared' } : {}) }),
   };
 
   readonly admin = {

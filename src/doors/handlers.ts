@@ -3,6 +3,8 @@
 import { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
 import * as T from '../wire/tasks.js';
+import * as L from '../wire/leases.js';
+import * as LT from '../wire/lease-tool.js';
 import { parseInput } from '../wire/validate.js';
 import { OPERATIONS, OPERATION_NAMES, servedOverBearer, type OpInput, type OperationName } from '../wire/operations.js';
 import type { Caller, MailEngine } from '../engine/mail-engine.js';
@@ -66,6 +68,29 @@ function approvalAction(x: OpContext, c: Caller, i: OpInput<'approval'>): Promis
   }
 }
 
+/** m4a_reserve: file reservations (path: leases) in the flat form models fill in. */
+function reserveAction(x: OpContext, c: Caller, i: OpInput<'reserve'>): Promise<unknown> {
+  const l = x.engine.leases;
+  switch (i.action) {
+    case 'claim':
+      return l.claimPaths(
+        c,
+        parseInput(
+          LT.ReserveClaimRequest,
+          given({ paths: i.paths, root: i.root, mode: i.shared === undefined ? undefined : i.shared ? 'shared' : 'exclusive', ttl_secs: i.ttl_secs, reason: i.reason }),
+        ),
+      );
+    case 'renew':
+      return l.renew(c, parseInput(L.LeaseRenewRequest, given({ lease_id: i.lease_id, epoch: i.epoch, ttl_secs: i.ttl_secs })));
+    case 'release':
+      return l.release(c, parseInput(L.LeaseReleaseRequest, given({ lease_id: i.lease_id, epoch: i.epoch })));
+    case 'list': {
+      const q = parseInput(LT.ReserveListRequest, given({ root: i.root }));
+      return l.list(c, { resource_prefix: 'path:', ...q });
+    }
+  }
+}
+
 export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   send: (x, c, i) => x.engine.send(c, i),
   reply: (x, c, i) => x.engine.reply(c, i),
@@ -93,6 +118,13 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   'approval.request': (x, c, i) => x.engine.approvals.request(c, i),
   'approval.decide': (x, c, i) => x.engine.approvals.decide(c, i),
   'approval.get': (x, c, i) => x.engine.approvals.get(c, i, x.signal),
+
+  reserve: (x, c, i) => reserveAction(x, c, i),
+  'lease.claim': (x, c, i) => x.engine.leases.claim(c, i),
+  'lease.renew': (x, c, i) => x.engine.leases.renew(c, i),
+  'lease.release': (x, c, i) => x.engine.leases.release(c, i),
+  'lease.list': (x, c, i) => x.engine.leases.list(c, i),
+  'lease.check': (x, c, i) => x.engine.leases.check(c, i),
 
   notice: (x, c, i) => x.engine.notice(c, i, { signal: x.signal }),
   listen: (x, c, i) => x.engine.listen(c, i.on),

@@ -163,6 +163,39 @@ export const OPERATION_FACTS = {
   'approval.decide': { path: '/approval/decide', summary: 'The reviewer approves or rejects, once, with a reason.', callers: AGENT_PERSON, readOnly: false, retrySafe: false },
   'approval.get': { path: '/approval/get', summary: 'An approval; with wait_secs, waits for the decision.', callers: AGENT_PERSON, readOnly: true, retrySafe: true },
 
+  // ---- leases (docs/leases.md): claims that expire; over MCP one tool for file reservations
+  reserve: {
+    path: '/lease/reserve',
+    summary: 'File reservations others respect: claim paths under root (all or none), renew, release, list.',
+    callers: AGENT,
+    readOnly: false,
+    retrySafe: false,
+    tool: 'm4a_reserve',
+  },
+  'lease.claim': {
+    path: '/lease/claim',
+    summary: 'Claim a resource (path:<glob> under root, or a pooled task) for your session until the TTL; lease_conflict names the holders.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
+  'lease.renew': {
+    path: '/lease/renew',
+    summary: 'Extend a lease you hold (the heartbeat); lease_lost once it expired or changed hands.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'lease.release': { path: '/lease/release', summary: 'End a lease you hold: the resource is free at once.', callers: AGENT_PERSON, readOnly: false, retrySafe: true },
+  'lease.list': { path: '/lease/list', summary: 'Live leases, whoever holds them: holder, resource, mode, expiry.', callers: AGENT_PERSON, readOnly: true, retrySafe: true },
+  'lease.check': {
+    path: '/lease/check',
+    summary: "For the commit guard: which of these paths other sessions hold exclusively (your own session's reservations aside).",
+    callers: AGENT_PERSON,
+    readOnly: true,
+    retrySafe: true,
+  },
+
   // ---- agents over HTTP only: hooks, timers, receipts
   notice: {
     path: '/mail/notice',

@@ -9,6 +9,8 @@ import * as WK from './wake.js';
 import * as WW from './web.js';
 import * as IM from './import-omp-mail.js';
 import * as T from './tasks.js';
+import * as L from './leases.js';
+import * as LT from './lease-tool.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
 export * from './operation-facts.js';
@@ -47,6 +49,14 @@ export const OPERATION_SCHEMAS = {
   'approval.request': { input: T.ApprovalRequest, output: T.ApprovalOut },
   'approval.decide': { input: T.ApprovalDecideRequest, output: T.ApprovalOut },
   'approval.get': { input: T.ApprovalGetRequest, output: T.ApprovalOut },
+
+  // ---- leases
+  reserve: { input: LT.McpReserveRequest, output: LT.ReserveResponse },
+  'lease.claim': { input: L.LeaseClaimRequest, output: L.LeaseOut },
+  'lease.renew': { input: L.LeaseRenewRequest, output: L.LeaseOut },
+  'lease.release': { input: L.LeaseReleaseRequest, output: L.LeaseOut },
+  'lease.list': { input: L.LeaseListRequest, output: L.LeaseListResponse },
+  'lease.check': { input: L.LeaseCheckRequest, output: L.LeaseCheckResponse },
 
   // ---- agents over HTTP only: hooks, timers, receipts
   notice: { input: H.NoticeRequest, output: H.NoticeResponse },

@@ -407,6 +407,64 @@ describe('fuzz: HTTP routes and MCP', () => {
         },
       },
     };
+    // Leases store no mail: claims, renews and releases of reservations (and a pooled task's id,
+    // not supported yet), a lease alice holds and ids that name none.
+    const held = await alice.client.lease.claim({ resource: 'path:fz-held/**', root: '/fz' });
+    const leaseIds = [held.lease_id, 'l-none', 'l-', 'x', `l-${'a'.repeat(65)}`];
+    const epochs = [held.epoch, 0, 2, 1.5, -1, 1e9];
+    const ttls = [9, 10, 900, 28_800, 28_801, 1.5, -1];
+    const roots = ['/fz', '/fz/./a/../', 'relative', '', '/', `/${'r'.repeat(4096)}`];
+    const globs = ['fz/**', 'fz/*.ts', 'a/[b', '', '/abs', '../up', 'g'.repeat(1025), 'é'.repeat(512)];
+    const leases: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
+      '/lease/claim': {
+        base: () => ({ resource: 'path:fz/**', root: '/fz' }),
+        more: [
+          { resource: 'path:fz/*.ts', root: '/fz', mode: 'shared', ttl_secs: 60, reason: 'r' },
+          { resource: 't-0123456789', root: '/fz' },
+        ],
+        fields: {
+          resource: [...globs.map((g) => `path:${g}`), 't-1', 'x', 'path:'],
+          root: roots,
+          mode: ['exclusive', 'shared', 'both'],
+          ttl_secs: ttls,
+          reason: [...text, 'r'.repeat(513)],
+        },
+      },
+      '/lease/renew': { base: () => ({ lease_id: held.lease_id, epoch: held.epoch }), fields: { lease_id: leaseIds, epoch: epochs, ttl_secs: ttls } },
+      '/lease/release': { base: () => ({ lease_id: 'l-none', epoch: 1 }), more: [{ lease_id: held.lease_id, epoch: held.epoch }], fields: { lease_id: leaseIds, epoch: epochs } },
+      '/lease/list': {
+        base: () => ({}),
+        more: [{ root: '/fz', resource_prefix: 'path:fz', holder: 'alice', limit: 2 }],
+        fields: {
+          resource_prefix: ['path:', 'path:fz/', 't-', '', 'p'.repeat(1030)],
+          root: roots,
+          holder: ['alice', me, 'bob', '', 'x'.repeat(513)],
+          limit: [1, 500, 501, 0, -1, 1.5],
+        },
+      },
+      '/lease/check': {
+        base: () => ({ root: '/fz', paths: ['fz/a.ts'] }),
+        fields: { root: roots, paths: [[], ['fz/a.ts', 'b'], ['../x'], ['/abs'], [''], Array.from({ length: 10_001 }, (_, i) => `p${i}`)] },
+      },
+      '/lease/reserve': {
+        base: () => ({ action: 'list' }),
+        more: [
+          { action: 'claim', paths: ['fz2/**', 'fz3/*.md'], root: '/fz', reason: 'fuzz' },
+          { action: 'renew', lease_id: held.lease_id, epoch: held.epoch, ttl_secs: 60 },
+          { action: 'release', lease_id: 'l-none', epoch: 1 },
+        ],
+        fields: {
+          action: ['claim', 'renew', 'release', 'list', 'get', ''],
+          paths: [[], ['fz/**'], globs, Array.from({ length: 65 }, (_, i) => `m${i}`)],
+          root: roots,
+          shared: bool,
+          ttl_secs: ttls,
+          reason: [...text, 'r'.repeat(513)],
+          lease_id: leaseIds,
+          epoch: epochs,
+        },
+      },
+    };
     const ompSession = { id: 'omp-fz-1', slug: 'fz', aliases: ['fzz'], cwd: '/w/fz', last_seen: 1 };
     const ompMessage = { mailbox: 'omp-fz-1', id: 'x1', from: 'omp-fz-1', subject: 's', body: 'b', ts: 1, delivered: false };
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
@@ -504,10 +562,11 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
     };
     // Every operation a bearer reaches has a spec here (a new operation fails this until it is fuzzed).
-    for (const p of HTTP_PATHS) assert.ok(mail[p] ?? work[p] ?? admin[p], `fuzz spec for ${p}`);
+    for (const p of HTTP_PATHS) assert.ok(mail[p] ?? work[p] ?? leases[p] ?? admin[p], `fuzz spec for ${p}`);
     routes = [
       ...Object.entries(mail).map(([path, s]) => ({ path, admin: false, ...s })),
       ...Object.entries(work).map(([path, s]) => ({ path, admin: false, tasks: true, ...s })),
+      ...Object.entries(leases).map(([path, s]) => ({ path, admin: false, ...s })),
       ...Object.entries(admin).map(([path, s]) => ({ path, admin: true, ...s })),
     ];
     tools = OPERATION_NAMES.flatMap((n) => {
