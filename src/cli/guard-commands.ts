@@ -72,9 +72,14 @@ export async function runCheck(cwd: string, env: NodeJS.ProcessEnv = process.env
     if ('error' in choice) throw new Error(choice.error);
     // Never start a daemon from a commit: one that is not running holds no live session.
     client = new MailClient({ url: daemonUrl(dataDirFrom(undefined, env), env), token: choice.secret, timeoutMs: GUARD_TIMEOUT_MS });
+    // A path no glob can name (a control character, over the limit) would make the daemon refuse
+    // the whole question: leave it out, and say so.
+    const odd = paths.filter((p) => /[\x00-\x1f\x7f-\x9f]/.test(p) || Buffer.byteLength(p, 'utf8') > LEASE_LIMITS.pathBytes);
+    if (odd.length) say(`warning: ${odd.length} path${odd.length === 1 ? '' : 's'} with control characters or over ${LEASE_LIMITS.pathBytes} bytes not checked`);
+    const asked = paths.filter((p) => !odd.includes(p));
     const conflicts: LeaseCheckResponse['conflicts'] = [];
-    for (let i = 0; i < paths.length; i += LEASE_LIMITS.checkPaths) {
-      const r = await client.call<LeaseCheckResponse>('/lease/check', { root, paths: paths.slice(i, i + LEASE_LIMITS.checkPaths) });
+    for (let i = 0; i < asked.length; i += LEASE_LIMITS.checkPaths) {
+      const r = await client.call<LeaseCheckResponse>('/lease/check', { root, paths: asked.slice(i, i + LEASE_LIMITS.checkPaths) });
       conflicts.push(...r.conflicts);
     }
     if (conflicts.length === 0) return EXIT.ok;
