@@ -218,7 +218,7 @@ for (const kind of STORE_KINDS.filter((k) => !process.env.M4A_TEST_STORE || k ==
       await refused(alice.lease.claim({ ...base, resource: 'src/**' }), 'malformed', { field: 'resource' });
       await refused(alice.lease.claim({ resource: 'path:x/**' }), 'malformed', { field: 'root' });
       await refused(alice.lease.claim({ ...base, root: 'work/repo' }), 'malformed', { field: 'root' });
-      await refused(alice.lease.claim({ ...base, resource: 't-0123456789' }), 'not_supported', { field: 'resource' });
+      await refused(alice.lease.claim({ ...base, resource: 't-0123456789' }), 'unknown_task');
       await refused(alice.lease.check({ root: ROOT, paths: Array.from({ length: 10_001 }, (_, i) => `f${i}`) }), 'malformed', { field: 'paths' });
       await refused(alice.lease.check({ root: ROOT, paths: ['ok.ts', '../up.ts'] }), 'malformed', { field: 'paths.1' });
       assert.equal((await alice.lease.list({ limit: 500 })).leases.length, n, 'nothing was claimed');

@@ -104,13 +104,13 @@ for (const kind of STORE_KINDS) {
       assert.ok(!working.tasks.some((x: { task_id: string }) => x.task_id === ids[1]));
     });
 
-    it('links children to a parent, refuses rooms, and returns the first task for a repeated key', async () => {
+    it('links children to a parent, refuses unknown rooms, and returns the first task for a repeated key', async () => {
       const parent = await call(alice, '/task/create', { to: 'bob', title: 'parent' });
       const child = await call(bob, '/task/create', { to: 'carol', title: 'child', parent_task_id: parent.task_id });
       await refused(call(carol, '/task/create', { to: 'bob', title: 'x', parent_task_id: parent.task_id }), 'not_task_party');
       const p = await call(alice, '/task/get', { task_id: parent.task_id });
       assert.deepEqual(p.children, [{ task_id: child.task_id, title: 'child', state: 'submitted' }]);
-      await refused(call(alice, '/task/create', { to: '#anywhere', title: 'pooled' }), 'not_supported', { field: 'to' });
+      await refused(call(alice, '/task/create', { to: '#anywhere', title: 'pooled' }), 'unknown_room');
       const before = (await bob.inbox({})).messages.length;
       const one = await call(alice, '/task/create', { to: 'bob', title: 'once', idempotency_key: 'k-1' });
       const two = await call(alice, '/task/create', { to: 'bob', title: 'once', idempotency_key: 'k-1' });

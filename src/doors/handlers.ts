@@ -48,11 +48,13 @@ function taskAction(x: OpContext, c: Caller, i: OpInput<'task'>): Promise<unknow
         parseInput(T.TaskCreateRequest, given({ to: i.to, title: i.title, instructions: i.instructions, parent_task_id: i.parent_task_id, idempotency_key: i.idempotency_key })),
       );
     case 'update':
-      return t.update(c, parseInput(T.TaskUpdateRequest, given({ task_id: i.task_id, state: i.state, note: i.note, result: i.result })));
+      return t.update(c, parseInput(T.TaskUpdateRequest, given({ task_id: i.task_id, state: i.state, note: i.note, result: i.result, epoch: i.epoch })));
     case 'cancel':
       return t.cancel(c, parseInput(T.TaskCancelRequest, given({ task_id: i.task_id, reason: i.note })));
     case 'list':
-      return t.list(c, parseInput(T.TaskListRequest, given({ role: i.role ?? 'assigned', state: i.state, after: i.after })));
+      return t.list(c, parseInput(T.TaskListRequest, given({ role: i.role ?? (i.pool ? 'pool' : 'assigned'), pool: i.pool, state: i.state, after: i.after })));
+    case 'claim':
+      return t.pool.claim(c, parseInput(T.TaskClaimRequest, given({ task_id: i.task_id, pool: i.pool })));
   }
 }
 
@@ -114,6 +116,7 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   'task.list': (x, c, i) => x.engine.tasks.list(c, i),
   'task.update': (x, c, i) => x.engine.tasks.update(c, i),
   'task.cancel': (x, c, i) => x.engine.tasks.cancel(c, i),
+  'task.claim': (x, c, i) => x.engine.tasks.pool.claim(c, i),
   approval: (x, c, i) => approvalAction(x, c, i),
   'approval.request': (x, c, i) => x.engine.approvals.request(c, i),
   'approval.decide': (x, c, i) => x.engine.approvals.decide(c, i),

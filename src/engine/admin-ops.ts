@@ -81,6 +81,7 @@ export class AdminOps {
     this.operatorOnly(c);
     if (id === c.account.id) throw new MailError('malformed', 'the operator cannot remove itself', { field: 'id', reason: 'self' });
     if (id === MAILBOX_ACCOUNT) throw new MailError('malformed', 'mailbox is reserved: reminders come from it', { field: 'id', reason: 'reserved' });
+    if (await this.e.store.getAccount(id)) await this.e.tasks.pool.releaseHeldBy(id);
     const removed = await this.e.store.removeAccount(id, accountSweep(id));
     if (!removed) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
     this.e.accountRemoved(id);

@@ -147,6 +147,9 @@ export class MailEngine {
     this.tasks = new TaskBook(work);
     this.approvals = new ApprovalBook({ ...work, tasks: this.tasks });
     this.leases = new LeaseBook({ store: this.store, clock: o.clock, log: this.log, newId: work.newId, printAll: work.printAll, isLive: (s) => this.sessions.isLive(s) });
+    // A pooled task's claim is a lease; its end returns the task to the pool (pool.ts).
+    this.leases.onEnded((l) => this.tasks.pool.leaseEnded(l));
+    this.leases.registerTaskClaim(async (c, req) => (await this.tasks.pool.claim(c, { task_id: req.resource, ...(req.ttl_secs ? { ttl_secs: req.ttl_secs } : {}) })).lease!);
     const reader = new InboxReader({
       store: this.store,
       clock: o.clock,

@@ -11,7 +11,9 @@ import { parseCompactAddress, type Address } from '../wire/address.js';
 import type * as W from '../wire/ops.js';
 import type * as T from '../wire/tasks.js';
 import { ASSIGNEE_STATES, TASK_LIMITS, isTerminal, type TaskState } from '../wire/tasks.js';
-import { keyOfAccount, keyOfLineage, type MailKey, type Store, type StoredMessage, type TaskRecord, type TaskStore } from '../store/types.js';
+import { keyOfAccount, keyOfLineage, keyOfRoom, type LeaseRecord, type MailKey, type Store, type StoredMessage, type TaskRecord, type TaskStore } from '../store/types.js';
+import { LEASE_LIMITS } from '../wire/leases.js';
+import { PoolBook, roomOf } from './pool.js';
 import type { Clock } from './clock.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { iso } from './present.js';
@@ -41,6 +43,8 @@ const CHILDREN_SHOWN = 50;
 
 function accountAndLineage(key: MailKey): { account: string; lineage: string | null } {
   if (key.startsWith('a:')) return { account: key.slice(2), lineage: null };
+  // A pooled task: nobody holds it yet.
+  if (key.startsWith('r:')) return { account: '', lineage: null };
   const [account, lineage] = key.slice(2).split('/') as [string, string];
   return { account, lineage };
 }
@@ -55,7 +59,18 @@ function parsed(compact: string): Address {
 const addressesIn = (t: TaskRecord): string[] => [t.fromAddress, t.toAddress, ...t.history.map((h) => h.by)];
 
 export class TaskBook {
-  constructor(private d: TaskDeps) {}
+  readonly pool: PoolBook;
+
+  constructor(private d: TaskDeps) {
+    this.pool = new PoolBook({
+      store: d.store,
+      clock: d.clock,
+      newId: () => d.newId(),
+      transition: (c, t, state, note, to, patch) => this.transition(c, t, state, note, undefined, to, patch),
+      present: (t) => this.present(t, false),
+      presentLease: (l) => this.presentLease(l),
+    });
+  }
 
   private isAssignee(c: Caller, t: TaskRecord): boolean {
     return c.account.id === t.toAccount && c.account.createdAt <= t.createdAt && (t.toLineage === null || c.session?.lineage === t.toLineage);
@@ -70,13 +85,18 @@ export class TaskBook {
   private async readable(c: Caller, id: string): Promise<TaskRecord> {
     const t = await this.d.store.getTask(id);
     if (!t) throw new MailError('unknown_task', `no task ${id}`, { task_id: id });
-    if (!this.isRequester(c, t) && !(c.account.id === t.toAccount && c.account.createdAt <= t.createdAt) && !c.account.permissions.operator)
-      throw new MailError('not_task_party', `you are neither the requester nor the assignee of ${id}`, { task_id: id });
-    return t;
+    if (this.isRequester(c, t) || (c.account.id === t.toAccount && c.account.createdAt <= t.createdAt) || c.account.permissions.operator) return t;
+    // A pooled task is offered to the members of its room: they read it to take it.
+    if (t.pool && c.account.createdAt <= t.createdAt && (await this.pool.member(c, t.pool.room))) return t;
+    throw new MailError('not_task_party', `you are neither the requester nor the assignee of ${id}`, { task_id: id });
   }
 
   async create(c: Caller, req: T.TaskCreateRequest): Promise<T.TaskOut> {
-    if (req.to.kind === 'room') throw new MailError('not_supported', 'a task for a room (a pooled task) is not supported yet: name an account or a session', { field: 'to' });
+    if (req.to.kind !== 'room' && (req.max_attempts !== undefined || req.retry_delay_secs !== undefined))
+      throw new MailError('malformed', 'max_attempts and retry_delay_secs are for a task to a room', {
+        field: req.max_attempts !== undefined ? 'max_attempts' : 'retry_delay_secs',
+        reason: 'only for a pooled task',
+      });
     if (req.parent_task_id) await this.readable(c, req.parent_task_id);
     const now = this.d.clock.now();
     // A retry with the same key names the same task, found before anything is sent again.
@@ -125,6 +145,19 @@ export class TaskBook {
       version: 1,
       lastSeq: m.seq,
       idempotencyKey: req.idempotency_key ?? null,
+      ...(req.to.kind === 'room'
+        ? {
+            pool: {
+              room: req.to.room,
+              attempt: 0,
+              maxAttempts: req.max_attempts ?? LEASE_LIMITS.maxAttemptsDefault,
+              retryDelaySecs: req.retry_delay_secs ?? null,
+              availableAt: null,
+              leaseId: null,
+              leaseEpoch: null,
+            },
+          }
+        : {}),
     };
     const out = await this.d.store.createTask(task, now - this.d.idempotencyWindowMs);
     return this.present(out.task, false);
@@ -136,6 +169,7 @@ export class TaskBook {
     // Park until a change (every change is mail to one of the parties' keys) or the deadline.
     while (req.after_version !== undefined && t.version <= req.after_version && this.d.clock.now() < deadline) {
       const keys = [t.toLineage ? keyOfLineage(t.toAccount, t.toLineage) : keyOfAccount(t.toAccount), keyOfAccount(t.fromAccount)];
+      if (t.pool) keys.push(keyOfRoom(t.pool.room));
       if (t.fromSession) keys.push(keyOfLineage(t.fromAccount, t.fromSession));
       const end = await this.d.waits.park(`task:${c.session?.id ?? c.account.id}`, c.account.id, keys, deadline - this.d.clock.now(), signal).ended;
       t = await this.readable(c, req.task_id);
@@ -147,7 +181,25 @@ export class TaskBook {
   async list(c: Caller, req: T.TaskListRequest): Promise<T.TaskListResponse> {
     const limit = req.limit ?? TASK_LIMITS.listDefault;
     const before = req.after ? decodeCursor(req.after) : null;
-    const rows = await this.d.store.listTasks({ account: c.account.id, role: req.role, state: req.state ?? null, before, limit: limit + 1 });
+    let rows: TaskRecord[];
+    if (req.role === 'pool') {
+      const room = roomOf(req.pool ?? '');
+      if (!room) throw new MailError('malformed', 'role pool needs pool: #room', { field: 'pool', reason: 'required: a room' });
+      if (!(await this.pool.member(c, room)) && !c.account.permissions.operator)
+        throw new MailError('permission_denied', `you are not a member of #${room}`, { need: 'member', room });
+      // The pool's page is filtered by state and reason after it is read: a page may come short.
+      rows = (await this.d.store.poolTasks({ room, before, limit: limit + 1 })).filter(
+        (t) => (!req.state || t.state === req.state) && (!req.reason || t.failReason === req.reason),
+      );
+    } else
+      rows = await this.d.store.listTasks({
+        account: c.account.id,
+        role: req.role,
+        state: req.state ?? null,
+        before,
+        limit: limit + 1,
+        ...(req.reason ? { failReason: req.reason } : {}),
+      });
     const page = rows.slice(0, limit);
     // One lookup of printed addresses for the whole page.
     const names = await this.d.printAll(page.flatMap(addressesIn));
@@ -167,7 +219,11 @@ export class TaskBook {
     const allowed = ASSIGNEE_STATES.includes(req.state) && req.state !== t.state && (t.state !== 'auth_required' || req.state === 'failed');
     if (!allowed) throw new MailError('invalid_transition', `the assignee may not move ${t.id} from ${t.state} to ${req.state}`, { from: t.state, to: req.state });
     if (req.state === 'input_required' && !req.note) throw new MailError('malformed', 'input_required needs the question in note', { field: 'note', reason: 'required' });
-    return this.transition(c, t, req.state, req.note, req.result, t.fromAddress);
+    if (t.pool) await this.pool.checkEpoch(t, req.epoch);
+    else if (req.epoch !== undefined) throw new MailError('malformed', 'epoch is for a claimed task of a room', { field: 'epoch', reason: 'not a pooled task' });
+    const out = await this.transition(c, t, req.state, req.note, req.result, t.fromAddress);
+    if (t.pool && isTerminal(req.state)) await this.pool.ended(t);
+    return out;
   }
 
   async cancel(c: Caller, req: T.TaskCancelRequest): Promise<T.TaskOut> {
@@ -178,17 +234,29 @@ export class TaskBook {
         throw new MailError('invalid_transition', 'only the requester cancels; the assignee rejects or fails it', { from: t.state, to: 'canceled' });
       throw new MailError('not_task_party', `you are not the requester of ${t.id}`, { task_id: t.id });
     }
-    return this.transition(c, t, 'canceled', req.reason, undefined, t.toAddress);
+    const out = await this.transition(c, t, 'canceled', req.reason, undefined, t.toAddress);
+    await this.pool.ended(t);
+    return out;
   }
 
   /** Moves the task: the row first (if nobody changed it meanwhile), then the message to `to` in
    *  its thread, then the row's lastSeq. The row comes first because the message is what wakes the
    *  waits on this task (on any daemon sharing the store): woken, they must read the new version. */
-  async transition(c: Caller, t: TaskRecord, state: TaskState, note: string | undefined, result: T.TaskUpdateRequest['result'], to: string): Promise<T.TaskOut> {
+  async transition(
+    c: Caller,
+    t: TaskRecord,
+    state: TaskState,
+    note: string | undefined,
+    result: T.TaskUpdateRequest['result'],
+    to: string,
+    /** What else changes with it (a pooled task's holder and claim). */
+    patch: Partial<TaskRecord> = {},
+  ): Promise<T.TaskOut> {
     const now = this.d.clock.now();
     const version = t.version + 1;
     const next: TaskRecord = {
       ...t,
+      ...patch,
       state,
       history: [...t.history, { state, at: now, by: callerAddress(c), ...(note ? { note } : {}) }],
       result: result
@@ -236,7 +304,34 @@ export class TaskBook {
       created_at: iso(t.createdAt),
       updated_at: iso(t.updatedAt),
       version: t.version,
+      ...(t.pool
+        ? {
+            pool: {
+              room: `#${t.pool.room}`,
+              attempt: t.pool.attempt,
+              max_attempts: t.pool.maxAttempts,
+              ...(t.pool.availableAt !== null && t.state === 'submitted' ? { available_at: iso(t.pool.availableAt) } : {}),
+              ...(t.pool.leaseId ? { lease_id: t.pool.leaseId } : {}),
+              ...(t.pool.leaseEpoch !== null ? { epoch: t.pool.leaseEpoch } : {}),
+            },
+          }
+        : {}),
+      ...(t.failReason ? { fail_reason: t.failReason } : {}),
       ...(children.length ? { children: children.map((x) => ({ task_id: x.id, title: x.title, state: x.state })) } : {}),
+    };
+  }
+
+  async presentLease(l: LeaseRecord): Promise<NonNullable<T.TaskClaimResponse['lease']>> {
+    const names = await this.d.printAll([l.holderAddress]);
+    return {
+      lease_id: l.id,
+      resource: l.resource,
+      holder: names.get(l.holderAddress) ?? l.holderAddress,
+      mode: l.mode,
+      ...(l.reason ? { reason: l.reason } : {}),
+      expires_at: iso(l.expiresAt),
+      epoch: l.epoch,
+      attempt: l.attempt,
     };
   }
 }

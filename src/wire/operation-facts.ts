@@ -115,7 +115,8 @@ export const OPERATION_FACTS = {
   // ---- tasks and approvals (docs/tasks.md): over MCP one tool each plus m4a_task_get
   task: {
     path: '/task',
-    summary: 'Hand work over and track it: action create (to, title, instructions), update (task_id, state, note, result; the assignee), cancel (the requester), list (role).',
+    summary:
+      'Hand work over and track it: action create (to, title, instructions), update (task_id, state, note, result; the assignee), cancel (the requester), list (role), claim (a task for a room you are in: task_id or pool).',
     callers: AGENT,
     readOnly: false,
     retrySafe: false,
@@ -145,6 +146,13 @@ export const OPERATION_FACTS = {
     retrySafe: false,
   },
   'task.cancel': { path: '/task/cancel', summary: 'The requester cancels a task.', callers: AGENT_PERSON, readOnly: false, retrySafe: false },
+  'task.claim': {
+    path: '/task/claim',
+    summary: 'Take a task for a room you are in (the task, or the oldest on offer in pool) under an exclusive lease; update it with the lease epoch.',
+    callers: AGENT_PERSON,
+    readOnly: false,
+    retrySafe: false,
+  },
   approval: {
     path: '/approval',
     summary: 'Approvals the mailbox records and never executes: action request (reviewer, action, task_id?), decide (approval_id, decision, reason; the reviewer), get.',

@@ -45,6 +45,7 @@ export const OPERATION_SCHEMAS = {
   'task.list': { input: T.TaskListRequest, output: T.TaskListResponse },
   'task.update': { input: T.TaskUpdateRequest, output: T.TaskOut },
   'task.cancel': { input: T.TaskCancelRequest, output: T.TaskOut },
+  'task.claim': { input: T.TaskClaimRequest, output: T.TaskClaimResponse },
   approval: { input: T.McpApprovalRequest, output: T.ApprovalOut },
   'approval.request': { input: T.ApprovalRequest, output: T.ApprovalOut },
   'approval.decide': { input: T.ApprovalDecideRequest, output: T.ApprovalOut },

@@ -6,6 +6,7 @@ import { AddressInput, Body, Refs, text } from './fields.js';
 import { LIMITS } from './limits.js';
 import { RefOut } from './ops.js';
 import { TaskState } from './task-states.js';
+import { LEASE_LIMITS, LeaseOut, TtlSecs } from './leases.js';
 
 export { ASSIGNEE_STATES, TASK_STATES, TERMINAL_STATES, TaskState, isTerminal } from './task-states.js';
 
@@ -59,7 +60,34 @@ export const TaskCreateRequest = z.strictObject({
   refs: Refs.optional(),
   parent_task_id: TaskId.optional().describe('a task you can read'),
   idempotency_key: text(LIMITS.selectorBytes).optional().describe('retries within 24 h return the first'),
+  max_attempts: z
+    .number()
+    .int()
+    .min(1)
+    .max(LEASE_LIMITS.maxAttemptsMax)
+    .optional()
+    .describe(`a task for a room: claims before it fails lease_exhausted (default ${LEASE_LIMITS.maxAttemptsDefault})`),
+  retry_delay_secs: z
+    .number()
+    .int()
+    .min(0)
+    .max(LEASE_LIMITS.retryDelayMaxSecs)
+    .optional()
+    .describe('a task for a room: wait before offering it again after a claim ended, doubling per return'),
 });
+
+/** Take a pooled task: this one, or the oldest on offer in a room's pool. */
+export const TaskClaimRequest = z
+  .strictObject({
+    task_id: TaskId.optional(),
+    pool: z
+      .string()
+      .max(LIMITS.selectorBytes + 1)
+      .optional()
+      .describe('#room: its oldest unclaimed task'),
+    ttl_secs: TtlSecs.optional(),
+  })
+  .refine((r) => (r.task_id === undefined) !== (r.pool === undefined), { message: 'name exactly one of task_id and pool', path: ['task_id'] });
 
 export const TaskGetRequest = z.strictObject({
   task_id: TaskId,
@@ -68,8 +96,14 @@ export const TaskGetRequest = z.strictObject({
 });
 
 export const TaskListRequest = z.strictObject({
-  role: z.enum(['assigned', 'requested']),
+  role: z.enum(['assigned', 'requested', 'pool']).describe('pool: the tasks of the room named in pool'),
+  pool: z
+    .string()
+    .max(LIMITS.selectorBytes + 1)
+    .optional()
+    .describe('role pool: #room'),
   state: TaskState.optional(),
+  reason: z.enum(['lease_exhausted']).optional().describe('only tasks the mailbox failed for this reason'),
   after: z.string().max(64).optional().describe('a next_cursor'),
   limit: z.number().int().min(1).max(TASK_LIMITS.listMax).optional().describe(`default ${TASK_LIMITS.listDefault}`),
 });
@@ -79,6 +113,7 @@ export const TaskUpdateRequest = z.strictObject({
   state: TaskState,
   note: Note.optional().describe('input_required: the question'),
   result: TaskResult.optional(),
+  epoch: z.number().int().min(1).optional().describe("a pooled task: your lease's epoch"),
 });
 
 export const TaskCancelRequest = z.strictObject({ task_id: TaskId, reason: Note.optional() });
@@ -100,6 +135,18 @@ export const TaskOut = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   version: z.number().int(),
+  pool: z
+    .object({
+      room: z.string(),
+      attempt: z.number().int(),
+      max_attempts: z.number().int(),
+      available_at: z.string().optional(),
+      lease_id: z.string().optional(),
+      epoch: z.number().int().optional(),
+    })
+    .optional()
+    .describe('a task for a room'),
+  fail_reason: z.string().optional(),
   children: z
     .array(z.object({ task_id: z.string(), title: z.string(), state: TaskState }))
     .optional()
@@ -107,6 +154,7 @@ export const TaskOut = z.object({
 });
 
 export const TaskListResponse = z.object({ tasks: z.array(TaskOut), next_cursor: z.string().nullable() });
+export const TaskClaimResponse = z.object({ task: TaskOut.nullable().describe('null: nothing on offer'), lease: LeaseOut.nullable() });
 
 export const ApprovalRequest = z.strictObject({
   reviewer: AddressInput.describe('an account (an agent or a person)'),
@@ -147,9 +195,11 @@ export const ApprovalOut = z.object({
 /** m4a_task: the fields of create, update, cancel and list in one flat object (a model reads one
  *  short schema); the door checks them against that action's own schema. */
 export const McpTaskRequest = z.strictObject({
-  action: z.enum(['create', 'update', 'cancel', 'list']).describe('what to do'),
-  task_id: TaskId.optional().describe('update, cancel'),
-  to: z.string().optional().describe('create: the assignee (account or session address)'),
+  action: z.enum(['create', 'update', 'cancel', 'list', 'claim']).describe('what to do'),
+  task_id: TaskId.optional().describe('update, cancel, claim'),
+  to: z.string().optional().describe('create: the assignee (account, session or #room)'),
+  pool: z.string().optional().describe('claim, list: #room'),
+  epoch: z.number().int().optional().describe("update of a claimed task: its lease's epoch"),
   title: z.string().optional().describe('create'),
   instructions: z.string().optional().describe('create'),
   parent_task_id: z.string().optional().describe('create: a task this one is part of'),
@@ -157,7 +207,7 @@ export const McpTaskRequest = z.strictObject({
   state: TaskState.optional().describe('update; list: only this state'),
   note: z.string().optional().describe('update: for input_required, the question; cancel: the reason'),
   result: z.object({ summary: z.string().optional(), data: z.unknown().optional() }).optional().describe('update'),
-  role: z.enum(['assigned', 'requested']).optional().describe('list'),
+  role: z.enum(['assigned', 'requested', 'pool']).optional().describe('list'),
   after: z.string().optional().describe('list: a next_cursor'),
 });
 
@@ -185,6 +235,8 @@ export type TaskGetRequest = z.output<typeof TaskGetRequest>;
 export type TaskListRequest = z.output<typeof TaskListRequest>;
 export type TaskUpdateRequest = z.output<typeof TaskUpdateRequest>;
 export type TaskCancelRequest = z.output<typeof TaskCancelRequest>;
+export type TaskClaimRequest = z.output<typeof TaskClaimRequest>;
+export type TaskClaimResponse = z.infer<typeof TaskClaimResponse>;
 export type TaskOut = z.infer<typeof TaskOut>;
 export type TaskListResponse = z.infer<typeof TaskListResponse>;
 export type ApprovalRequest = z.output<typeof ApprovalRequest>;

@@ -313,7 +313,16 @@ describe('fuzz: HTTP routes and MCP', () => {
           { to: '#lobby', title: 'pooled' },
           { to: 'bob', title: 'child of a stranger', parent_task_id: strangers.task_id },
         ],
-        fields: { to: taskTo, title: titles, instructions: text, refs, parent_task_id: taskIds, idempotency_key: ['tk1', 'tk2', 'k'.repeat(129), 'bad key'] },
+        fields: {
+          to: taskTo,
+          title: titles,
+          instructions: text,
+          refs,
+          parent_task_id: taskIds,
+          idempotency_key: ['tk1', 'tk2', 'k'.repeat(129), 'bad key'],
+          max_attempts: [1, 3, 100, 101, 0, -1, 1.5],
+          retry_delay_secs: [0, 10, 3600, 3601, -1, 1.5],
+        },
       },
       '/task/get': {
         base: () => ({ task_id: mine.task_id }),
@@ -326,7 +335,14 @@ describe('fuzz: HTTP routes and MCP', () => {
           { role: 'requested', state: 'submitted', limit: 1 },
           { role: 'assigned', after: 'c1.zz' },
         ],
-        fields: { role: ['assigned', 'requested', 'both', ''], state: states, after: cursors, limit: [1, 20, TASK_LIMITS.listMax, TASK_LIMITS.listMax + 1, 0, -1, 1.5] },
+        fields: {
+          role: ['assigned', 'requested', 'pool', 'both', ''],
+          pool: ['#lobby', '#nowhere', 'x'],
+          reason: ['lease_exhausted', 'other'],
+          state: states,
+          after: cursors,
+          limit: [1, 20, TASK_LIMITS.listMax, TASK_LIMITS.listMax + 1, 0, -1, 1.5],
+        },
       },
       '/task/update': {
         base: () => ({ task_id: forAlice[0], state: 'working' }),
@@ -336,7 +352,12 @@ describe('fuzz: HTTP routes and MCP', () => {
           { task_id: mine.task_id, state: 'working' },
           { task_id: done.task_id, state: 'working' },
         ],
-        fields: { task_id: taskIds, state: states, note: notes, result: results },
+        fields: { task_id: taskIds, state: states, note: notes, result: results, epoch: [1, 2, 0, -1, 1.5] },
+      },
+      '/task/claim': {
+        base: () => ({ pool: '#lobby' }),
+        more: [{ task_id: mine.task_id }, { pool: '#lobby', ttl_secs: 10 }, { pool: '#nowhere' }, { task_id: strangers.task_id }],
+        fields: { task_id: taskIds, pool: ['#lobby', 'lobby', '#nowhere', '', 'p'.repeat(200), 1], ttl_secs: [10, 9, 28_800, 28_801, 0, -1, 1.5] },
       },
       '/task/cancel': {
         base: () => ({ task_id: mine.task_id }),

@@ -128,7 +128,7 @@ describe('the New task form in Chromium', { skip, timeout: 180_000 }, () => {
       ['nothing filled in', { to: '', title: '' }, /^A recipient and a title are needed\.$/],
       ['an unknown recipient', { to: 'nobody', title: 'Review fix-42' }, /^no account nobody \[unknown_participant\]$/],
       ['a malformed recipient', { to: 'Code X!', title: 'Review fix-42' }, /^to: .* \(to\) \[malformed\]$/],
-      ['a room', { to: '#reviewers', title: 'Review fix-42' }, /room.*\(to\) \[not_supported\]$/],
+      ['a room she is not in', { to: '#reviewers', title: 'Review fix-42' }, /not a member of #reviewers.*\[permission_denied\]$/],
       ['a malformed parent id', { to: 'codex', title: 'Review fix-42', parent: 'T 42' }, /\(parent_task_id\) \[malformed\]$/],
       ['an unknown parent', { to: 'codex', title: 'Review fix-42', parent: 't-zzz' }, /^There is no such task\. \[unknown_task\]$/],
       ['a title over its limit', { to: 'codex', title: 'x'.repeat(513) }, /\(title\) \[too_large\]$/],
