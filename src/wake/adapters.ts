@@ -1,6 +1,7 @@
 // One registry of wake adapters per daemon: the step in a chain → a live adapter. Adapters that
 // hold state are shared: one connection per Codex app-server, one pool (and cap) for all commands,
-// one durable outbox for all webhooks, resumed at start so retries survive a restart.
+// one durable outbox for all webhooks, resumed at start so retries survive a restart, one A2A
+// bridge for all a2a steps (its open links followed again at start).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { MailError } from '../wire/errors.js';
@@ -16,6 +17,9 @@ import { WebhookAdapter } from './webhook-adapter.js';
 import { WebhookOutbox } from './webhook-outbox.js';
 import { ensureSigningKey, readSigningKey, WEBHOOK_KEY_FILE } from './webhook-signing.js';
 import { checkWebhookStep } from './remote-url.js';
+import { A2aAdapter } from './a2a-adapter.js';
+import { A2aBridge } from './a2a-bridge.js';
+import { checkA2aStep } from './a2a-remote.js';
 import type { WakeAdapter } from './types.js';
 
 export interface AdapterRegistryOptions {
@@ -38,15 +42,19 @@ export class AdapterRegistry {
   private hooks: WakeAdapter;
   private pool: CommandPool;
   private outbox: WebhookOutbox | null = null;
+  private a2a: A2aBridge;
 
   constructor(private o: AdapterRegistryOptions) {
     this.hooks = createHooksAdapter((account, lineage) => o.hookState(account, lineage));
     this.pool = new CommandPool({ maxConcurrent: o.commandCap ?? 4 });
+    this.a2a = new A2aBridge({ engine: o.engine, clock: o.clock, log: o.log });
   }
 
-  /** Resumes webhook deliveries a previous run left pending. */
+  /** Resumes webhook deliveries a previous run left pending, and follows again the remote A2A
+   *  tasks a previous run followed. */
   async start(): Promise<void> {
     if (existsSync(join(this.o.dataDir, WEBHOOK_KEY_FILE))) await this.webhookOutbox().start();
+    await this.a2a.start();
   }
 
   /** Refuses a step that could never run (named errors), before a chain is stored. Returns the
@@ -60,6 +68,7 @@ export class AdapterRegistry {
         checkEnvNames(s.env);
       }
       if (s.kind === 'webhook') checkWebhookStep(s);
+      if (s.kind === 'a2a') checkA2aStep(s);
     }
     if (!steps.some((s) => s.kind === 'webhook')) return {};
     const { key, created } = ensureSigningKey(this.o.dataDir);
@@ -84,6 +93,9 @@ export class AdapterRegistry {
       case 'webhook':
         a = new WebhookAdapter(step, { outbox: this.webhookOutbox(), clock: this.o.clock });
         break;
+      case 'a2a':
+        a = new A2aAdapter(step, this.a2a);
+        break;
     }
     this.cache.set(id, a);
     return a;
@@ -99,6 +111,6 @@ export class AdapterRegistry {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...[...this.cache.values()].map((a) => (a as CodexAdapter).close?.()), this.pool.close(), this.outbox?.close()]);
+    await Promise.allSettled([...[...this.cache.values()].map((a) => (a as CodexAdapter).close?.()), this.pool.close(), this.outbox?.close(), this.a2a.close()]);
   }
 }

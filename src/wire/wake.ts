@@ -45,7 +45,19 @@ export const WebhookStep = z.strictObject({
   allow_remote: z.boolean().optional(),
 });
 
-export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, CommandStep, WebhookStep]);
+/** A remote A2A agent (JSON-RPC binding) that takes the account's tasks and mail: a task for the
+ *  account is sent to it, its status and artifacts come back as the account's updates of the task;
+ *  plain mail is answered by it (docs/wake.md, "The a2a step"). */
+export const A2aStep = z.strictObject({
+  kind: z.literal('a2a'),
+  url: url.describe("the remote agent's card (https://host/.well-known/agent-card.json); loopback only unless allow_remote"),
+  allow_remote: z.boolean().optional().describe('allow a non-loopback card and interface (https only; never link-local or metadata addresses)'),
+  token_file: text(LIMITS.urlBytes)
+    .optional()
+    .describe("absolute path of a file holding the bearer secret the remote agent wants; read at each call, sent only to the card's origin, never stored here"),
+});
+
+export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, CommandStep, WebhookStep, A2aStep]);
 
 export const WakeSetRequest = z.strictObject({
   account: Selector,
@@ -116,6 +128,7 @@ export type WakeStep = z.infer<typeof WakeStep>;
 export type CodexStep = z.infer<typeof CodexStep>;
 export type CommandStep = z.infer<typeof CommandStep>;
 export type WebhookStep = z.infer<typeof WebhookStep>;
+export type A2aStep = z.infer<typeof A2aStep>;
 export type WakeSetRequest = z.output<typeof WakeSetRequest>;
 export type WakeChainOut = z.infer<typeof WakeChainOut>;
 export type ReceiptOut = z.infer<typeof ReceiptOut>;

@@ -114,7 +114,8 @@ export interface Account {
   permissions: Permissions;
 }
 
-export type WakeStep = { kind: 'hooks' } | { kind: 'codex-app-server'; listen: string } | { kind: 'command'; argv: string[] } | { kind: 'webhook'; url: string };
+export type WakeStep =
+  { kind: 'hooks' } | { kind: 'codex-app-server'; listen: string } | { kind: 'command'; argv: string[] } | { kind: 'webhook'; url: string } | { kind: 'a2a'; url: string };
 
 export interface Overview {
   accounts: Account[];

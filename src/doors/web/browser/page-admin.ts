@@ -124,7 +124,15 @@ function roomCard(r: Overview['rooms'][number]): HTMLElement {
 }
 
 function stepText(st: WakeStep): string {
-  return st.kind === 'hooks' ? 'hooks' : st.kind === 'codex-app-server' ? 'codex ' + st.listen : st.kind === 'command' ? 'command ' + JSON.stringify(st.argv) : 'webhook ' + st.url;
+  return st.kind === 'hooks'
+    ? 'hooks'
+    : st.kind === 'codex-app-server'
+      ? 'codex ' + st.listen
+      : st.kind === 'command'
+        ? 'command ' + JSON.stringify(st.argv)
+        : st.kind === 'webhook'
+          ? 'webhook ' + st.url
+          : 'a2a ' + st.url;
 }
 
 function refreshAdmin(note?: string): void {
