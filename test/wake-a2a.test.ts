@@ -305,6 +305,31 @@ describe('the a2a chain step', () => {
   });
 });
 
+describe('the a2a chain step and a removed account', () => {
+  it('removing the account deletes its links and conversations: a new account of the name inherits none', async () => {
+    const d = await startTestDaemon();
+    const remote = await startRemoteAgent(script);
+    try {
+      const alice = (await d.account('alice')).client;
+      await d.account('bob');
+      await d.operator.admin.wakeSet({ account: 'bob', steps: [{ kind: 'a2a', url: remote.cardUrl }] as never, debounce_ms: 0 });
+      const t = await alice.call<TaskOut>('/task/create', { to: { kind: 'direct', participant: 'bob' }, title: 'linked', instructions: 'slow: wait' });
+      const sent = await alice.send({ to: { kind: 'direct', participant: 'bob' }, subject: 'Sum', body: 'plain: 1+1?' });
+      await until(
+        'a link and a conversation',
+        async () => (await d.store.listRecords('a2a_link', 'bob|', 10)).length > 0 && (await d.store.listRecords('a2a_conversation', 'bob|', 10)).length > 0,
+      );
+      assert.ok(t.task_id && sent.message_id);
+      await d.operator.admin.accountRemove('bob');
+      assert.deepEqual(await d.store.listRecords('a2a_link', 'bob|', 10), []);
+      assert.deepEqual(await d.store.listRecords('a2a_conversation', 'bob|', 10), []);
+    } finally {
+      await d.stop();
+      await remote.close();
+    }
+  });
+});
+
 describe('the a2a chain step across a restart', () => {
   it('follows again, after a restart, the remote tasks it followed', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'm4a-a2a-restart-'));

@@ -22,6 +22,9 @@ export function accountSweep(account: string): RecordSweep {
       { kind: REC.notice, prefix: lineageKeyPrefix(account) },
       { kind: WEB_PASSWORD, id: account },
       { kind: WEB_LOGIN_INDEX, prefix: `${account}/` },
+      // The a2a delivery step's links to remote tasks and conversations (wake/a2a-links.ts).
+      { kind: 'a2a_link', prefix: `${account}|` },
+      { kind: 'a2a_conversation', prefix: `${account}|` },
     ],
     byMessage: PER_RECIPIENT,
     byRecipient: PER_RECIPIENT,
