@@ -79,7 +79,7 @@ export async function runCheck(cwd: string, env: NodeJS.ProcessEnv = process.env
     const asked = paths.filter((p) => !odd.includes(p));
     const conflicts: LeaseCheckResponse['conflicts'] = [];
     for (let i = 0; i < asked.length; i += LEASE_LIMITS.checkPaths) {
-      const r = await client.call<LeaseCheckResponse>('/lease/check', { root, paths: asked.slice(i, i + LEASE_LIMITS.checkPaths) });
+      const r = await client.lease.check({ root, paths: asked.slice(i, i + LEASE_LIMITS.checkPaths) });
       conflicts.push(...r.conflicts);
     }
     if (conflicts.length === 0) return EXIT.ok;

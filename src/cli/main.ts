@@ -10,6 +10,7 @@ import { registerImport } from './import-commands.js';
 import { registerUser } from './user-commands.js';
 import { registerWake } from './wake-commands.js';
 import { registerTasks } from './task-commands.js';
+import { registerGuard } from './guard-commands.js';
 import { registerLeases } from './lease-commands.js';
 import { EXIT, printJson } from './output.js';
 
@@ -99,6 +100,7 @@ registerAdmin(program);
 registerUser(program);
 registerWake(program);
 registerTasks(program);
+registerGuard(program);
 registerLeases(program);
 registerImport(program);
 
