@@ -1,6 +1,7 @@
 // m4a task … and m4a approval …, run as a user runs them (the built CLI, a daemon found through its
 // data directory, each party with its own account): one task through every state an assignee
-// moves it to, a refusal on a finished task, an approval that holds a task in auth_required.
+// moves it to, a refusal on a finished task, an approval that holds a task in auth_required, a
+// pooled task claimed and updated with its lease's epoch.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -236,6 +237,51 @@ describe(`m4a task / approval (${storeKind} store)`, () => {
     assert.deepEqual([requester.version, assignee.version], [2, 3]);
     assert.ok(requester.ms < 5_000, `the requester's wait answered after ${requester.ms} ms`);
     assert.ok(assignee.ms < 5_000, `the assignee's wait answered after ${assignee.ms} ms`);
+  });
+
+  it('claim from a pool (--pool or the task), update it only with the live --epoch; refusals by name', async () => {
+    await d.operator.admin.roomAdd('crew');
+    for (const m of ['alice', 'bob', 'carol']) await d.operator.admin.memberAdd('crew', m);
+    const t = await json('alice', ['task', 'create', '#crew', 'Pooled job']);
+    assert.deepEqual(t.pool, { room: '#crew', attempt: 0, max_attempts: 3 });
+
+    const got = await json('bob', ['task', 'claim', '--pool', '#crew', '--ttl', '2m']);
+    assert.equal(got.task.task_id, t.task_id);
+    assert.equal(got.task.state, 'working');
+    assert.match(got.task.to, /^bob(\/|$)/);
+    assert.deepEqual([got.lease.epoch, got.lease.attempt], [1, 1]);
+    const ttl = Date.parse(got.lease.expires_at) - Date.parse(got.task.updated_at);
+    assert.ok(Math.abs(ttl - 120_000) < 2_000, `--ttl 2m: ${ttl} ms`);
+    const none = await as('carol', ['task', 'claim', '--pool', '#crew']);
+    assert.equal(none.status, 0, none.stderr);
+    assert.equal(none.stdout, 'nothing on offer in #crew\n');
+    assert.deepEqual(await json('carol', ['task', 'claim', '--pool', '#crew']), { task: null, lease: null });
+    const conflict = await refused('carol', ['task', 'claim', t.task_id], 'lease_conflict');
+    assert.match(conflict.holders[0].holder, /^bob(\/|$)/);
+    await refused('eve', ['task', 'claim', '--pool', '#crew'], 'permission_denied');
+    await refused('bob', ['task', 'claim', '--pool', '#crew', '--ttl', '9s'], 'malformed');
+    for (const bad of [[], [t.task_id, '--pool', '#crew'], ['--pool', '#crew', '--ttl', 'soon']])
+      assert.equal((await as('bob', ['task', 'claim', ...bad])).status, 2, `a usage error: claim ${bad.join(' ')}`);
+
+    await refused('bob', ['task', 'update', t.task_id, 'completed'], 'lease_lost');
+    await refused('bob', ['task', 'update', t.task_id, 'completed', '--epoch', '2'], 'lease_lost');
+    for (const e of ['0', '-1', '1.5', 'x']) assert.equal((await as('bob', ['task', 'update', t.task_id, 'completed', '--epoch', e])).status, 2, `--epoch ${e}`);
+    assert.equal((await json('alice', ['task', 'show', t.task_id])).state, 'working', 'nothing changed');
+    const done = await json('bob', ['task', 'update', t.task_id, 'completed', '--epoch', '1', '--summary', 'done by bob']);
+    assert.equal(done.state, 'completed');
+    assert.deepEqual(done.result, { summary: 'done by bob' });
+
+    // The text form names the lease and how to update it.
+    const t2 = await json('alice', ['task', 'create', '#crew', 'Second job']);
+    const text = await as('carol', ['task', 'claim', t2.task_id]);
+    assert.equal(text.status, 0, text.stderr);
+    assert.match(
+      text.stdout,
+      new RegExp(
+        `^claimed ${t2.task_id} working v2 · alice.* → carol.* · Second job\n  lease l-\\S+ epoch 1 · attempt 1 of 3 · until \\S+\n  update it with: m4a task update ${t2.task_id} <state> --epoch 1\n$`,
+      ),
+    );
+    assert.equal((await json('carol', ['task', 'update', t2.task_id, 'completed', '--epoch', '1'])).state, 'completed');
   });
 
   it('parses refs and data, refusing what it cannot read', () => {

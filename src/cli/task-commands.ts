@@ -5,7 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { MailClient } from '../client/http-client.js';
-import type { ApprovalOut, TaskCreateRequest, TaskOut, TaskState } from '../wire/tasks.js';
+import type { ApprovalOut, TaskClaimRequest, TaskClaimResponse, TaskCreateRequest, TaskOut, TaskState } from '../wire/tasks.js';
+import { pathOf } from '../wire/operation-facts.js';
 import { neutralise } from '../wire/text.js';
 import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
 import { fail, printJson, printText } from './output.js';
@@ -38,6 +39,22 @@ const number =
       throw new InvalidArgumentError(`${what}: a ${integer ? 'whole ' : ''}number of at least 0`);
     return n;
   };
+
+/** A lease epoch (the fencing token a claim printed): a whole number of at least 1. */
+const epochOf = (v: string): number => {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('--epoch: a whole number of at least 1 (as task claim printed it)');
+  return n;
+};
+
+/** A claim's TTL as a duration (10s to 8h: the daemon names a value outside). */
+const ttlOf = (v: string): number => {
+  try {
+    return parseDuration(v);
+  } catch (err) {
+    throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+  }
+};
 
 type Ref = NonNullable<TaskCreateRequest['refs']>[number];
 
@@ -176,12 +193,36 @@ export function registerTasks(program: Command): void {
       ),
     );
 
+  common(task.command('claim [task-id]').description('take a task for a room you are in (or with --pool the oldest on offer) under an exclusive lease; update it with --epoch'))
+    .option('--pool <#room>', 'the oldest task on offer in this room')
+    .option('--ttl <duration>', 'how long the claim lives unless renewed: 90s, 30m, 2h (10s to 8h; default 15m)', ttlOf)
+    .action((id: string | undefined, o: Common & { pool?: string; ttl?: number }) =>
+      run(
+        o,
+        (c) => {
+          if ((id === undefined) === (o.pool === undefined)) throw new UsageError('name one: a task id, or --pool #room for the oldest on offer');
+          const req: TaskClaimRequest = { ...(id !== undefined ? { task_id: id } : { pool: o.pool }), ...(o.ttl !== undefined ? { ttl_secs: o.ttl } : {}) };
+          return c.call<TaskClaimResponse>(pathOf('task.claim'), req);
+        },
+        (r) => {
+          if (!r.task || !r.lease) return dim(`nothing on offer in ${o.pool ?? id ?? ''}`);
+          const attempts = r.task.pool ? ` of ${r.task.pool.max_attempts}` : '';
+          return [
+            `${green('claimed')} ${taskLine(r.task)}`,
+            `  lease ${bold(r.lease.lease_id)} epoch ${r.lease.epoch} · attempt ${r.lease.attempt}${attempts} · until ${r.lease.expires_at}`,
+            dim(`  update it with: m4a task update ${r.task.task_id} <state> --epoch ${r.lease.epoch}`),
+          ].join('\n');
+        },
+      ),
+    );
+
   common(task.command('update <task-id> <state>').description('as the assignee: working, input_required (--note: the question), completed, failed or rejected'))
+    .option('--epoch <n>', "a claimed task: your lease's epoch (task claim printed it)", epochOf)
     .option('--note <text>', 'why, or for input_required the question')
     .option('--summary <text>', 'the result: what was done')
     .option('--data <json>', 'the result: any JSON (at most 64 KiB)')
     .option('--ref <kind:locator>', 'the result: a reference (repeat)', collect, [])
-    .action((id: string, state: string, o: Common & { note?: string; summary?: string; data?: string; ref: string[] }) =>
+    .action((id: string, state: string, o: Common & { epoch?: number; note?: string; summary?: string; data?: string; ref: string[] }) =>
       run(
         o,
         (c) => {
@@ -191,7 +232,13 @@ export function registerTasks(program: Command): void {
             ...(o.data !== undefined ? { data: parseData(o.data) } : {}),
             ...(refs.length ? { refs } : {}),
           };
-          return c.task.update({ task_id: id, state: state as TaskState, ...(o.note !== undefined ? { note: o.note } : {}), ...(Object.keys(result).length ? { result } : {}) });
+          return c.task.update({
+            task_id: id,
+            state: state as TaskState,
+            ...(o.epoch !== undefined ? { epoch: o.epoch } : {}),
+            ...(o.note !== undefined ? { note: o.note } : {}),
+            ...(Object.keys(result).length ? { result } : {}),
+          });
         },
         taskLine,
       ),
