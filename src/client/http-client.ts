@@ -234,6 +234,7 @@ export class MailClient {
     list: (input: T.TaskListRequest): Promise<T.TaskListResponse> => this.call(pathOf('task.list'), input),
     update: (input: T.TaskUpdateRequest): Promise<T.TaskOut> => this.call(pathOf('task.update'), input),
     cancel: (input: T.TaskCancelRequest): Promise<T.TaskOut> => this.call(pathOf('task.cancel'), input),
+    claim: (input: T.TaskClaimRequest): Promise<T.TaskClaimResponse> => this.call(pathOf('task.claim'), input),
   };
 
   /** Approvals the mailbox records and never executes. */
