@@ -193,9 +193,9 @@ describe('m4a guard', () => {
       assert.equal(after.code, 0, `released: free at once: ${after.stderr}`);
     });
 
-    // Needs the attestor to see through git as it sees through a shell: the hook's m4a is git's
-    // child, and git is attested as a session of its own today (src/attest/transparent.ts).
-    it("the holder's own commit passes", { todo: 'git is not yet transparent to attestation: the hook speaks as a git session, not as the agent' }, async () => {
+    // The attestor sees through git as through a shell (src/attest/transparent.ts): the hook's m4a
+    // speaks as the agent that committed.
+    it("the holder's own commit passes", async () => {
       await reserve(alice, 'src/parser/**', 'exclusive', 'refactor of the lexer');
       const own = await commit(alice, 'src/parser/lex.ts');
       assert.equal(own.code, 0, `the holder's own commit: ${own.stderr}`);

@@ -1,6 +1,6 @@
 // The ancestor rule: the session is the first process, walking up from the socket's holder, that is
 // not transparent. Transparent processes are this package's own CLI, shells, and (only above an
-// already transparent process) a package runner launching this package. Judged from the kernel's
+// already transparent process) a package runner launching this package, and git (running a hook). Judged from the kernel's
 // exe link and argv, never from a process title.
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -78,6 +78,10 @@ export function cliDirsOf(packageRoot: string): string[] {
 export function isTransparent(p: ProcessFacts, ctx: WalkContext, runnerAllowed: boolean): boolean {
   const base = exeBase(p.exe);
   if (isShell(base)) return true;
+  // git runs hooks (the commit guard's `m4a guard check`) on behalf of whoever ran it: above a
+  // transparent process it is as transparent as the shell that ran it. The walk then finds the
+  // agent (or the terminal) that committed, the same session that reserved the files.
+  if (runnerAllowed && base === 'git') return true;
   if (!isScriptHost(base)) return false;
   const argv = readCmdline(p.pid);
   const script = nodeScriptPath(p.pid, argv);
