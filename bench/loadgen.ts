@@ -6,9 +6,10 @@ import { runFanout, type FanoutSpec } from './loadgen/fanout.js';
 import { runWaiters, type WaitersSpec } from './loadgen/waiters.js';
 import { runMcpStdio, type McpStdioSpec } from './loadgen/mcp-stdio.js';
 import { runSoak, type SoakSpec } from './loadgen/soak.js';
+import { runLeaseBurst, runLeaseRtt, type LeaseBurstSpec, type LeaseRttSpec } from './loadgen/leases.js';
 import { finish, readSpec } from './lib/spec.js';
 
-type Spec = FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec;
+type Spec = FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec | LeaseRttSpec | LeaseBurstSpec;
 
 function run(spec: Spec): Promise<unknown> {
   switch (spec.mode) {
@@ -24,6 +25,10 @@ function run(spec: Spec): Promise<unknown> {
       return runMcpStdio(spec);
     case 'soak':
       return runSoak(spec);
+    case 'lease-rtt':
+      return runLeaseRtt(spec);
+    case 'lease-burst':
+      return runLeaseBurst(spec);
     default:
       return Promise.reject(new Error(`unknown mode ${(spec as { mode: string }).mode}`));
   }

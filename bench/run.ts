@@ -3,7 +3,7 @@
 // table and writes JSON (and, for full-size runs, docs/bench-latency.svg). Never part of `npm test`.
 //
 //   --quick                 scaled-down sizes: the whole run in about a minute
-//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, flood, soak
+//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, flood, leases, soak
 //   --soak MINUTES          also run the soak (mixed load; memory and latency per window)
 //   --out FILE              JSON output (default bench-results/<timestamp>.json)
 //   --svg FILE              chart output (default docs/bench-latency.svg on full runs, beside the JSON on --quick)
@@ -29,6 +29,7 @@ import { durability } from './scenarios/durability.js';
 import { soak } from './scenarios/soak.js';
 import { wakeChain } from './scenarios/wake-chain.js';
 import { idleFlood } from './scenarios/idle-flood.js';
+import { leases } from './scenarios/leases.js';
 
 const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promise<ScenarioResult>> = {
   throughput,
@@ -43,8 +44,9 @@ const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promis
   soak: (ctx, o) => soak(ctx, o.soakMinutes),
   wakechain: wakeChain,
   flood: idleFlood,
+  leases,
 };
-const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain', 'flood'];
+const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain', 'flood', 'leases'];
 
 function machine() {
   const cpu = cpus();

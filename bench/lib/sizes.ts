@@ -22,6 +22,11 @@ export interface Sizes {
   /** Idle connections the hostile holder keeps open, and /health requests timed before and during. */
   floodConnections: number;
   floodHealthRequests: number;
+  /** Sequential claim/release cycles (each beside a send and an ack), claimants per burst, bursts, pooled tasks per pool burst. */
+  leaseRoundTrips: number;
+  leaseClaimants: number;
+  leaseBursts: number;
+  leasePoolTasks: number;
 }
 
 export const FULL: Sizes = {
@@ -43,6 +48,10 @@ export const FULL: Sizes = {
   durabilityMs: 2000,
   floodConnections: 3000,
   floodHealthRequests: 500,
+  leaseRoundTrips: 3000,
+  leaseClaimants: 1000,
+  leaseBursts: 5,
+  leasePoolTasks: 10,
 };
 
 export const QUICK: Sizes = {
@@ -64,4 +73,8 @@ export const QUICK: Sizes = {
   durabilityMs: 300,
   floodConnections: 3000,
   floodHealthRequests: 100,
+  leaseRoundTrips: 200,
+  leaseClaimants: 100,
+  leaseBursts: 2,
+  leasePoolTasks: 10,
 };
