@@ -141,8 +141,8 @@ describe('browser mailbox: keyboard and accessibility', { skip, timeout: 120_000
     assert.deepEqual(await lowContrast(page), [], 'thread page text contrast ≥ 4.5:1');
   });
 
-  it('tasks, compose and directory pages: every control named, text with contrast', async () => {
-    for (const name of ['Tasks', 'Compose', 'Directory']) {
+  it('tasks, reservations, compose and directory pages: every control named, text with contrast', async () => {
+    for (const name of ['Tasks', 'Reservations', 'Compose', 'Directory']) {
       await page.getByRole('link', { name, exact: true }).first().click();
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       await page.waitForLoadState('networkidle').catch(() => undefined);

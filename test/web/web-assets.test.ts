@@ -18,6 +18,7 @@ import type { AccountOut } from '../../src/wire/admin.js';
 import type { LoginResponse } from '../../src/wire/web.js';
 import type { WakeStep } from '../../src/wire/wake.js';
 import type { ApprovalOut, TaskListResponse, TaskOut } from '../../src/wire/tasks.js';
+import type { LeaseListResponse, LeaseOut } from '../../src/wire/leases.js';
 import type { ThrottleView } from '../../src/engine/login-throttle.js';
 
 const SOURCE = fileURLToPath(new URL('../../src/doors/web/browser/', import.meta.url));
@@ -39,6 +40,8 @@ export type EngineAnswersFitThePage = [
   Fits<Page.Task, TaskOut>,
   Fits<Page.TaskList, TaskListResponse>,
   Fits<Page.Approval, ApprovalOut>,
+  Fits<Page.Lease, LeaseOut>,
+  Fits<Page.LeaseList, LeaseListResponse>,
 ];
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";

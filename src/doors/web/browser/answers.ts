@@ -142,12 +142,33 @@ export interface Task {
   created_at: string;
   updated_at: string;
   version: number;
+  /** A task for a room (a pooled task): `to` is the room until someone claims it. */
+  pool?: { room: string; attempt: number; max_attempts: number; available_at?: string; lease_id?: string; epoch?: number };
+  /** Why the mailbox failed it (lease_exhausted: claimed max_attempts times without finishing). */
+  fail_reason?: string;
   children?: { task_id: string; title: string; state: TaskState }[];
 }
 
 export interface TaskList {
   tasks: Task[];
   next_cursor: string | null;
+}
+
+/** A live lease (docs/leases.md): `path:<glob>` under `root`, or a pooled task's `t-…`. */
+export interface Lease {
+  lease_id: string;
+  resource: string;
+  root?: string;
+  holder: string;
+  mode: 'exclusive' | 'shared';
+  reason?: string;
+  expires_at: string;
+  epoch: number;
+  attempt: number;
+}
+
+export interface LeaseList {
+  leases: Lease[];
 }
 
 export interface Approval {

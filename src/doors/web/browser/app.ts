@@ -12,6 +12,7 @@ import { pageInbox } from './page-inbox.js';
 import { pageLogin } from './page-login.js';
 import { pageTask } from './page-task.js';
 import { pageTasks } from './page-tasks.js';
+import { pageReservations } from './page-reservations.js';
 import { pageThread } from './page-thread.js';
 import { state } from './state.js';
 
@@ -19,7 +20,7 @@ function route(flash?: string): void {
   const p = location.pathname;
   const main = clear(shellPart('main'));
   if (!state.me && p !== '/web/login') {
-    if (/^\/web\/(thread|tasks?|compose|directory|admin)/.test(p)) state.returnTo = p + location.search;
+    if (/^\/web\/(thread|tasks?|reservations|compose|directory|admin)/.test(p)) state.returnTo = p + location.search;
     return go('/web/login', true, flash);
   }
   if (state.me && (p === '/' || p === '/web' || p === '/web/' || p === '/web/login')) return go('/web/inbox', true);
@@ -32,6 +33,7 @@ function route(flash?: string): void {
   if (p === '/web/tasks') return pageTasks(main, new URLSearchParams(location.search));
   const t = /^\/web\/task\/(t-[0-9a-z]{1,64})$/.exec(p);
   if (t?.[1]) return pageTask(main, t[1]);
+  if (p === '/web/reservations') return pageReservations(main);
   if (p === '/web/compose') return pageCompose(main, new URLSearchParams(location.search).get('to') || '');
   if (p === '/web/directory') return pageDirectory(main);
   if (p === '/web/admin' && state.me?.operator) return pageAdmin(main);

@@ -105,3 +105,17 @@ export function dl(pairs: readonly (readonly [string, string | number | undefine
   }
   return el;
 }
+
+/** How long until `iso`, in words: "in 40 s", "in 9 min", "in 2 h 5 min", or "expired". */
+export function untilText(iso: string, now = Date.now()): string {
+  const s = Math.floor((new Date(iso).getTime() - now) / 1000);
+  if (s <= 0) return 'expired';
+  if (s < 60) return 'in ' + s + ' s';
+  const m = Math.floor(s / 60);
+  return m < 60 ? 'in ' + m + ' min' : 'in ' + Math.floor(m / 60) + ' h' + (m % 60 ? ' ' + (m % 60) + ' min' : '');
+}
+
+/** An expiry, relative and absolute: "in 9 min (1 Dec 2026, 10:15)". */
+export function expiry(iso: string): HTMLSpanElement {
+  return h('span', { class: 'expiry' }, [h('span', { class: 'rel', text: untilText(iso) }), ' (', when(iso), ')']);
+}

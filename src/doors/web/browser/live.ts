@@ -6,6 +6,7 @@ import { $, announce, clear, shellPart } from './dom.js';
 import { loadDirectory, loadInbox, who } from './mail-data.js';
 import { setUnread } from './nav.js';
 import { drawInboxList } from './page-inbox.js';
+import { refreshReservations } from './page-reservations.js';
 import { pageTask } from './page-task.js';
 import { refreshBoard } from './page-tasks.js';
 import { pageThread } from './page-thread.js';
@@ -54,7 +55,10 @@ function arrived(msgs: Message[]): void {
   const thread = open?.getAttribute('data-thread');
   if (open && msgs.some((m) => threadOf(m) === thread)) pageThread(clear(shellPart('main')), open.getAttribute('data-open') || '', true);
   // A task's every change is mail in its thread to the other party: redraw what shows it.
-  if (state.view === '/web/tasks' && msgs.some((m) => /^Task\b/.test(m.subject))) refreshBoard();
+  const taskMail = msgs.some((m) => /^Task\b/.test(m.subject));
+  if (state.view === '/web/tasks' && taskMail) refreshBoard();
+  // A pooled task's claim, return or failure is task mail; file reservations have none (the view's timer).
+  if (state.view === '/web/reservations' && taskMail) refreshReservations();
   const task = $('task');
   const taskThread = task?.getAttribute('data-thread');
   if (task && taskThread && msgs.some((m) => threadOf(m) === taskThread)) pageTask(clear(shellPart('main')), task.getAttribute('data-task') || '', true);

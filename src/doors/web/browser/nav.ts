@@ -33,6 +33,7 @@ export function renderNav(): void {
   const links: [string, string][] = [
     ['/web/inbox', 'Inbox'],
     ['/web/tasks', 'Tasks'],
+    ['/web/reservations', 'Reservations'],
     ['/web/compose', 'Compose'],
     ['/web/directory', 'Directory'],
   ];

@@ -9,6 +9,7 @@ import { addr } from './mail-data.js';
 import { pageTitle } from './nav.js';
 import { taskActions } from './task-actions.js';
 import { namedError, stateBadge } from './task-data.js';
+import { poolFacts } from './task-pools.js';
 
 /** Draws task `id`; quiet: redrawn in place (after a change, or its mail arriving). */
 export function pageTask(main: HTMLElement, id: string, quiet?: boolean): void {
@@ -70,6 +71,8 @@ function drawTask(box: HTMLElement, t: Task): void {
       h('p', {}, [h('a', { href: '/web/thread/' + t.thread_id, 'data-nav': true, id: 'task-thread', text: 'Open its thread' }), ' (questions and answers are mail there)']),
     ]),
   );
+  const pool = poolFacts(t);
+  if (pool) box.appendChild(pool);
   box.appendChild(h('h2', { text: 'Instructions' }));
   box.appendChild(h('div', { class: 'message' }, [h('div', { class: 'body', id: 'task-instructions' }, [bodyNodes(t.instructions ?? t.title)]), refList(t.refs, 'references')]));
   if (t.result) box.appendChild(resultPart(t.result));

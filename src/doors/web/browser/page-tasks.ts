@@ -1,6 +1,7 @@
 // The task board: tasks assigned to the person and tasks they asked for, newest change first,
 // grouped by state (open ones first) or narrowed to one state, under the New task form
-// (task-create.ts). Changes arrive as mail, so the live update redraws the board (not the form)
+// (task-create.ts); below them the pools of the person's rooms and the dead letters
+// (task-pools.ts). Changes arrive as mail, so the live update redraws the board (not the form)
 // when a task's mail comes in (live.ts).
 import type { ApiError, Task, TaskList, TaskState } from './answers.js';
 import { api } from './api.js';
@@ -8,6 +9,7 @@ import { $, clear, errorText, field, h, when } from './dom.js';
 import { addr } from './mail-data.js';
 import { go, pageTitle } from './nav.js';
 import { newTaskForm } from './task-create.js';
+import { loadPools } from './task-pools.js';
 import { TASK_STATES, stateBadge, stateWord } from './task-data.js';
 
 export type Role = 'assigned' | 'requested';
@@ -54,14 +56,17 @@ export function pageTasks(main: HTMLElement, params: URLSearchParams): void {
   );
   main.appendChild(newTaskForm());
   main.appendChild(h('div', { id: 'taskboard', 'aria-live': 'polite' }));
+  main.appendChild(h('div', { id: 'pools' }));
   gen++;
   board = { role, state, tasks: [], cursor: null };
   void loadPage(board, false);
+  loadPools(true);
 }
 
 /** Reads the board again from the start (a task's mail arrived while it is open). */
 export function refreshBoard(): void {
   if (board && $('taskboard')) void loadPage({ ...board, tasks: [], cursor: null }, false);
+  loadPools(false);
 }
 
 function loadPage(b: Board, more: boolean): Promise<void> {

@@ -1,7 +1,8 @@
-// The board's "New task" form: the person hands a task to an account or one of its sessions
-// (task/create, with the login's CSRF token like every call). The daemon decides: a refusal
-// (unknown_participant, malformed with its field, too_large, not_supported for a room) is shown
-// by name beside the form and nothing is created; a task made opens its page.
+// The board's "New task" form: the person hands a task to an account, one of its sessions or a room
+// she is in (its pool; task/create, with the login's CSRF token like every call). The daemon
+// decides: a refusal (unknown_participant, malformed with its field, too_large, permission_denied
+// for a room she is not in) is shown by name beside the form and nothing is created; a task made
+// opens its page.
 import type { ApiError, Task } from './answers.js';
 import { api } from './api.js';
 import { announce, field, formError, h } from './dom.js';
@@ -24,7 +25,7 @@ export function newTaskForm(): HTMLElement {
   const send = h('button', { type: 'submit', text: 'Hand over the task' });
   // novalidate: what is missing is said in words, as the daemon's refusals are.
   const form = h('form', { id: 'task-create', novalidate: true, 'aria-label': 'New task' }, [
-    field('To', to, 'an account (codex) or one of its sessions (codex/web-ui, codex/s-…); a room cannot take a task yet'),
+    field('To', to, 'an account (codex), one of its sessions (codex/web-ui, codex/s-…), or a room you are in (#reviewers): its members claim it'),
     list,
     field('Title', title),
     field('Instructions', instructions, 'optional, plain text; Ctrl+Enter hands it over'),
@@ -66,7 +67,9 @@ export function newTaskForm(): HTMLElement {
   });
   loadDirectory().then(
     (dir) => {
-      for (const o of addressOptions(dir)) if (!o[0].startsWith('#')) list.appendChild(h('option', { value: o[0], label: o[1] }));
+      // Of the rooms, those the person is in: a task for one goes to its pool.
+      const mine = new Set(dir.rooms.filter((r) => r.member).map((r) => '#' + r.name));
+      for (const o of addressOptions(dir)) if (!o[0].startsWith('#') || mine.has(o[0])) list.appendChild(h('option', { value: o[0], label: o[1] }));
     },
     () => {
       /* completion is a convenience */
