@@ -254,6 +254,13 @@ for (const kind of STORE_KINDS.filter((k) => !process.env.M4A_TEST_STORE || k ==
         ],
       );
       assert.equal(r.conflicts[0]!.lease.reason, 'parser work');
+      // `**` matches no segment too: the path named exactly as the glob's directory is its.
+      const tools = await ok(bob, '/lease/claim', { resource: 'path:tools/**', root });
+      assert.deepEqual(
+        (await alice.lease.check({ root, paths: ['tools', 'toolsx'] })).conflicts.map((c) => [c.path, c.lease.lease_id]),
+        [['tools', tools.lease_id]],
+      );
+      await ok(bob, '/lease/release', { lease_id: tools.lease_id, epoch: tools.epoch });
       assert.equal(r.conflicts[0]!.lease.holder, theirs.holder);
       const asBob = await ok(bob, '/lease/check', { root, paths });
       assert.deepEqual(

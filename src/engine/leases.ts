@@ -20,7 +20,7 @@ import type { LeaseMode, LeaseRecord, SessionRecord, Store } from '../store/type
 import type { Clock } from './clock.js';
 import type { Logger } from './log.js';
 import { iso } from './present.js';
-import { checkGlob, checkPath, globMatches, globsOverlap } from './glob-overlap.js';
+import { checkGlob, checkPath, globMatches, globPrefix, globsOverlap } from './glob-overlap.js';
 import { LeaseEnds, type LeaseEndListener } from './lease-ends.js';
 import { callerAddress, type Caller } from './mail-engine.js';
 
@@ -63,14 +63,6 @@ export function normaliseRoot(root: string): string {
   const n = posix.normalize(root);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
 }
-
-/** What every path a glob matches starts with: its whole literal segments before the first
- *  wildcard, without the last slash (`src/parser/**` and `src/parser/` match `src/parser`). */
-const literalPrefix = (glob: string): string => {
-  const i = glob.search(/[*?[]/);
-  const literal = i < 0 ? glob : glob.slice(0, i);
-  return literal.slice(0, Math.max(0, literal.lastIndexOf('/')));
-};
 
 export class LeaseBook {
   private ends: LeaseEnds;
@@ -195,7 +187,8 @@ export class LeaseBook {
     });
     const others = (await this.d.store.listLeases({ space: `path:${root}`, now: this.d.clock.now(), limit: SCAN })).filter((l) => l.mode === 'exclusive' && !this.isOwn(c, l));
     if (others.length === 0) return { conflicts: [] };
-    const globs = others.map((l) => ({ l, start: literalPrefix(l.resource) }));
+    // Every path a glob matches starts with its prefix: most paths are ruled out by one startsWith.
+    const globs = others.map((l) => ({ l, start: globPrefix(l.resource) }));
     const hits: { path: string; lease: LeaseRecord }[] = [];
     for (const path of req.paths) {
       // One holder per path is enough to refuse a commit (the oldest lease: the store's order).
