@@ -157,5 +157,33 @@ for (const kind of STORE_KINDS) {
       await refused(call(w1, '/task/update', { task_id: plain.task_id, state: 'working', epoch: 1 }), 'malformed', { field: 'epoch' });
       assert.equal((await call(req, '/task/get', { task_id: plain.task_id })).state, 'submitted');
     });
+    it('a stray lease a crash left (taken, the task never moved) is ended by the next claim once it is older than any claim in flight', async () => {
+      const t = await call(req, '/task/create', { to: '#workers', title: 'stray' });
+      const now = clock.now();
+      const stray = await d.store.claimLease(
+        {
+          id: 'l-stray1',
+          space: `task:${t.task_id}`,
+          resource: t.task_id,
+          mode: 'exclusive',
+          holderAccount: 'w2',
+          holderSession: null,
+          holderLineage: null,
+          holderAddress: 'w2',
+          reason: null,
+          createdAt: now,
+          expiresAt: now + 900_000,
+          attempt: 1,
+        },
+        { now, maxPerHolder: 64, conflicts: () => true },
+      );
+      assert.equal(stray.kind, 'claimed');
+      await refused(call(w1, '/task/claim', { task_id: t.task_id }), 'lease_conflict');
+      await pass(31_000);
+      const got = await call(w1, '/task/claim', { task_id: t.task_id });
+      assert.match(got.task.to, /^w1/);
+      assert.equal((await d.store.getLease('l-stray1'))?.endReason, 'released');
+      await call(w1, '/task/update', { task_id: t.task_id, state: 'completed', epoch: got.lease.epoch });
+    });
   });
 }

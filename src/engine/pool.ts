@@ -40,6 +40,9 @@ export function retryDelayMs(pool: TaskPool): number {
 }
 
 const CANDIDATES = 16;
+/** A claim moves its task within milliseconds of taking the lease; a lease this old that its task
+ *  does not name was left by a crash in between. */
+const STRAY_AFTER_MS = 30_000;
 
 export class PoolBook {
   constructor(private d: PoolDeps) {}
@@ -75,7 +78,7 @@ export class PoolBook {
   }
 
   /** One claim attempt; null when another claimant came first (a pool claim tries the next). */
-  private async take(c: Caller, t: TaskRecord, req: T.TaskClaimRequest, now: number, named: boolean): Promise<T.TaskClaimResponse | null> {
+  private async take(c: Caller, t: TaskRecord, req: T.TaskClaimRequest, now: number, named: boolean, retried = false): Promise<T.TaskClaimResponse | null> {
     const pool = t.pool!;
     const offered = t.state === 'submitted' && (pool.availableAt === null || pool.availableAt <= now);
     if (!offered) {
@@ -105,6 +108,13 @@ export class PoolBook {
     );
     if (outcome.kind === 'too_many') throw new MailError('too_many_leases', `you hold ${outcome.held} leases, the most one session may`, { limit: LEASE_LIMITS.perHolder });
     if (outcome.kind === 'conflict') {
+      // A lease no task names, older than any claim in flight (a daemon killed between taking the
+      // lease and moving the task): nobody holds the task, so the stray lease goes, once.
+      const strays = outcome.holders.filter((h) => h.id !== pool.leaseId && now - h.createdAt > STRAY_AFTER_MS);
+      if (strays.length === outcome.holders.length && !retried) {
+        for (const h of strays) if (await this.d.store.endLease(h.id, h.epoch, 'released', now)) await this.d.store.settleLease(h.id);
+        return this.take(c, t, req, now, named, true);
+      }
       if (named) throw this.conflict(outcome.holders);
       return null;
     }
