@@ -35,6 +35,8 @@ export interface CheckOptions {
   strict: boolean;
   /** Known crash windows of src/ found (reported, not yet fixed): noted here instead of failing. */
   gaps: Set<string>;
+  /** Stray claim leases a kill left on tasks on offer (tolerated: the next claim ends them). */
+  strays: Set<string>;
 }
 
 /** Opens the file (the daemon is not running), checks it, closes it. */
@@ -110,17 +112,15 @@ async function checkTask(store: Store, t: TaskRecord, live: LeaseRecord[], unset
     }
     return;
   }
-  // Two crash windows of src/ (reported, not yet fixed), noted instead of failed: a kill between
-  // the claim's lease and the task's move to working (pool.ts take) leaves a live lease on a task
-  // still on offer, which blocks every claim of it until the lease's TTL; a kill between the
-  // holder's completion and the end of its lease (tasks.ts update: transition, then pool.ended)
-  // leaves the lease live until its TTL.
-  const orphaned = t.state === 'submitted' && mine.length === 1 && mine[0]!.id !== p.leaseId;
+  // A kill between a claim's lease and the task's move to working (pool.ts take) leaves a stray
+  // live lease on a task still on offer: by design since 2e266f8 the next claim of it ends the
+  // stray once it is 30 s old (STRAY_AFTER_MS), so it is tolerated here, and counted. A kill
+  // between the holder's completion and the end of its lease (tasks.ts update: transition, then
+  // pool.ended) leaves the lease live until its TTL: a known window, noted instead of failed.
+  const stray = t.state === 'submitted' && mine.length === 1 && mine[0]!.id !== p.leaseId;
   const lingering = t.state === 'completed' && mine.length === 1 && mine[0]!.id === p.leaseId;
-  if (orphaned || lingering)
-    o.gaps.add(
-      `task ${t.id} (${t.state}): lease ${mine[0]!.id} ${orphaned ? 'was taken, but the task never moved to working' : 'outlived its completion'}: live until ${new Date(mine[0]!.expiresAt).toISOString()}`,
-    );
+  if (stray) o.strays.add(mine[0]!.id);
+  else if (lingering) o.gaps.add(`task ${t.id} (completed): lease ${mine[0]!.id} outlived its completion: live until ${new Date(mine[0]!.expiresAt).toISOString()}`);
   else
     assert.deepEqual(
       mine.map((l) => l.id),

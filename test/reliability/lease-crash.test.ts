@@ -8,9 +8,10 @@
 // growing. The daemon is restarted on the same file each time. At the end the task claims are left
 // to expire, the daemon is killed once more around that moment, and after the restart every task
 // must be back in the pool exactly once per ended claim (one history entry, one room mail) or
-// failed lease_exhausted or completed. Three windows between two writes that a kill can hit are
-// known (a task row and its message; a claim's lease and the task's move to working; a completion
-// and the end of its lease): what they leave is noted and shown by the todo test at the end.
+// failed lease_exhausted or completed. Two windows between two writes that a kill can hit are
+// known (a task row and its message; a completion and the end of its lease): what they leave is
+// noted and shown by the todo test at the end. A third (a claim's lease taken, the task not yet
+// moved) leaves a stray lease the next claim ends after 30 s (pool.ts): tolerated, counted.
 // M4A_LEASE_CRASH_ROUNDS (default 5), M4A_CRASH_SEED to replay, M4A_CRASH_DEBUG=1 to narrate.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -61,6 +62,7 @@ describe(`lease crash: SIGKILL during concurrent claims (seed ${SEED})`, () => {
   const clients = new Map<string, MailClient>();
   /** What the known crash windows left (see the todo test at the end). */
   const gaps = new Set<string>();
+  const strays = new Set<string>();
 
   before(async () => {
     assert.ok(existsSync(BUILT_CLI), 'run `npm run build` first (npm test does)');
@@ -262,7 +264,7 @@ describe(`lease crash: SIGKILL during concurrent claims (seed ${SEED})`, () => {
       if (last) break;
       assert.ok(killed, where(`round ${round}: killed mid-traffic`));
       await d!.exited;
-      const seen = await checkFile(db, acked, { room: ROOM, strict: false, gaps }, where(`after kill ${round + 1}`));
+      const seen = await checkFile(db, acked, { room: ROOM, strict: false, gaps, strays }, where(`after kill ${round + 1}`));
       dbg(`after kill ${round + 1}: ${seen.live} live leases, ${seen.tasks} tasks`);
       d = await serve(dir, port);
     }
@@ -275,7 +277,7 @@ describe(`lease crash: SIGKILL during concurrent claims (seed ${SEED})`, () => {
     await sleep(Math.max(0, lastExpiry - Date.now() - 300 + Math.floor(rand() * 1500)));
     killNow();
     await d!.exited;
-    await checkFile(db, acked, { room: ROOM, strict: false, gaps }, where('after the kill during expiry'));
+    await checkFile(db, acked, { room: ROOM, strict: false, gaps, strays }, where('after the kill during expiry'));
     d = await serve(dir, port);
     await sleep(Math.max(0, lastExpiry - Date.now()) + 2500);
     // Every return is told to the room once: one `submitted` change (after the first) per return.
@@ -298,8 +300,8 @@ describe(`lease crash: SIGKILL during concurrent claims (seed ${SEED})`, () => {
     }
     d.child.kill('SIGTERM');
     await d.exited;
-    const final = await checkFile(db, acked, { room: ROOM, strict: true, gaps }, where('after the graceful stop'));
-    dbg(`${JSON.stringify(stats)}; ${final.tasks} tasks`);
+    const final = await checkFile(db, acked, { room: ROOM, strict: true, gaps, strays }, where('after the graceful stop'));
+    dbg(`${JSON.stringify(stats)}; ${final.tasks} tasks; ${strays.size} stray claim leases left by kills`);
     assert.ok(stats.claims >= 20, where(`enough claims to mean something (${stats.claims})`));
     assert.ok(acked.some((a) => a.kind === 'task') && acked.some((a) => a.kind === 'path'), where('both kinds of claims acknowledged'));
     if (gaps.size) process.stderr.write(`# lease-crash: known crash windows hit:\n${[...gaps].map((g) => `#   ${g}`).join('\n')}\n`);
@@ -308,7 +310,7 @@ describe(`lease crash: SIGKILL during concurrent claims (seed ${SEED})`, () => {
   it(
     'no trace of the known crash windows: every change of a pooled task is mail, no live claim outlives its completed task',
     {
-      todo: 'kills between two writes: a task row and its message (the message is lost), a claim lease and the task move (a live lease on a task on offer), a completion and its lease end (the lease lives to its TTL)',
+      todo: 'kills between two writes: a task row and its message (the message is lost); a completion and the end of its lease (the lease lives to its TTL)',
     },
     () => {
       assert.deepEqual([...gaps], [], where('what the kills left'));
