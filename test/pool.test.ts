@@ -185,5 +185,17 @@ for (const kind of STORE_KINDS) {
       assert.equal((await d.store.getLease('l-stray1'))?.endReason, 'released');
       await call(w1, '/task/update', { task_id: t.task_id, state: 'completed', epoch: got.lease.epoch });
     });
+
+    it('a claim whose task ended without it (a crash between the two) ends at the next session sweep, not at its TTL', async () => {
+      const t = await call(req, '/task/create', { to: '#workers', title: 'left over' });
+      const got = await call(w1, '/task/claim', { task_id: t.task_id, ttl_secs: 28_800 });
+      const row = (await d.store.getTask(t.task_id))!;
+      // The completion committed; the daemon died before ending the lease.
+      assert.ok(await d.store.updateTask({ ...row, state: 'completed', version: row.version + 1 }, row.version));
+      assert.equal((await call(w1, '/lease/list', { resource_prefix: t.task_id })).leases.length, 1);
+      await d.engine.sweepSessions();
+      assert.deepEqual((await call(w1, '/lease/list', { resource_prefix: t.task_id })).leases, []);
+      assert.equal((await d.store.getLease(got.lease.lease_id))?.endReason, 'released');
+    });
   });
 }

@@ -301,6 +301,7 @@ export class MailEngine {
   async sweepSessions(): ReturnType<SessionBook['sweep']> {
     const r = await this.sessions.sweep();
     await this.leases.sessionsEnded(r.sessions);
+    await this.tasks.pool.reconcile().catch((err: unknown) => this.log.warn({ err: String(err) }, 'reconciling pooled claims failed'));
     return r;
   }
 

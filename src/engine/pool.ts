@@ -196,6 +196,25 @@ export class PoolBook {
     });
   }
 
+  /** Live claims no task needs any more, as a crash can leave them: a claim of a task that ended
+   *  (killed between the end and the lease's end), or one its task does not name, past the time a
+   *  claim takes to move its task. Each ends (released), freeing its holder's count at once
+   *  rather than at its TTL. Run with the session sweep (every 30 s). */
+  async reconcile(): Promise<number> {
+    const now = this.d.clock.now();
+    let ended = 0;
+    for (const l of await this.d.store.listLeases({ spacePrefix: 'task:', now, limit: 10_000 })) {
+      const t = await this.d.store.getTask(l.resource);
+      const needed = t?.pool?.leaseId === l.id ? !isTerminal(t.state) : now - l.createdAt <= STRAY_AFTER_MS;
+      if (needed) continue;
+      if (await this.d.store.endLease(l.id, l.epoch, 'released', now)) {
+        await this.d.store.settleLease(l.id);
+        ended++;
+      }
+    }
+    return ended;
+  }
+
   /** Before an account is removed (which deletes the tasks assigned to it): the pooled tasks it
    *  holds go back to their pools first, so they outlive their holder. */
   async releaseHeldBy(account: string): Promise<void> {
