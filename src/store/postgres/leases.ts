@@ -9,50 +9,12 @@
 //           lease (the second skips the row, or re-checks it once the first committed), so each
 //           expired lease is returned once
 // An ended lease keeps its row, unsettled, until the engine settled it (unsettledLeases after a crash).
-import type { LeaseClaimOutcome, LeaseEndReason, LeaseMode, LeaseQuery, LeaseRecord, NewLease } from '../types.js';
+import type { LeaseClaimOutcome, LeaseEndReason, LeaseQuery, LeaseRecord, NewLease } from '../types.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
+// One row shape and mapping for both SQL stores (as sqlite/task-rows.ts for tasks).
+import { toLease, type LeaseRow } from '../sqlite/leases.js';
 import { leaseAccountLock, leaseClaimLocks, leaseSpaceLock } from './locks.js';
 import { NOW_MS, type Sql, type Tx } from './pg-sql.js';
-
-interface LeaseRow {
-  id: string;
-  space: string;
-  resource: string;
-  mode: string;
-  holder_account: string;
-  holder_session: string | null;
-  holder_lineage: string | null;
-  holder_address: string;
-  reason: string | null;
-  created_at: number;
-  expires_at: number;
-  epoch: number;
-  attempt: number;
-  ended_at: number | null;
-  end_reason: string | null;
-  settled: number;
-}
-
-function toLease(r: LeaseRow): LeaseRecord {
-  return {
-    id: r.id,
-    space: r.space,
-    resource: r.resource,
-    mode: r.mode as LeaseMode,
-    holderAccount: r.holder_account,
-    holderSession: r.holder_session,
-    holderLineage: r.holder_lineage,
-    holderAddress: r.holder_address,
-    reason: r.reason,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    epoch: r.epoch,
-    attempt: r.attempt,
-    endedAt: r.ended_at,
-    endReason: r.end_reason as LeaseEndReason | null,
-    settled: r.settled !== 0,
-  };
-}
 
 /** Ended leases in the order they are listed when several end at once. */
 const byExpiry = (a: LeaseRecord, b: LeaseRecord) => a.expiresAt - b.expiresAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
