@@ -63,6 +63,7 @@ for (const kind of STORE_KINDS) {
       assert.equal(got.lease.epoch, 1);
       assert.equal(got.lease.attempt, 1);
       assert.equal(got.task.pool.lease_id, got.lease.lease_id);
+      assert.equal(got.lease.reason, 'pooled task', "any account lists leases: the title is the room's only");
       const conflict = await refused(call(w2, '/task/claim', { task_id: t.task_id }), 'lease_conflict');
       assert.match(String((conflict.details.holders as Array<Record<string, string>>)[0]!.holder), /^w1/);
       assert.deepEqual(
@@ -196,6 +197,18 @@ for (const kind of STORE_KINDS) {
       await d.engine.sweepSessions();
       assert.deepEqual((await call(w1, '/lease/list', { resource_prefix: t.task_id })).leases, []);
       assert.equal((await d.store.getLease(got.lease.lease_id))?.endReason, 'released');
+    });
+
+    it('an account made after a task (a later one of a name) never holds it: by id not_task_party, by pool skipped', async () => {
+      await d.operator.admin.roomAdd('later');
+      await d.operator.admin.memberAdd('later', 'lead');
+      const t = await call(req, '/task/create', { to: '#later', title: 'older than its claimant' });
+      clock.advance(1_000);
+      const late = (await d.account('late')).client;
+      await d.operator.admin.memberAdd('later', 'late');
+      await refused(call(late, '/task/claim', { task_id: t.task_id }), 'not_task_party');
+      assert.deepEqual(await call(late, '/task/claim', { pool: '#later' }), { task: null, lease: null });
+      assert.equal((await call(req, '/task/get', { task_id: t.task_id })).state, 'submitted');
     });
   });
 }

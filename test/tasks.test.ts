@@ -124,6 +124,16 @@ for (const kind of STORE_KINDS) {
       assert.equal((await bob.inbox({})).messages.filter((m) => m.subject === 'Task: racing').length, 1, 'one mail for the racing retries');
     });
 
+    it('a task keeps at most 1,000 changes: past them only a final state is taken', async () => {
+      const t = await call(alice, '/task/create', { to: 'bob', title: 'endless' });
+      const row = (await d.store.getTask(t.task_id))!;
+      const filler = Array.from({ length: 999 }, (_, i) => ({ state: i % 2 ? ('working' as const) : ('input_required' as const), at: row.createdAt, by: 'bob', note: 'q' }));
+      assert.ok(await d.store.updateTask({ ...row, state: 'working', history: [...row.history, ...filler], version: row.version + 1 }, row.version));
+      await refused(call(bob, '/task/update', { task_id: t.task_id, state: 'input_required', note: 'again?' }), 'too_large', { field: 'history', limit: 1000 });
+      assert.equal((await call(alice, '/task/get', { task_id: t.task_id })).history.length, 1000, 'nothing changed');
+      assert.equal((await call(bob, '/task/update', { task_id: t.task_id, state: 'completed' })).state, 'completed');
+    });
+
     it('approvals: a linked task waits in auth_required, the reviewer decides once, the task returns to working', async () => {
       const t = await call(alice, '/task/create', { to: 'bob', title: 'migrate' });
       await call(bob, '/task/update', { task_id: t.task_id, state: 'working' });

@@ -9,7 +9,7 @@ import { MailError } from '../wire/errors.js';
 import { LEASE_LIMITS } from '../wire/leases.js';
 import { parseCompactAddress } from '../wire/address.js';
 import type * as T from '../wire/tasks.js';
-import { isTerminal } from '../wire/tasks.js';
+import { TASK_LIMITS, isTerminal } from '../wire/tasks.js';
 import type { LeaseRecord, Store, TaskPool, TaskRecord } from '../store/types.js';
 import type { Clock } from './clock.js';
 import { callerAddress, type Caller } from './mail-engine.js';
@@ -71,6 +71,8 @@ export class PoolBook {
       candidates = await this.d.store.poolTasks({ room, offeredAt: now, limit: CANDIDATES });
     }
     for (const t of candidates) {
+      // An account made after the task (a later one of a name) is no party of it: never its holder.
+      if (c.account.createdAt > t.createdAt) continue;
       const got = await this.take(c, t, req, now, req.task_id !== undefined);
       if (got) return got;
     }
@@ -99,7 +101,8 @@ export class PoolBook {
         holderSession: c.session?.id ?? null,
         holderLineage: c.session?.lineage ?? null,
         holderAddress: callerAddress(c),
-        reason: `task: ${t.title}`.slice(0, LEASE_LIMITS.reasonBytes),
+        // Not the title: any account may list leases, only the room's members may read its tasks.
+        reason: 'pooled task',
         createdAt: now,
         expiresAt: now + ttl * 1000,
         attempt: pool.attempt + 1,
@@ -180,6 +183,13 @@ export class PoolBook {
             : 'released';
     const pool = t.pool;
     const unheld = { toAccount: '', toLineage: null, toAddress: `#${pool.room}` };
+    if (t.history.length >= TASK_LIMITS.historyMax) {
+      await this.d.transition(mailbox, t, 'failed', `its history is full (${TASK_LIMITS.historyMax} changes): it cannot go back to the pool`, t.fromAddress, {
+        ...unheld,
+        pool: { ...pool, leaseId: null, leaseEpoch: null },
+      });
+      return;
+    }
     if (pool.attempt >= pool.maxAttempts) {
       await this.d.transition(mailbox, t, 'failed', `lease_exhausted: claimed ${pool.attempt} times without finishing (last: ${why})`, t.fromAddress, {
         ...unheld,

@@ -252,6 +252,13 @@ export class TaskBook {
     /** What else changes with it (a pooled task's holder and claim). */
     patch: Partial<TaskRecord> = {},
   ): Promise<T.TaskOut> {
+    // A task that never settles (a remote agent flipping states) must not grow without bound.
+    if (t.history.length >= TASK_LIMITS.historyMax && !isTerminal(state))
+      throw new MailError('too_large', `task ${t.id} has ${t.history.length} changes, the most it keeps: only completed, failed, canceled or rejected now`, {
+        field: 'history',
+        limit: TASK_LIMITS.historyMax,
+        actual: t.history.length + 1,
+      });
     const now = this.d.clock.now();
     const version = t.version + 1;
     const next: TaskRecord = {

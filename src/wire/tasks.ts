@@ -19,6 +19,8 @@ export const TASK_LIMITS = {
   listMax: 100,
   listDefault: 20,
   actionBytes: 512,
+  /** History entries a task keeps; past them only a move to a final state is taken. */
+  historyMax: 1_000,
   /** An approval expires at most this long after it was asked for. */
   expiresMaxSecs: 30 * 24 * 3600,
 } as const;
