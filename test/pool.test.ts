@@ -210,5 +210,17 @@ for (const kind of STORE_KINDS) {
       assert.deepEqual(await call(late, '/task/claim', { pool: '#later' }), { task: null, lease: null });
       assert.equal((await call(req, '/task/get', { task_id: t.task_id })).state, 'submitted');
     });
+
+    it('a member who leaves the room gives back the tasks of it that it holds', async () => {
+      await d.operator.admin.roomAdd('leavers');
+      for (const m of ['lead', 'w1']) await d.operator.admin.memberAdd('leavers', m);
+      const t = await call(req, '/task/create', { to: '#leavers', title: 'left behind' });
+      const got = await call(w1, '/task/claim', { task_id: t.task_id });
+      await d.operator.admin.memberRemove('leavers', 'w1');
+      const back = await call(req, '/task/get', { task_id: t.task_id });
+      assert.equal(back.state, 'submitted');
+      assert.match(back.history.at(-1).note, /back in the pool/);
+      await refused(call(w1, '/task/update', { task_id: t.task_id, state: 'completed', epoch: got.lease.epoch }), 'not_task_party');
+    });
   });
 }

@@ -138,6 +138,8 @@ export class AdminOps {
     if (r.everyone) throw new MailError('malformed', `#${room} includes every account; remove the room instead`, { field: 'room', reason: 'everyone room' });
     await this.e.store.removeMember(room, account);
     this.e.roomsChanged(account);
+    // A member who leaves gives back the room's pooled tasks it holds.
+    await this.e.tasks.pool.releaseHeldBy(account, room);
     return { ok: true };
   }
 

@@ -225,12 +225,14 @@ export class PoolBook {
     return ended;
   }
 
-  /** Before an account is removed (which deletes the tasks assigned to it): the pooled tasks it
-   *  holds go back to their pools first, so they outlive their holder. */
-  async releaseHeldBy(account: string): Promise<void> {
+  /** Before an account is removed (which deletes the tasks assigned to it), or when it leaves
+   *  `room`: the pooled tasks it holds (of that room) go back to their pools, so they outlive
+   *  their holder's membership. */
+  async releaseHeldBy(account: string, room?: string): Promise<void> {
     const now = this.d.clock.now();
     const held = await this.d.store.listLeases({ spacePrefix: 'task:', holderAccount: account, now, limit: 10_000 });
     for (const l of held) {
+      if (room !== undefined && (await this.d.store.getTask(l.resource))?.pool?.room !== room) continue;
       const ended = await this.d.store.endLease(l.id, l.epoch, 'account_removed', now);
       if (!ended) continue;
       await this.leaseEnded(ended);
