@@ -2,7 +2,8 @@
 // config methods, a config given with SendMessage, the notifications a receiver on loopback gets
 // while the assignee moves the task (StreamResponse JSON in order, the token and Authorization the
 // config asked for, the daemon's M4A-Signature), configs owned by their account, the loopback rule,
-// limits, and a restart that catches up on a change made while the daemon was down.
+// limits (a replaced config counted once; a cap per account on the daemon), and a restart that
+// catches up on a change made while the daemon was down.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { Role, StreamResponse, TaskState, type Message, type SendMessageRequest, type Task, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, createAuthenticatingFetchWithRetry, type Client } from '@a2a-js/sdk/client';
 import { MailClient } from '../src/client/http-client.js';
+import { PUSH_KIND, PUSH_LIMITS, pushRow } from '../src/doors/a2a/a2a-push.js';
 import { purposeKey, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { until } from './support/until.js';
@@ -235,6 +237,40 @@ describe('A2A push notifications', () => {
     assert.equal((await toBob.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.length, 8);
   });
 
+  /** CreateTaskPushNotificationConfig as JSON-RPC: the raw answer. */
+  const createRaw = (secret: string, params: Record<string, unknown>) =>
+    raw(d.url, '/a2a/bob', { token: secret, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params }) });
+  const countOn = async (client: Client, taskId: string): Promise<number> =>
+    (await client.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' })).configs.length;
+
+  it(`at most ${PUSH_LIMITS.perAccount} configs of one account on the daemon: the last is taken, the next refused and not stored, a replacement or another account still taken`, async () => {
+    const { secret: daveSecret } = await d.account('dave');
+    const daveToBob = await a2aClient(d, daveSecret, 'bob');
+    const tasks: string[] = [];
+    for (let made = 0; made < PUSH_LIMITS.perAccount; made += PUSH_LIMITS.perTask) {
+      const t = asTask(await daveToBob.sendMessage(sendReq(message(`Shard ${tasks.length}`))));
+      tasks.push(t.id);
+      const n = Math.min(PUSH_LIMITS.perTask, PUSH_LIMITS.perAccount - made);
+      for (let i = 0; i < n; i++) assert.equal((await createRaw(daveSecret, { taskId: t.id, id: `d${i}`, url: `${rx.url}/dave` })).json.result?.id, `d${i}`);
+    }
+    const spare = asTask(await daveToBob.sendMessage(sendReq(message('One shard too many')))).id;
+    const over = await createRaw(daveSecret, { taskId: spare, id: 'd0', url: `${rx.url}/dave` });
+    assert.equal(over.json.error?.code, -32602, JSON.stringify(over.json));
+    assert.equal(over.json.error.data[0].fieldViolations[0].field, 'configs');
+    assert.match(over.json.error.message, new RegExp(`at most ${PUSH_LIMITS.perAccount} .* on this daemon`));
+    assert.equal(await countOn(daveToBob, spare), 0, 'nothing was stored');
+    // At the cap, a config of dave's is still replaced, and carol is not held back by dave.
+    assert.equal((await createRaw(daveSecret, { taskId: tasks[0]!, id: 'd0', url: `${rx.url}/dave-again` })).json.result?.url, `${rx.url}/dave-again`);
+    const carolToBob = await a2aClient(d, carolSecret, 'bob');
+    const carolTask = asTask(await carolToBob.sendMessage(sendReq(message('Shard for carol'))));
+    assert.equal((await carolToBob.createTaskPushNotificationConfig(config(carolTask.id, `${rx.url}/carol2`, { id: 'c2' }))).id, 'c2');
+    // A delete frees one place, exactly one.
+    await daveToBob.deleteTaskPushNotificationConfig({ tenant: '', taskId: tasks[0]!, id: 'd0' });
+    assert.equal((await createRaw(daveSecret, { taskId: spare, id: 'd0', url: `${rx.url}/dave` })).json.result?.id, 'd0');
+    assert.equal((await createRaw(daveSecret, { taskId: spare, id: 'd1', url: `${rx.url}/dave` })).json.error?.code, -32602);
+    assert.equal(await countOn(daveToBob, spare), 1);
+  });
+
   it('a receiver that fails is retried with the same event; configs outlive a restart', async () => {
     const task = asTask(await toBob.sendMessage(sendReq(message('Bisect the regression'))));
     await toBob.createTaskPushNotificationConfig(config(task.id, `${rx.url}/t3`, { id: 'r' }));
@@ -254,5 +290,51 @@ describe('A2A push notifications', () => {
     await update(task.id, 'completed', { result: { summary: 'found it' } });
     await until('artifact and completed after the restart', () => eventsOf(rx.got, '/t3').length === 4);
     assert.deepEqual(kindsOf(eventsOf(rx.got, '/t3')), ['status:TASK_STATE_WORKING', 'status:TASK_STATE_WORKING', 'artifactUpdate', 'status:TASK_STATE_COMPLETED']);
+  });
+});
+
+describe('A2A push notifications: the daemon-wide count', () => {
+  let dir: string;
+  let d: TestDaemon;
+  let rx: Awaited<ReturnType<typeof receiver>>;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'm4a-a2a-push-count-'));
+    rx = await receiver();
+  });
+  after(async () => {
+    await d.stop();
+    await rx.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a replaced config is counted once: one place under the cap, many replacements leave it for another account', async () => {
+    d = await startTestDaemon({ dataDir: dir });
+    const alice = (await d.account('alice')).secret;
+    await d.account('bob');
+    const carol = (await d.account('carol')).secret;
+    const create = (secret: string, params: Record<string, unknown>) =>
+      raw(d.url, '/a2a/bob', { token: secret, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params }) });
+    const task = asTask(await (await a2aClient(d, alice, 'bob')).sendMessage(sendReq(message('Profile the cache')))).id;
+    const carolTask = asTask(await (await a2aClient(d, carol, 'bob')).sendMessage(sendReq(message('Check the cache key')))).id;
+    assert.equal((await create(alice, { taskId: task, id: 'same', url: `${rx.url}/same` })).json.result?.id, 'same');
+    // The rest of the daemon's share, up to one place, as configs of the assignee's (written to the
+    // store and loaded at start: creating them one by one would take the test's whole budget).
+    const at = d.engine.clock.now();
+    const history = (await d.engine.tasks.get(await d.engine.callerFor((await d.store.getAccount('bob'))!, null), { task_id: task })).history.length;
+    const seeds = Array.from({ length: PUSH_LIMITS.perDaemon - 2 }, (_, i) =>
+      pushRow({ task_id: task, id: `seed-${i}`, account: 'bob', url: `${rx.url}/seed`, host: d.hostId, created_at: new Date(at).toISOString(), sent: history, result: 'null' }, at),
+    );
+    await d.store.insertRecords(seeds);
+    await d.close();
+    d = await startTestDaemon({ dataDir: dir });
+    assert.equal((await d.store.listRecords(PUSH_KIND, '', PUSH_LIMITS.perDaemon * 2)).length, PUSH_LIMITS.perDaemon - 1);
+
+    for (let i = 0; i < 50; i++) assert.equal((await create(alice, { taskId: task, id: 'same', url: `${rx.url}/same-${i}` })).json.result?.id, 'same');
+    // The last place is carol's; the next config is refused, until a delete frees the place.
+    assert.equal((await create(carol, { taskId: carolTask, id: 'c1', url: `${rx.url}/carol` })).json.result?.id, 'c1');
+    const full = await create(carol, { taskId: carolTask, id: 'c2', url: `${rx.url}/carol` });
+    assert.equal(full.json.error?.data?.[0]?.reason, 'RATE_LIMITED', JSON.stringify(full.json));
+    await (await a2aClient(d, carol, 'bob')).deleteTaskPushNotificationConfig({ tenant: '', taskId: carolTask, id: 'c1' });
+    assert.equal((await create(carol, { taskId: carolTask, id: 'c2', url: `${rx.url}/carol` })).json.result?.id, 'c2');
   });
 });

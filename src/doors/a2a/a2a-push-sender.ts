@@ -6,13 +6,17 @@
 // daemon's durable outbox of signed POSTs (at least once, retried with backoff, M4A-Signature and
 // M4A-Event-Id as for wake webhooks, with the key of the purpose a2a-push). One task's notifications go out in order, one at a time; a
 // terminal task's configs are deleted after its last notification.
+//
+// It also counts this daemon's configs, in all and per account, for the caps of a2a-push.ts: by
+// identity, loaded at start, kept by create, delete and forget, and set right by every pass over a
+// task (a config another daemon took over is no longer this one's).
 import { createHash } from 'node:crypto';
 import type { MailEngine } from '../../engine/mail-engine.js';
 import type { CommitEvent } from '../../store/types.js';
 import { MailError } from '../../wire/errors.js';
 import { isTerminal, type TaskOut } from '../../wire/tasks.js';
 import { artifactOf, statusAt } from './a2a-mapping.js';
-import { parsePushRecord, PUSH_KIND, PUSH_LIMITS, pushRow, type PushRecord, type PushWatch } from './a2a-push.js';
+import { parsePushRecord, PUSH_KIND, PUSH_LIMITS, pushRecordId, pushRow, type PushKey, type PushRecord, type PushWatch } from './a2a-push.js';
 import type { StreamEvent } from './a2a-wire.js';
 
 /** One signed POST, queued durably; settles after the first attempt (the outbox retries). */
@@ -21,8 +25,10 @@ export type PushPost = (e: { eventId: string; url: string; body: string; headers
 const A2A_CONTENT_TYPE = 'application/a2a+json';
 
 export class A2aPushSender implements PushWatch {
-  /** Tasks with a config of this daemon → how many configs. */
-  private watched = new Map<string, number>();
+  /** Tasks with a config of this daemon → its configs by record id; `stored` once seen in the
+   *  store (a create counts its config before writing it). */
+  private watched = new Map<string, Map<string, { key: PushKey; stored: boolean }>>();
+  private perAccount = new Map<string, number>();
   private total = 0;
   private runs = new Map<string, Promise<void>>();
   private again = new Set<string>();
@@ -42,19 +48,47 @@ export class A2aPushSender implements PushWatch {
     const rows = await this.o.engine.store.listRecords(PUSH_KIND, '', PUSH_LIMITS.perDaemon * 2);
     for (const row of rows) {
       const r = parsePushRecord(row);
-      if (r?.host === this.o.engine.hostId) this.added(r.task_id);
+      if (r?.host === this.o.engine.hostId) this.track(r, true);
     }
     this.unsubscribe = this.o.engine.store.onCommit((e) => void this.commit(e).catch((err: unknown) => this.warn('A2A push: reading a commit failed', err)));
     for (const taskId of this.watched.keys()) this.run(taskId);
   }
 
-  added(taskId: string): void {
-    this.watched.set(taskId, (this.watched.get(taskId) ?? 0) + 1);
-    this.total++;
+  added(k: PushKey): boolean {
+    return this.track(k, false);
   }
 
-  count(): number {
-    return this.total;
+  private track(k: PushKey, stored: boolean): boolean {
+    const task = this.watched.get(k.task_id) ?? new Map<string, { key: PushKey; stored: boolean }>();
+    this.watched.set(k.task_id, task);
+    const id = pushRecordId(k);
+    const known = task.get(id);
+    if (known) {
+      known.stored ||= stored;
+      return false;
+    }
+    task.set(id, { key: { task_id: k.task_id, account: k.account, id: k.id }, stored });
+    this.perAccount.set(k.account, this.count(k.account) + 1);
+    this.total++;
+    return true;
+  }
+
+  removed(k: PushKey): void {
+    const task = this.watched.get(k.task_id);
+    if (!task?.delete(pushRecordId(k))) return;
+    if (task.size === 0) this.watched.delete(k.task_id);
+    const left = this.count(k.account) - 1;
+    if (left > 0) this.perAccount.set(k.account, left);
+    else this.perAccount.delete(k.account);
+    this.total--;
+  }
+
+  has(k: PushKey): boolean {
+    return this.watched.get(k.task_id)?.has(pushRecordId(k)) ?? false;
+  }
+
+  count(account?: string): number {
+    return account === undefined ? this.total : (this.perAccount.get(account) ?? 0);
   }
 
   /** Resolves when no task's notifications are being sent (tests). */
@@ -98,11 +132,16 @@ export class A2aPushSender implements PushWatch {
   }
 
   private async pass(taskId: string): Promise<void> {
-    const rows = await this.o.engine.store.listRecords(PUSH_KIND, `${taskId}/`, 1_000);
-    const mine = rows.flatMap((row) => parsePushRecord(row) ?? []).filter((r) => r.host === this.o.engine.hostId);
-    this.total += mine.length - (this.watched.get(taskId) ?? 0);
-    if (mine.length === 0) this.watched.delete(taskId);
-    else this.watched.set(taskId, mine.length);
+    const read = await this.o.engine.store.listRecords(PUSH_KIND, `${taskId}/`, 1_000);
+    const rows = read.flatMap((row) => parsePushRecord(row) ?? []);
+    const mine = rows.filter((r) => r.host === this.o.engine.hostId);
+    // Set the count right: a config replaced through another daemon is that daemon's now, and one
+    // seen in the store before and gone now was deleted through another daemon. One never seen
+    // there stays: a create is counting it before its write.
+    for (const r of rows) if (r.host !== this.o.engine.hostId) this.removed(r);
+    for (const r of mine) this.track(r, true);
+    const here = new Set(mine.map(pushRecordId));
+    if (read.length < 1_000) for (const [id, c] of this.watched.get(taskId) ?? []) if (c.stored && !here.has(id)) this.removed(c.key);
     for (const r of mine) {
       if (this.closed) return;
       await this.notify(r);
@@ -123,7 +162,7 @@ export class A2aPushSender implements PushWatch {
 
   private async notify(r: PushRecord): Promise<void> {
     const store = this.o.engine.store;
-    const id = `${r.task_id}/${r.account}/${r.id}`;
+    const id = pushRecordId(r);
     const t = await this.taskFor(r);
     if (!t) {
       await this.forget(r);
@@ -157,11 +196,7 @@ export class A2aPushSender implements PushWatch {
   }
 
   private async forget(r: PushRecord): Promise<void> {
-    if (await this.o.engine.store.deleteRecord(PUSH_KIND, `${r.task_id}/${r.account}/${r.id}`)) {
-      this.total = Math.max(0, this.total - 1);
-      const left = (this.watched.get(r.task_id) ?? 1) - 1;
-      if (left <= 0) this.watched.delete(r.task_id);
-      else this.watched.set(r.task_id, left);
-    }
+    await this.o.engine.store.deleteRecord(PUSH_KIND, pushRecordId(r));
+    this.removed(r);
   }
 }

@@ -20,6 +20,9 @@ export const PUSH_KIND = 'a2a-push';
 export const PUSH_LIMITS = {
   /** Configs one account keeps on one task. */
   perTask: 8,
+  /** Configs of one account this daemon sends for, all tasks together: no account can use up the
+   *  daemon's share alone. */
+  perAccount: 256,
   /** Configs this daemon sends for, all tasks together. */
   perDaemon: 10_000,
   tokenBytes: 512,
@@ -86,6 +89,7 @@ export interface PushConfigOut {
 }
 
 const recordId = (taskId: string, account: string, id: string): string => `${taskId}/${account}/${id}`;
+export const pushRecordId = (k: PushKey): string => recordId(k.task_id, k.account, k.id);
 
 export function parsePushRecord(row: RecordRow): PushRecord | null {
   try {
@@ -104,12 +108,23 @@ const out = (r: PushRecord): PushConfigOut => ({ id: r.id, taskId: r.task_id, ur
 const notFound = (taskId: string, id?: string): A2aRpcError =>
   A2aRpcError.a2a('TaskNotFoundError', id ? `no push notification config ${id.slice(0, 64)} of yours on this task` : 'task not found', { taskId: taskId.slice(0, 80) });
 
-/** What the sender is told when this daemon's configs change. */
+/** A config's identity: one per (task, owner account, id). */
+export interface PushKey {
+  task_id: string;
+  account: string;
+  id: string;
+}
+
+/** What the sender is told when this daemon's configs change. Counted by identity, so a replaced
+ *  config stays one config. */
 export interface PushWatch {
-  /** A config of this daemon now exists on the task (its sender starts following it). */
-  added(taskId: string): void;
-  /** How many configs this daemon sends for. */
-  count(): number;
+  /** A config of this daemon exists on the task (its sender follows it); true when it is new. */
+  added(k: PushKey): boolean;
+  /** A config is gone (deleted, or never stored after all). */
+  removed(k: PushKey): void;
+  has(k: PushKey): boolean;
+  /** How many configs this daemon sends for, in all or of one account. */
+  count(account?: string): number;
 }
 
 export class PushConfigs {
@@ -140,7 +155,18 @@ export class PushConfigs {
         limit: PUSH_LIMITS.perTask,
         actual: mine.length + 1,
       });
-    if (!replacing && this.o.watch.count() >= PUSH_LIMITS.perDaemon)
+    // A config this daemon sends for already is replaced in place; anything else counts against
+    // the caps (also a config another daemon sent for, which this one takes over).
+    const key: PushKey = { task_id: task.task_id, account: c.account.id, id };
+    const fresh = !this.o.watch.has(key);
+    const ofAccount = this.o.watch.count(c.account.id);
+    if (fresh && ofAccount >= PUSH_LIMITS.perAccount)
+      throw new MailError('too_large', `at most ${PUSH_LIMITS.perAccount} push notification configs of one account on this daemon`, {
+        field: 'configs',
+        limit: PUSH_LIMITS.perAccount,
+        actual: ofAccount + 1,
+      });
+    if (fresh && this.o.watch.count() >= PUSH_LIMITS.perDaemon)
       throw new MailError('rate_limited', `this daemon sends for ${PUSH_LIMITS.perDaemon} push notification configs already`, { retry_after: 60 });
     const rec: PushRecord = {
       task_id: task.task_id,
@@ -155,8 +181,15 @@ export class PushConfigs {
       sent: task.history.length,
       result: JSON.stringify(task.result ?? null),
     };
-    await this.o.store.putRecord(pushRow(rec, this.o.now()));
-    this.o.watch.added(task.task_id);
+    // Counted before the write, in the same turn as the checks, so concurrent creates cannot pass a
+    // cap together; uncounted again if the write fails.
+    const counted = this.o.watch.added(key);
+    try {
+      await this.o.store.putRecord(pushRow(rec, this.o.now()));
+    } catch (e) {
+      if (counted) this.o.watch.removed(key);
+      throw e;
+    }
     return out(rec);
   }
 
@@ -177,6 +210,7 @@ export class PushConfigs {
 
   async delete(c: Caller, taskId: string, id: string): Promise<void> {
     if (!(await this.o.store.deleteRecord(PUSH_KIND, recordId(taskId, c.account.id, id)))) throw notFound(taskId, id);
+    this.o.watch.removed({ task_id: taskId, account: c.account.id, id });
   }
 
   private async mine(c: Caller, taskId: string): Promise<PushRecord[]> {
