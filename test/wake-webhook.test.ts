@@ -1,23 +1,26 @@
 // Webhook wakes: signed POSTs a receiver can verify, retries with backoff on an injected clock, a
 // durable outbox that resumes after a restart (nothing lost, nothing doubled beyond at-least-once),
-// permanent 4xx given up, URLs as strict as listeners unless remote hosts are allowed, and a
-// signing key kept 0600 and shown once.
+// permanent 4xx given up, URLs as strict as listeners unless remote hosts are allowed, a
+// signing key kept 0600 and shown once, and bounds: attempts in flight in all and per receiver (a
+// receiver that never answers holds two sockets, not one per event), pending events per receiver.
 import { after, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock, systemClock } from '../src/engine/clock.js';
 import { MailError } from '../src/wire/errors.js';
 import { openSqliteStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
+import type { Logger } from '../src/engine/log.js';
 import type { WakeRequest } from '../src/wake/types.js';
 import { WebhookAdapter, type WebhookPayload } from '../src/wake/webhook-adapter.js';
 import { OUTBOX_KIND, WebhookOutbox, backoffMs, type FinalOutcome } from '../src/wake/webhook-outbox.js';
 import { ensureSigningKey, signingKeyLoader, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
 import { checkWebhookStep, checkWebhookUrl, resolveWebhookTarget, WebhookUrlRefused } from '../src/wake/remote-url.js';
+import { until } from './support/until.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -46,6 +49,75 @@ async function startReceiver(answer: (r: Received, n: number) => number): Promis
     got,
     server,
     close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/** A loopback receiver that accepts every connection and never answers; counts the connections
+ *  open now and the most ever open at once. */
+async function startHungReceiver(): Promise<{ url: string; open(): number; maxOpen(): number; requests: string[]; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const held: ServerResponse[] = [];
+  const requests: string[] = [];
+  let max = 0;
+  const server = createServer((req, res) => {
+    requests.push(String(req.headers['m4a-event-id']));
+    held.push(res);
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    max = Math.max(max, sockets.size);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hung`,
+    open: () => sockets.size,
+    maxOpen: () => max,
+    requests,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** Receivers that answer 200 after `holdMs`, counting the requests each (and all) has at once.
+ *  A request counts until just before its answer is sent, so the sender sees it end later. */
+async function startSlowReceivers(n: number, holdMs: number): Promise<{ urls: string[]; max: number[]; maxAll(): number; order: string[][]; close(): Promise<void> }> {
+  const now = new Array<number>(n).fill(0);
+  const max = new Array<number>(n).fill(0);
+  const order: string[][] = Array.from({ length: n }, () => []);
+  let all = 0;
+  let maxAll = 0;
+  const servers = await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const server = createServer((req, res) => {
+        now[i]!++;
+        all++;
+        max[i] = Math.max(max[i]!, now[i]!);
+        maxAll = Math.max(maxAll, all);
+        order[i]!.push(String(req.headers['m4a-event-id']));
+        req.resume();
+        setTimeout(() => {
+          now[i]!--;
+          all--;
+          res.end();
+        }, holdMs);
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return server;
+    }),
+  );
+  return {
+    urls: servers.map((sv) => `http://127.0.0.1:${(sv.address() as AddressInfo).port}/slow`),
+    max,
+    maxAll: () => maxAll,
+    order,
+    close: async () => {
+      await Promise.all(servers.map((sv) => new Promise<void>((r) => sv.close(() => r()))));
+    },
   };
 }
 
@@ -364,6 +436,152 @@ describe('webhook wakes', () => {
     }
   });
 
+  /** Warnings node emits meanwhile: one abort listener per attempt on a shared signal shows here. */
+  const listenerWarnings = (): { list(): string[]; stop(): void } => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    return { list: () => warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message), stop: () => process.off('warning', onWarning) };
+  };
+
+  it('a receiver that accepts and never answers: 100 events hold 2 connections, another receiver still gets through, close() drains the queue', { timeout: 20_000 }, async () => {
+    const warnings = listenerWarnings();
+    const hung = await startHungReceiver();
+    const rx = await startReceiver(() => 200);
+    try {
+      const store = openStore();
+      const ob = outbox(store);
+      const results: Array<{ status: string; detail: string } | null> = Array.from({ length: 100 }, () => null);
+      const queued = Array.from({ length: 100 }, (_, i) => ob.enqueue({ eventId: `ev-hung-${i}`, url: hung.url, body: '{}' }).then((r) => (results[i] = r)));
+      await until('two attempts at the hung receiver', () => hung.open() === 2 && ob.attempts.waiting === 98);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(hung.maxOpen(), 2, 'never more than the per-origin limit');
+      assert.deepEqual(hung.requests.sort(), ['ev-hung-0', 'ev-hung-1'], 'the first two, in arrival order');
+      assert.deepEqual(ob.attempts, { running: 2, waiting: 98 });
+      // Another origin is not queued behind the dead one.
+      const other = await ob.enqueue({ eventId: 'ev-other-origin', url: rx.url, body: '{}' });
+      assert.equal(other.status, 'delivered');
+      assert.equal(rx.got.length, 1);
+      assert.equal(results.filter((r) => r !== null).length, 0, 'each enqueue waits for its first attempt');
+
+      const started = Date.now();
+      await ob.close();
+      await Promise.all(queued);
+      assert.ok(Date.now() - started < 2000, 'close() aborted the attempts in flight and ended the waits');
+      for (const r of results) assert.equal(r?.status, 'retrying', r?.detail);
+      assert.match(results[99]!.detail, /closed before the attempt/);
+      assert.deepEqual(ob.attempts, { running: 0, waiting: 0 });
+      assert.equal((await store.listRecords(OUTBOX_KIND, 'ev-hung-', 200)).length, 100, 'every event stays pending for the next start');
+      await until('the aborted connections closed', () => hung.open() === 0);
+      assert.equal(hung.maxOpen(), 2);
+      assert.deepEqual(warnings.list(), []);
+    } finally {
+      warnings.stop();
+      await hung.close();
+      await rx.close();
+    }
+  });
+
+  it('attempts in flight stay within the global and the per-origin limit, first come first served', { timeout: 20_000 }, async () => {
+    const warnings = listenerWarnings();
+    const slow = await startSlowReceivers(8, 30);
+    try {
+      // 8 receivers could take 16 at once: the global limit of 12 is what holds.
+      const ob = outbox(openStore(), systemClock, { maxInFlight: 12, perOriginInFlight: 2 });
+      const events = Array.from({ length: 48 }, (_, i) => ({ eventId: `ev-slow-${i}`, url: slow.urls[i % 8]!, body: '{}' }));
+      const results = await Promise.all(events.map((e) => ob.enqueue(e)));
+      assert.deepEqual(new Set(results.map((r) => r.status)), new Set(['delivered']));
+      assert.equal(slow.maxAll(), 12, 'the global limit was reached and never passed');
+      for (const m of slow.max) assert.ok(m <= 2, `per origin: ${m}`);
+      // One origin: in arrival order, give or take the two that went out together.
+      const one = Array.from({ length: 20 }, (_, i) => ({ eventId: `ev-one-${i}`, url: slow.urls[0]!, body: '{}' }));
+      const before = slow.order[0]!.length;
+      await Promise.all(one.map((e) => ob.enqueue(e)));
+      const seen = slow.order[0]!.slice(before);
+      for (const [i, id] of seen.entries()) assert.ok(Math.abs(Number(id.split('-').pop()) - i) <= 1, `${id} arrived ${i}th: ${seen.join(' ')}`);
+      assert.equal(slow.max[0], 2);
+      assert.deepEqual(warnings.list(), [], 'no abort listener piles up on a shared signal');
+    } finally {
+      warnings.stop();
+      await slow.close();
+    }
+  });
+
+  it('past the bound of pending events for one origin, the oldest is given up with a log line; other origins untouched', { timeout: 20_000 }, async () => {
+    const clock = new ManualClock();
+    const rx = await startReceiver(() => 503);
+    const other = await startReceiver(() => 503);
+    const hung = await startHungReceiver();
+    const warned: Array<{ obj: Record<string, unknown>; msg: string }> = [];
+    const log: Logger = {
+      debug: () => undefined,
+      info: () => undefined,
+      error: () => undefined,
+      warn: (obj, msg) => warned.push({ obj: obj as Record<string, unknown>, msg: msg ?? '' }),
+    };
+    try {
+      const finals: FinalOutcome[] = [];
+      const store = openStore();
+      const ob = outbox(store, clock, { maxPendingPerOrigin: 3, log, onFinal: (f) => finals.push(f) });
+      for (let i = 0; i < 2; i++) assert.equal((await ob.enqueue({ eventId: `ev-other-${i}`, url: other.url, body: '{}' })).status, 'retrying');
+      // Retrying on their timers: the fourth gives the first up, and so on.
+      for (let i = 0; i < 6; i++) assert.equal((await ob.enqueue({ eventId: `ev-bound-${i}`, url: rx.url, body: '{}' })).status, 'retrying');
+      await until('three given up', () => finals.length === 3);
+      assert.deepEqual(
+        finals.map((f) => [f.eventId, f.delivered, f.attempts]),
+        [
+          ['ev-bound-0', false, 1],
+          ['ev-bound-1', false, 1],
+          ['ev-bound-2', false, 1],
+        ],
+      );
+      assert.match(finals[0]!.detail, /more than 3 events pending for 127\.0\.0\.1:\d+/);
+      const gaveUp = warned.filter((w) => /too many events pending/.test(w.msg));
+      assert.deepEqual(
+        gaveUp.map((w) => w.obj.event_id),
+        ['ev-bound-0', 'ev-bound-1', 'ev-bound-2'],
+      );
+      assert.equal(gaveUp[0]!.obj.origin, `127.0.0.1:${new URL(rx.url).port}`);
+      assert.deepEqual(
+        (await store.listRecords(OUTBOX_KIND, 'ev-bound-', 10)).map((r) => r.id),
+        ['ev-bound-3', 'ev-bound-4', 'ev-bound-5'],
+      );
+      assert.equal((await store.listRecords(OUTBOX_KIND, 'ev-other-', 10)).length, 2);
+      // The given-up events are never tried again; the rest are.
+      const tried = rx.got.length;
+      clock.advance(1000);
+      await ob.idle();
+      assert.deepEqual(
+        rx.got
+          .slice(tried)
+          .map((g) => g.eventId)
+          .sort(),
+        ['ev-bound-3', 'ev-bound-4', 'ev-bound-5'],
+      );
+
+      // An event waiting for its slot is given up too: its enqueue answers at once.
+      const ob2 = outbox(store, systemClock, { maxPendingPerOrigin: 2, perOriginInFlight: 1 });
+      const first = ob2.enqueue({ eventId: 'ev-wait-0', url: hung.url, body: '{}' });
+      await until('the first attempt in flight', () => hung.open() === 1);
+      const second = ob2.enqueue({ eventId: 'ev-wait-1', url: hung.url, body: '{}' });
+      await until('the second waiting', () => ob2.attempts.waiting === 1);
+      const third = ob2.enqueue({ eventId: 'ev-wait-2', url: hung.url, body: '{}' });
+      const r2 = await second;
+      assert.equal(r2.status, 'failed');
+      assert.match(r2.detail, /given up: more than 2 events pending/);
+      await until('its record deleted', async () => (await store.getRecord(OUTBOX_KIND, 'ev-wait-1')) === null);
+      assert.deepEqual(ob2.attempts, { running: 1, waiting: 1 });
+      await ob2.close();
+      assert.equal((await first).status, 'retrying');
+      assert.equal((await third).status, 'retrying');
+      assert.deepEqual(hung.requests, ['ev-wait-0']);
+    } finally {
+      await rx.close();
+      await other.close();
+      await hung.close();
+    }
+  });
+
   describe('URL rules (as strict as listeners unless allow_remote)', () => {
     const refused = (url: string, allow_remote?: boolean): string => {
       try {
@@ -372,7 +590,7 @@ describe('webhook wakes', () => {
         assert.ok(e instanceof MailError);
         assert.equal(e.code, 'malformed');
         assert.equal(e.details.field, 'url');
-        return String(e.details.reason);
+        return typeof e.details.reason === 'string' ? e.details.reason : JSON.stringify(e.details.reason);
       }
       return 'accepted';
     };

@@ -8,14 +8,17 @@
 // other 4xx, 3xx (redirects are never followed) and refused URLs are given up at once.
 // A receiver can see an event twice (an attempt it answered whose deletion did not commit before a
 // crash, or an answer lost on the way): de-duplicate by M4A-Event-Id.
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import type { LookupFunction } from 'node:net';
+//
+// Bounded (outbox-bounds.ts): at most 32 attempts in flight and 2 to one origin (host:port), the rest
+// waiting their turn in arrival order; at most 10,000 events pending for one origin, past which the
+// oldest of that origin is given up. A dead receiver costs two sockets and a bounded store.
 import type { Clock } from '../engine/clock.js';
 import type { Logger } from '../engine/log.js';
 import { silentLogger } from '../engine/log.js';
 import type { RecordRow, Store } from '../store/types.js';
+import { originOf, OutboxSlots, PendingByOrigin } from './outbox-bounds.js';
 import { checkWebhookUrl, resolveWebhookTarget, WebhookUrlRefused, type CheckedWebhookUrl, type Resolver } from './remote-url.js';
+import { httpPost, type PostResponse, type WebhookPost } from './webhook-post.js';
 import { EVENT_ID_HEADER, purposeKey, SIGNATURE_HEADER, signWebhook, type SignPurpose } from './webhook-signing.js';
 
 export const OUTBOX_KIND = 'webhook-outbox';
@@ -52,22 +55,7 @@ interface OutboxEntry {
   last_error: string | null;
 }
 
-export interface PostRequest {
-  url: CheckedWebhookUrl;
-  /** The address checked by resolveWebhookTarget: connect here, never re-resolve. */
-  address: string;
-  family: 4 | 6;
-  body: string;
-  headers: Record<string, string>;
-  timeoutMs: number;
-  signal: AbortSignal;
-}
-export interface PostResponse {
-  status: number;
-  retryAfter?: string | null;
-}
-/** One HTTP POST; rejects on network errors and timeouts. Injectable for tests. */
-export type WebhookPost = (r: PostRequest) => Promise<PostResponse>;
+export type { PostRequest, PostResponse, WebhookPost } from './webhook-post.js';
 
 export type EnqueueResult =
   | { status: 'delivered'; detail: string }
@@ -94,6 +82,12 @@ export interface WebhookOutboxOptions {
   maxDelayMs?: number;
   /** Per attempt (default 10 s). */
   attemptTimeoutMs?: number;
+  /** Attempts in flight at once, every receiver together (default 32). */
+  maxInFlight?: number;
+  /** Attempts in flight at once to one origin, host:port (default 2). */
+  perOriginInFlight?: number;
+  /** Events pending for one origin in this process; past it the oldest is given up (default 10,000). */
+  maxPendingPerOrigin?: number;
   log?: Logger;
   /** Called once per event when it is delivered or given up (for receipts and logs). */
   onFinal?: (o: FinalOutcome) => void;
@@ -106,6 +100,17 @@ export function backoffMs(n: number, baseMs = 1000, maxMs = 60_000): number {
   return Math.min(maxMs, baseMs * 2 ** Math.min(n - 1, 30));
 }
 
+export const OUTBOX_LIMITS = { maxInFlight: 32, perOriginInFlight: 2, maxPendingPerOrigin: 10_000 } as const;
+
+/** An event this process holds, from its enqueue (or resume) until it is delivered or given up. */
+interface Held {
+  entry: OutboxEntry;
+  /** Set while it waits for a slot: ends the wait (the attempt then answers null). */
+  cancelWait?: () => void;
+  /** Why it was given up while waiting for a slot. */
+  givenUp?: string;
+}
+
 export class WebhookOutbox {
   private readonly post: WebhookPost;
   private readonly retryForMs: number;
@@ -113,10 +118,16 @@ export class WebhookOutbox {
   private readonly maxDelayMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly log: Logger;
-  /** Events this outbox is handling: a cancel for a scheduled retry, or the attempt in flight. */
+  private readonly slots: OutboxSlots;
+  /** Events this outbox is handling: a cancel for a scheduled retry, or the attempt under way
+   *  (waiting for its slot or in flight). */
   private timers = new Map<string, () => void>();
   private inFlight = new Map<string, Promise<Attempt>>();
-  private aborter = new AbortController();
+  /** Per origin, oldest first: what the bound on pending events counts. */
+  private held: PendingByOrigin<Held>;
+  private origins = new WeakMap<OutboxEntry, string>();
+  /** One controller per attempt in flight, aborted by close(): no listener piles up on a shared signal. */
+  private controllers = new Set<AbortController>();
   private closed = false;
 
   constructor(
@@ -132,10 +143,12 @@ export class WebhookOutbox {
     this.baseDelayMs = opts.baseDelayMs ?? 1000;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
+    this.held = new PendingByOrigin(opts.maxPendingPerOrigin ?? OUTBOX_LIMITS.maxPendingPerOrigin);
     this.log = opts.log ?? silentLogger;
+    this.slots = new OutboxSlots(opts.maxInFlight ?? OUTBOX_LIMITS.maxInFlight, opts.perOriginInFlight ?? OUTBOX_LIMITS.perOriginInFlight);
   }
 
-  /** Persists the event, then makes the first attempt and reports it. */
+  /** Persists the event, then makes the first attempt (once a slot is free) and reports it. */
   async enqueue(e: WebhookEvent): Promise<EnqueueResult> {
     if (this.closed) return { status: 'failed', detail: 'the webhook outbox is closed' };
     const now = this.clock.now();
@@ -158,6 +171,7 @@ export class WebhookOutbox {
     if (this.inFlight.has(e.eventId)) return { status: 'retrying', detail: `event ${e.eventId} is being delivered` };
     this.timers.get(e.eventId)?.();
     this.timers.delete(e.eventId);
+    this.hold(entry);
     const a = await this.process(entry);
     if (a.kind === 'delivered') return { status: 'delivered', detail: a.detail };
     if (a.kind === 'permanent') return { status: 'failed', detail: a.detail };
@@ -169,16 +183,22 @@ export class WebhookOutbox {
   async start(limit = 10_000): Promise<number> {
     const rows = await this.store.listRecords(OUTBOX_KIND, '', limit);
     if (rows.length === limit) this.log.warn({ limit }, 'webhook outbox: more pending events than resumed at once');
-    let n = 0;
+    const entries: OutboxEntry[] = [];
     for (const row of rows) {
-      if (this.closed) break;
-      if (this.timers.has(row.id) || this.inFlight.has(row.id)) continue;
       const entry = parseEntry(row);
-      if (!entry) {
+      if (entry) entries.push(entry);
+      else {
         this.log.warn({ event_id: row.id }, 'webhook outbox: unreadable record dropped');
         await this.store.deleteRecord(OUTBOX_KIND, row.id);
-        continue;
       }
+    }
+    // Oldest first, so the bound on one origin gives up the oldest.
+    entries.sort((a, b) => a.created_at - b.created_at);
+    let n = 0;
+    for (const entry of entries) {
+      if (this.closed) break;
+      if (this.timers.has(entry.event_id) || this.inFlight.has(entry.event_id)) continue;
+      this.hold(entry);
       this.schedule(entry, Math.max(0, entry.next_at - this.clock.now()));
       n++;
     }
@@ -190,19 +210,62 @@ export class WebhookOutbox {
     return new Set([...this.timers.keys(), ...this.inFlight.keys()]).size;
   }
 
-  /** Resolves when no attempt is in flight (tests move a ManualClock, then wait for this). */
+  /** Attempts holding a slot (a socket, at most) and attempts waiting for one. */
+  get attempts(): { running: number; waiting: number } {
+    return this.slots.stats();
+  }
+
+  /** Resolves when no attempt is under way, waiting for its slot or in flight (tests move a
+   *  ManualClock, then wait for this). */
   async idle(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight.values()]);
   }
 
-  /** Stops: cancels scheduled retries, aborts attempts in flight. Pending events stay in the store
-   *  for the next start(). */
+  /** Stops: cancels scheduled retries, ends the waits for a slot, aborts attempts in flight.
+   *  Pending events stay in the store for the next start(). */
   async close(): Promise<void> {
     this.closed = true;
     for (const cancel of this.timers.values()) cancel();
     this.timers.clear();
-    this.aborter.abort();
+    this.slots.close();
+    for (const c of this.controllers) c.abort();
     await this.idle();
+    this.held.clear();
+  }
+
+  private originOf(entry: OutboxEntry): string {
+    let o = this.origins.get(entry);
+    if (o === undefined) this.origins.set(entry, (o = originOf(entry.url, entry.allow_remote)));
+    return o;
+  }
+
+  private heldOf(entry: OutboxEntry): Held | undefined {
+    return this.held.get(this.originOf(entry), entry.event_id);
+  }
+
+  /** Counts the event against its origin; past the bound, the oldest of that origin that is not
+   *  in flight is given up (its record deleted, onFinal told, a log line). */
+  private hold(entry: OutboxEntry): void {
+    const origin = this.originOf(entry);
+    const victim = this.held.add(origin, entry.event_id, { entry }, (id, h) => this.timers.has(id) || h.cancelWait !== undefined);
+    if (!victim) return;
+    const { id, value: h } = victim;
+    const detail = `given up: more than ${this.held.max} events pending for ${origin}`;
+    this.log.warn({ event_id: id, origin, attempts: h.entry.attempts, limit: this.held.max }, 'webhook given up: too many events pending for its receiver');
+    this.timers.get(id)?.();
+    this.timers.delete(id);
+    if (h.cancelWait) {
+      h.givenUp = detail;
+      h.cancelWait();
+    }
+    void this.store
+      .deleteRecord(OUTBOX_KIND, id)
+      .then(() => this.opts.onFinal?.({ eventId: id, delivered: false, attempts: h.entry.attempts, detail }))
+      .catch((err: unknown) => this.log.error({ event_id: id, err: err instanceof Error ? err.message : String(err) }, 'webhook outbox: store failed'));
+  }
+
+  private unhold(entry: OutboxEntry): void {
+    this.held.delete(this.originOf(entry), entry.event_id);
   }
 
   private schedule(entry: OutboxEntry, delayMs: number): void {
@@ -217,6 +280,7 @@ export class WebhookOutbox {
   private process(entry: OutboxEntry): Promise<Attempt> {
     const p = this.attemptAndRecord(entry).catch((err: unknown): Attempt => {
       // The store failed: the record is as it was, so the next start() tries again.
+      this.unhold(entry);
       this.log.error({ event_id: entry.event_id, err: err instanceof Error ? err.message : String(err) }, 'webhook outbox: store failed');
       return { kind: 'retry', detail: 'the store failed; the event stays pending' };
     });
@@ -228,19 +292,37 @@ export class WebhookOutbox {
   }
 
   private async attemptAndRecord(entry: OutboxEntry): Promise<Attempt> {
-    const a = await this.attempt(entry);
-    if (this.aborter.signal.aborted && a.kind !== 'delivered') return a; // closing: leave the record as it was
+    const h = this.heldOf(entry);
+    const { slot, cancel } = this.slots.acquire(this.originOf(entry));
+    if (h) h.cancelWait = cancel;
+    const release = await slot;
+    if (h) delete h.cancelWait;
+    // Given up by the bound while it waited (perhaps just as its slot came): hold() deleted its record.
+    if (h?.givenUp) {
+      release?.();
+      return { kind: 'permanent', detail: h.givenUp };
+    }
+    if (!release) return { kind: 'retry', detail: 'the webhook outbox closed before the attempt; the event stays pending' };
+    let a: Attempt;
+    try {
+      a = await this.attempt(entry);
+    } finally {
+      release();
+    }
+    if (this.closed && a.kind !== 'delivered') return a; // closing: leave the record as it was
     entry.attempts++;
     entry.last_error = a.kind === 'delivered' ? null : a.detail;
     const final = (delivered: boolean, detail: string): void => {
       this.opts.onFinal?.({ eventId: entry.event_id, delivered, attempts: entry.attempts, detail });
     };
     if (a.kind === 'delivered') {
+      this.unhold(entry);
       await this.store.deleteRecord(OUTBOX_KIND, entry.event_id);
       final(true, a.detail);
       return a;
     }
     if (a.kind === 'permanent') {
+      this.unhold(entry);
       await this.store.deleteRecord(OUTBOX_KIND, entry.event_id);
       this.log.warn({ event_id: entry.event_id, detail: a.detail, attempts: entry.attempts }, 'webhook given up');
       final(false, a.detail);
@@ -249,6 +331,7 @@ export class WebhookOutbox {
     const now = this.clock.now();
     const delay = Math.min(this.maxDelayMs, Math.max(backoffMs(entry.attempts, this.baseDelayMs, this.maxDelayMs), a.retryAfterMs ?? 0));
     if (now + delay > entry.deadline) {
+      this.unhold(entry);
       await this.store.deleteRecord(OUTBOX_KIND, entry.event_id);
       const detail = `${a.detail}; given up after ${entry.attempts} attempts`;
       this.log.warn({ event_id: entry.event_id, detail }, 'webhook given up');
@@ -290,10 +373,15 @@ export class WebhookOutbox {
       'user-agent': 'mail4agent-webhook',
     };
     let res: PostResponse;
+    const controller = new AbortController();
+    if (this.closed) controller.abort();
+    this.controllers.add(controller);
     try {
-      res = await this.post({ url, address: target.address, family: target.family, body: entry.body, headers, timeoutMs: this.attemptTimeoutMs, signal: this.aborter.signal });
+      res = await this.post({ url, address: target.address, family: target.family, body: entry.body, headers, timeoutMs: this.attemptTimeoutMs, signal: controller.signal });
     } catch (err) {
       return { kind: 'retry', detail: `POST failed: ${err instanceof Error ? err.message : String(err)}` };
+    } finally {
+      this.controllers.delete(controller);
     }
     const s = res.status;
     if (s >= 200 && s < 300) return { kind: 'delivered', detail: `delivered: HTTP ${s}` };
@@ -343,33 +431,3 @@ function retryAfterMs(v: string | null | undefined, now: number): number | undef
   const at = Date.parse(v);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
-
-/** The real POST: node:http(s) to the checked address (the Host header and TLS name stay the URL's
- *  host), no keep-alive pool, no redirects, a timeout, the response body discarded. */
-export const httpPost: WebhookPost = (r) =>
-  new Promise<PostResponse>((resolve, reject) => {
-    const lookup: LookupFunction = (_host, options, cb) => {
-      if ((options as { all?: boolean }).all) (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address: r.address, family: r.family }]);
-      else cb(null, r.address, r.family);
-    };
-    const send = r.url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send({
-      host: r.url.hostname,
-      port: r.url.port,
-      path: r.url.path,
-      method: 'POST',
-      agent: false,
-      lookup,
-      signal: r.signal,
-      timeout: r.timeoutMs,
-      headers: { ...r.headers, host: r.url.hostHeader, 'content-length': String(Buffer.byteLength(r.body)) },
-    });
-    req.on('response', (res) => {
-      res.resume();
-      // node keeps the first of repeated Retry-After headers, so it is one string.
-      resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] ?? null });
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${r.timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end(r.body);
-  });
