@@ -1,7 +1,10 @@
 // What every a2a step of a daemon shares: the links (a2a-links.ts), one A2aRemote per card, one
 // follower per open link, and the one place a remote status becomes an update of our task, made
-// as the account the step delivers for. Started with the daemon (open links are followed again)
-// and closed with it (every follower stops).
+// as the account the step delivers for, paced per link (a remote flipping states must not flood
+// the requester with mail and wakes): at most one mirrored change per A2A_LIMITS.coalesceMs, the
+// latest remote state winning, and at most A2A_LIMITS.changesPerHour in any hour, past which our
+// task fails. Started with the daemon (open links are followed again) and closed with it (every
+// follower stops).
 import { MailError } from '../wire/errors.js';
 import { isTerminal } from '../wire/task-states.js';
 import type { A2aStep } from '../wire/wake.js';
@@ -13,6 +16,27 @@ import { checkedUpdate, isRemoteFinal, updateFor, type LocalUpdate, type RemoteV
 import { A2aRemote, failureText, remoteRefusal } from './a2a-remote.js';
 import type { Resolver } from './remote-url.js';
 import { Follower, type Feed } from './a2a-follower.js';
+import { A2A_LIMITS } from './a2a-limits.js';
+
+const HOUR_MS = 3600_000;
+
+/** How a link's mirrored changes are paced (in memory: a restart starts afresh). */
+interface Pace {
+  /** When the last change was mirrored, and the changes of the last hour (oldest first). */
+  lastAt: number;
+  recent: number[];
+  /** The latest remote status not mirrored yet, and the timer that mirrors it. */
+  pending: RemoteView | null;
+  cancel: (() => void) | null;
+  /** Mirrors of the link run one after another. */
+  queue: Promise<unknown>;
+  /** The state and text last mirrored (a repeat is dropped before the store is read), and the
+   *  link as last written (a link is written when it changed, not at every status). */
+  seen: string;
+  saved: string;
+}
+
+const viewKey = (v: RemoteView): string => `${v.state}\n${v.text}`;
 
 export interface BridgeOptions {
   engine: MailEngine;
@@ -29,6 +53,7 @@ export class A2aBridge {
   readonly links: LinkBook;
   private remotes = new Map<string, A2aRemote>();
   private followers = new Map<string, Follower>();
+  private paces = new Map<string, Pace>();
   private closed = false;
 
   constructor(private readonly o: BridgeOptions) {
@@ -93,6 +118,8 @@ export class A2aBridge {
     this.closed = true;
     const all = [...this.followers.values()];
     for (const f of all) f.stop();
+    for (const p of this.paces.values()) p.cancel?.();
+    this.paces.clear();
     await Promise.allSettled(all.map((f) => f.done));
   }
 
@@ -107,7 +134,10 @@ export class A2aBridge {
     if (link.done !== null) return;
     link.done = why;
     await this.links.put(link);
-    this.followers.get(recordId(link.account, link.threadId))?.stop();
+    const id = recordId(link.account, link.threadId);
+    this.followers.get(id)?.stop();
+    this.paces.get(id)?.cancel?.();
+    this.paces.delete(id);
     this.o.log.info({ task_id: link.taskId, remote_task_id: link.remoteTaskId, why }, 'a2a: link done');
   }
 
@@ -137,13 +167,77 @@ export class A2aBridge {
     return false;
   }
 
-  /** Mirrors the remote task's status into ours: each state once (a repeated status changes
-   *  nothing), a new question while one is open as working then the question. */
+  /** Takes what the remote task says now. A final status is mirrored at once (after a change
+   *  still waiting); another at once when the link's last change is coalesceMs old, else it waits
+   *  for then, replaced by any later one ('open' meanwhile). */
   async apply(link: A2aLink, view: RemoteView): Promise<'final' | 'open'> {
     if (view.state !== link.remoteState) {
+      // Seen now (the follower's backoff and its day count from it); written with the mirror.
       link.remoteState = view.state;
       link.activeAt = this.now();
+    }
+    const pace = this.paceOf(link);
+    const wait = pace.lastAt + A2A_LIMITS.coalesceMs - this.now();
+    if (isRemoteFinal(view.state)) {
+      const before = this.takePending(pace);
+      if (before) await this.serially(pace, () => this.mirror(link, before, pace));
+      return this.serially(pace, () => this.mirror(link, view, pace));
+    }
+    if (viewKey(view) === pace.seen) {
+      // Back to what was mirrored last: a change still waiting is void.
+      this.takePending(pace);
+      return 'open';
+    }
+    if (wait <= 0 && !pace.pending) return this.serially(pace, () => this.mirror(link, view, pace));
+    pace.pending = view;
+    pace.cancel ??= this.o.clock.timer(Math.max(wait, 0), () => {
+      pace.cancel = null;
+      const v = this.takePending(pace);
+      if (v && link.done === null)
+        this.serially(pace, () => this.mirror(link, v, pace)).catch((err: unknown) =>
+          this.o.log.warn({ task_id: link.taskId, err: failureText(err) }, 'a2a: mirroring a remote status failed'),
+        );
+    });
+    return 'open';
+  }
+
+  private paceOf(link: A2aLink): Pace {
+    const id = recordId(link.account, link.threadId);
+    let p = this.paces.get(id);
+    if (!p) this.paces.set(id, (p = { lastAt: -Infinity, recent: [], pending: null, cancel: null, queue: Promise.resolve(), seen: '', saved: '' }));
+    return p;
+  }
+
+  private takePending(p: Pace): RemoteView | null {
+    const v = p.pending;
+    p.pending = null;
+    p.cancel?.();
+    p.cancel = null;
+    return v;
+  }
+
+  private serially<T>(p: Pace, f: () => Promise<T>): Promise<T> {
+    const run = p.queue.then(f);
+    p.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Mirrors the remote task's status into ours: each state once (a repeated status changes
+   *  nothing), a new question while one is open as working then the question. A change past the
+   *  hour's budget fails our task instead (a final status is always taken). */
+  private async mirror(link: A2aLink, view: RemoteView, pace: Pace): Promise<'final' | 'open'> {
+    if (link.done !== null) return 'final';
+    const out = await this.mirrorOnce(link, view, pace);
+    // Only once it is taken: a status that failed to mirror is tried again when it comes again.
+    pace.seen = viewKey(view);
+    return out;
+  }
+
+  private async mirrorOnce(link: A2aLink, view: RemoteView, pace: Pace): Promise<'final' | 'open'> {
+    const saved = `${link.remoteState}|${link.activeAt}`;
+    if (pace.saved !== saved) {
       await this.links.put(link);
+      pace.saved = saved;
     }
     const local = await this.o.engine.store.getTask(link.taskId);
     if (!local) {
@@ -161,8 +255,18 @@ export class A2aBridge {
     if (u) {
       const last = local.history[local.history.length - 1];
       const newQuestion = u.state === 'input_required' && local.state === 'input_required' && u.note !== undefined && u.note !== last?.note;
-      if (newQuestion && !(await this.update(link, { state: 'working' }))) return 'final';
-      if ((u.state !== local.state || newQuestion) && !(await this.update(link, u))) return 'final';
+      if (u.state !== local.state || newQuestion) {
+        const now = this.now();
+        while (pace.recent.length && pace.recent[0]! <= now - HOUR_MS) pace.recent.shift();
+        if (!isRemoteFinal(view.state) && pace.recent.length >= A2A_LIMITS.changesPerHour) {
+          await this.giveUp(link, `the remote agent changed state too often (more than ${A2A_LIMITS.changesPerHour} times in an hour): stopped following its task`);
+          return 'final';
+        }
+        pace.lastAt = now;
+        pace.recent.push(now);
+        if (newQuestion && !(await this.update(link, { state: 'working' }))) return 'final';
+        if (!(await this.update(link, u))) return 'final';
+      }
     }
     if (isRemoteFinal(view.state)) {
       await this.finish(link, `the remote task is ${view.state}`);

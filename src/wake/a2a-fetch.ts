@@ -2,7 +2,8 @@
 // interface the card names, which could point anywhere) passes the webhook URL rule first
 // (remote-url.ts: loopback only unless allow_remote, remote only https, never link-local or
 // metadata addresses), and the connection goes to the address that was checked (never
-// re-resolved). No redirects are followed, every request has a timeout, and a body is bounded.
+// re-resolved). No redirects are followed, every request has a timeout, and a body is bounded
+// (an event stream too, over its whole life: the SDK bounds only each event).
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -19,6 +20,8 @@ export interface GuardOptions {
   idleTimeoutMs: number;
   /** A body (other than an event stream) larger than this is cut off with an error. */
   maxBodyBytes: number;
+  /** An event stream that delivers more than this in all is cut off (A2aStreamOverLimit). */
+  maxStreamBytes: number;
   /** The bearer secret's file and the one origin it is sent to (the card's). */
   token?: { file: string; origin: string };
   resolver?: Resolver;
@@ -29,6 +32,14 @@ export class A2aUrlRefused extends Error {
   constructor(readonly reason: string) {
     super(reason);
     this.name = 'A2aUrlRefused';
+  }
+}
+
+/** An event stream delivered more than its cap: the round ends, the follower subscribes again. */
+export class A2aStreamOverLimit extends Error {
+  constructor(readonly limit: number) {
+    super(`the remote agent's event stream went over ${limit} bytes: closed`);
+    this.name = 'A2aStreamOverLimit';
   }
 }
 
@@ -82,7 +93,7 @@ function headersOf(res: IncomingMessage): Headers {
 }
 
 /** The response's body as a web stream: paused while the reader is behind, cut off when it grows
- *  past the cap (event streams: no cap, the SDK bounds each event) or stays silent too long. */
+ *  past its cap (an event stream's is larger: it lives long) or stays silent too long. */
 function bodyStream(res: IncomingMessage, o: GuardOptions, stream: boolean): ReadableStream<Uint8Array> {
   let idle: NodeJS.Timeout | undefined;
   return new ReadableStream<Uint8Array>({
@@ -104,6 +115,7 @@ function bodyStream(res: IncomingMessage, o: GuardOptions, stream: boolean): Rea
       res.on('data', (chunk: Buffer) => {
         if (done) return;
         total += chunk.length;
+        if (stream && total > o.maxStreamBytes) return fail(new A2aStreamOverLimit(o.maxStreamBytes));
         if (!stream && total > o.maxBodyBytes) return fail(new Error(`the remote agent's answer is over ${o.maxBodyBytes} bytes`));
         arm();
         controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));

@@ -3,15 +3,34 @@
 // else SubscribeToTask when the card streams (it opens with the task as it is, then its events),
 // else GetTask. Between rounds it sleeps 1 s, doubling to 60 s while nothing changes; a kick (we
 // sent the remote agent something) starts the next round at once. It gives up a day after the
-// last change seen (FOLLOW.forMs): the bridge then fails the local task with a note.
-import type { Artifact, StreamResponse } from '@a2a-js/sdk';
+// last change seen (A2A_LIMITS.followForMs): the bridge then fails the local task with a note.
+// A round has a deadline too: it ends when no event came for A2A_LIMITS.eventIdleMs (a stream of
+// SSE comments alone keeps no socket open) or the day is over, and when its stream went over
+// A2A_LIMITS.streamBytes; what it collects of the artifacts is bounded (a2a-artifacts.ts).
+import type { StreamResponse } from '@a2a-js/sdk';
 import type { Clock } from '../engine/clock.js';
 import type { Logger } from '../engine/log.js';
+import { ArtifactCollector } from './a2a-artifacts.js';
+import { A2aStreamOverLimit } from './a2a-fetch.js';
+import { A2A_LIMITS, spanText } from './a2a-limits.js';
 import type { A2aLink } from './a2a-links.js';
 import { isRemoteFinal, messageText, stateOf, viewOf, waitsForUs, type RemoteView } from './a2a-mirror.js';
 import { failureText, remoteRefusal, type A2aRemote } from './a2a-remote.js';
 
-export const FOLLOW = { firstMs: 1_000, maxMs: 60_000, forMs: 24 * 3600 * 1000 } as const;
+/** A round ended by its own deadline (not a failure of the remote agent). */
+export class RoundDeadline extends Error {
+  constructor(readonly why: string) {
+    super(why);
+    this.name = 'RoundDeadline';
+  }
+}
+
+/** A bound of ours ended the round: the card is fine, nothing to read again. */
+function ownBound(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 3; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof RoundDeadline || e instanceof A2aStreamOverLimit) return true;
+  return false;
+}
 
 /** The events of a streaming send, its first already read (it named the task), with its abort. */
 export interface Feed {
@@ -45,13 +64,6 @@ export interface FollowDeps {
   apply(link: A2aLink, view: RemoteView): Promise<'final' | 'open'>;
   /** No change for FOLLOW.forMs, or the remote agent no longer knows the task. */
   giveUp(link: A2aLink, why: string): Promise<void>;
-}
-
-/** Artifacts as a stream delivers them: by id, `append` adding parts to the one already seen. */
-function collect(into: Map<string, Artifact>, a: Artifact | undefined, append: boolean): void {
-  if (!a) return;
-  const had = into.get(a.artifactId);
-  into.set(a.artifactId, had && append ? { ...had, parts: [...had.parts, ...a.parts] } : a);
 }
 
 export class Follower {
@@ -99,10 +111,10 @@ export class Follower {
   }
 
   private async run(): Promise<void> {
-    let backoff: number = FOLLOW.firstMs;
+    let backoff = A2A_LIMITS.firstBackoffMs;
     while (!this.over) {
-      if (this.d.clock.now() - this.link.activeAt > FOLLOW.forMs) {
-        await this.d.giveUp(this.link, `no change from the remote agent for ${FOLLOW.forMs / 3600_000} h: stopped following its task`);
+      if (this.d.clock.now() - this.link.activeAt >= A2A_LIMITS.followForMs) {
+        await this.d.giveUp(this.link, `no change from the remote agent for ${spanText(A2A_LIMITS.followForMs)}: stopped following its task`);
         return;
       }
       const seen = `${this.link.remoteState}|${this.link.activeAt}`;
@@ -119,52 +131,99 @@ export class Follower {
           await this.d.giveUp(this.link, 'the remote agent no longer knows the task');
           return;
         }
-        if (!remoteRefusal(err)) this.d.remote(this.link).forget();
+        if (!remoteRefusal(err) && !ownBound(err)) this.d.remote(this.link).forget();
         this.d.log.info({ task_id: this.link.taskId, err: failureText(err) }, 'a2a: following the remote task failed; trying again');
       } finally {
         feed?.abort.abort();
         this.reading = null;
       }
       if (this.over) return;
-      backoff = seen !== `${this.link.remoteState}|${this.link.activeAt}` ? FOLLOW.firstMs : Math.min(backoff * 2, FOLLOW.maxMs);
+      // The day is over (a round's deadline said so): give up now, not after a sleep.
+      if (this.d.clock.now() - this.link.activeAt >= A2A_LIMITS.followForMs) continue;
+      backoff = seen !== `${this.link.remoteState}|${this.link.activeAt}` ? A2A_LIMITS.firstBackoffMs : Math.min(backoff * 2, A2A_LIMITS.maxBackoffMs);
       if (!this.kicked) await this.sleep(backoff);
     }
   }
 
   private async round(kicked: boolean, feed: Feed | null): Promise<void> {
     const { client, streaming } = await this.d.remote(this.link).clients();
-    const opts = { signal: this.aborter.signal };
     const id = this.link.remoteTaskId;
+    const ends = new AbortController();
+    const stop = (): void => ends.abort();
+    this.aborter.signal.addEventListener('abort', stop, { once: true });
+    const opts = { signal: ends.signal };
     const events = feed?.events ?? (streaming && (kicked || !waitsForUs(this.link.remoteState)) ? client.resubscribeTask({ tenant: '', id }, opts) : null);
     if (events) {
-      const artifacts = new Map<string, Artifact>();
+      const artifacts = new ArtifactCollector();
+      const deadline = this.deadline(() => {
+        ends.abort();
+        feed?.abort.abort();
+      });
       try {
         for await (const ev of events) {
           const p = ev.payload;
           let view: RemoteView | null = null;
           if (p?.$case === 'task' && p.value.id === id) {
-            for (const a of p.value.artifacts ?? []) collect(artifacts, a, false);
+            for (const a of p.value.artifacts ?? []) artifacts.add(a, false);
             view = viewOf(p.value);
-          } else if (p?.$case === 'artifactUpdate' && p.value.taskId === id) collect(artifacts, p.value.artifact, p.value.append);
+          } else if (p?.$case === 'artifactUpdate' && p.value.taskId === id) artifacts.add(p.value.artifact, p.value.append);
           else if (p?.$case === 'statusUpdate' && p.value.taskId === id) {
             const state = stateOf(p.value.status);
             if (!state) continue;
             // A final status: its artifacts as the remote keeps them, else as the stream gave them.
             const full = isRemoteFinal(state) ? await client.getTask({ tenant: '', id, historyLength: 0 }, opts).catch(() => null) : null;
-            view = (full && viewOf(full)) ?? { state, text: messageText(p.value.status?.message), artifacts: [...artifacts.values()] };
-          }
+            view = (full && viewOf(full)) ?? { state, text: messageText(p.value.status?.message), artifacts: artifacts.artifacts, dropped: artifacts.note };
+          } else continue;
+          deadline.event();
           if (view && (await this.d.apply(this.link, view)) === 'final') return;
           if (this.over) return;
         }
         return;
       } catch (err) {
+        if (deadline.ended) throw new RoundDeadline(deadline.ended);
         // The remote refused the subscription (a final task cannot be subscribed to): ask instead.
         if (feed || !remoteRefusal(err) || remoteRefusal(err)?.name === 'TaskNotFoundError') throw err;
+      } finally {
+        deadline.cancel();
+        this.aborter.signal.removeEventListener('abort', stop);
       }
     }
-    const t = await client.getTask({ tenant: '', id, historyLength: 0 }, opts);
+    this.aborter.signal.removeEventListener('abort', stop);
+    const t = await client.getTask({ tenant: '', id, historyLength: 0 }, { signal: this.aborter.signal });
     const view = viewOf(t);
     if (view) await this.d.apply(this.link, view);
+  }
+
+  /** A round's deadline: no event about our task for eventIdleMs, or the day since the last change
+   *  is over; `end` is called once when it passes. One timer, moved on only when it fires. */
+  private deadline(end: () => void): { event(): void; cancel(): void; readonly ended: string | null } {
+    let last = this.d.clock.now();
+    let ended: string | null = null;
+    let cancel = (): void => {};
+    const check = (): void => {
+      const now = this.d.clock.now();
+      const idle = last + A2A_LIMITS.eventIdleMs;
+      const day = this.link.activeAt + A2A_LIMITS.followForMs;
+      if (now < Math.min(idle, day)) {
+        cancel = this.d.clock.timer(Math.min(idle, day) - now, check);
+        return;
+      }
+      ended =
+        now >= day
+          ? `no change from the remote agent for ${spanText(A2A_LIMITS.followForMs)}`
+          : `no event from the remote agent for ${spanText(A2A_LIMITS.eventIdleMs)}: the round ends`;
+      end();
+    };
+    check();
+    return {
+      event: () => {
+        last = this.d.clock.now();
+      },
+      cancel: () => cancel(),
+      get ended() {
+        return ended;
+      },
+    };
   }
 
   private sleep(ms: number): Promise<void> {

@@ -9,6 +9,7 @@ import { MailError } from '../wire/errors.js';
 import type { A2aStep } from '../wire/wake.js';
 import { checkWebhookUrl, type Resolver } from './remote-url.js';
 import { A2aUrlRefused, guardedFetch, refusalReason, shownUrl, type GuardOptions } from './a2a-fetch.js';
+import { A2A_LIMITS } from './a2a-limits.js';
 
 /** Until a plain request's headers; a blocking SendMessage (plain mail) may take longer. */
 export const A2A_TIMEOUTS = { requestMs: 30_000, blockingMs: 120_000, idleMs: 300_000, cardTtlMs: 300_000 } as const;
@@ -78,6 +79,7 @@ export class A2aRemote {
       allowRemote,
       idleTimeoutMs: A2A_TIMEOUTS.idleMs,
       maxBodyBytes: MAX_BODY_BYTES,
+      maxStreamBytes: A2A_LIMITS.streamBytes,
       ...(this.step.token_file !== undefined ? { token: { file: this.step.token_file, origin: cardOrigin } } : {}),
       ...(this.o.resolver ? { resolver: this.o.resolver } : {}),
     };
