@@ -40,6 +40,9 @@ export function webhookPayload(req: WakeRequest, createdAtMs: number): WebhookPa
   };
 }
 
+/** How long a wake waits for its event's first attempt (an attempt itself times out after 10 s). */
+export const FIRST_ATTEMPT_WAIT_MS = 15_000;
+
 export interface WebhookAdapterOptions {
   /** Shared by every webhook adapter of the daemon; the daemon start()s and close()s it. */
   outbox: WebhookOutbox;
@@ -78,14 +81,21 @@ export class WebhookAdapter implements WakeAdapter {
       (err: unknown): WakeResult => ({ ok: false, detail: `webhook not queued: ${err instanceof Error ? err.message : String(err)}` }),
     );
     let onAbort: (() => void) | undefined;
+    let stopWaiting: (() => void) | undefined;
     const aborted = new Promise<WakeResult>((resolve) => {
       onAbort = () => resolve({ ok: false, detail: 'aborted while waiting for the first attempt; a queued event is still retried' });
       signal.addEventListener('abort', onAbort, { once: true });
     });
+    // Behind other deliveries to a busy receiver (the outbox's per-origin limit) the first attempt
+    // may wait long: the wake answers by then, the event stays queued and is delivered in turn.
+    const waited = new Promise<WakeResult>((resolve) => {
+      stopWaiting = this.clock.timer(FIRST_ATTEMPT_WAIT_MS, () => resolve({ ok: true, detail: 'queued behind other deliveries to this receiver; delivered in turn' }));
+    });
     try {
-      return await Promise.race([queued, aborted]);
+      return await Promise.race([queued, aborted, waited]);
     } finally {
       if (onAbort) signal.removeEventListener('abort', onAbort);
+      stopWaiting?.();
     }
   }
 }
