@@ -154,6 +154,13 @@ export class A2aBridge {
         return 'kept';
       }
       if (err.code === 'not_task_party' || err.code === 'unknown_task') return 'not_ours';
+      // The task's history is full: only a final state would be taken, so following it is over.
+      if (err.code === 'too_large' && err.details.field === 'history') {
+        await this.o.engine.tasks
+          .update(caller, checkedUpdate(taskId, { state: 'failed', note: 'the remote agent changed state more often than a task keeps' }))
+          .catch(() => undefined);
+        return 'not_ours';
+      }
       throw err;
     }
   }
