@@ -223,7 +223,7 @@ describe('A2A push notifications', () => {
       assert.equal(r.json.error?.code, -32602, JSON.stringify(r.json));
       return r.json.error.data[0].fieldViolations[0].field as string;
     };
-    for (const url of ['http://169.254.169.254/latest', 'https://example.com/hook', 'http://10.0.0.1/x', 'file:///etc/passwd', 'http://user:pw@127.0.0.1/x'])
+    for (const url of ['http://169.254.169.254/latest', 'https://example.com/hook', 'http://10.0.0.1/x', 'file:///etc/passwd', 'http://user:pw@127.0.0.1/x', `${d.url}/mail/send`])
       assert.equal(await field({ taskId: task.id, url }), 'url', url);
     assert.equal(await field({ taskId: task.id, url: `${rx.url}/x`, token: 'a\r\nx-evil: 1' }), 'token');
     assert.equal(await field({ taskId: task.id, url: `${rx.url}/x`, authentication: { scheme: 'Bearer', credentials: 'x\ny' } }), 'authentication.credentials');

@@ -121,7 +121,8 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     await adapters.start();
     // A2A push notifications: signed POSTs through the same outbox as webhook steps.
     const a2aPush = new A2aPushSender({ engine, post: (e) => adapters.webhookOutbox().enqueue(e) });
-    const a2aConfigs = new PushConfigs({ store: engine.store, hostId, now: () => engine.clock.now(), watch: a2aPush });
+    const ownPorts: number[] = [];
+    const a2aConfigs = new PushConfigs({ store: engine.store, hostId, now: () => engine.clock.now(), watch: a2aPush, ownPorts: () => ownPorts });
     await a2aPush.start();
     await engine.start();
     const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
@@ -144,11 +145,13 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       maxConnections,
     });
     const port = await door.listen(cfg.host, cfg.port);
+    ownPorts.push(port);
     const lan = cfg.webLan ? new WebLanListener(web, log, door.gate, { maxConnections, ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}) }) : null;
     let webLanUrl: string | null = null;
     if (lan && cfg.webLan) {
       const at = parseLanAddress(cfg.webLan);
       const lanPort = await lan.listen(at.host, at.port);
+      ownPorts.push(lanPort);
       webLanUrl = `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${lanPort}`;
       log.warn({ url: webLanUrl }, 'the browser mailbox is also served on the LAN over plain HTTP: trusted networks only');
     }

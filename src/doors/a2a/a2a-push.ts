@@ -134,18 +134,22 @@ export class PushConfigs {
       hostId: string;
       now(): number;
       watch: PushWatch;
+      /** The daemon's own listening ports: a push there would speak to the daemon as its owner. */
+      ownPorts?: () => number[];
     },
   ) {}
 
   /** Creates (or, with the id of one of the caller's configs on the task, replaces) a config on a
    *  task the caller may read; `task` is that task's id and its history length now. */
   async create(c: Caller, task: { task_id: string; history: unknown[]; result?: unknown }, p: PushConfigIn): Promise<PushConfigOut> {
+    let port: number;
     try {
-      checkListenerUrl(p.url);
+      port = checkListenerUrl(p.url).port;
     } catch (e) {
       if (e instanceof MailError) throw A2aRpcError.invalidParams('url', e.message);
       throw e;
     }
+    if (this.o.ownPorts?.().includes(port)) throw A2aRpcError.invalidParams('url', `port ${port} is this daemon's own: a push goes to a receiver of yours`);
     const id = p.id || `p-${randomBytes(8).toString('hex')}`;
     const mine = await this.mine(c, task.task_id);
     const replacing = mine.some((r) => r.id === id);
