@@ -7,11 +7,13 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, existsSync, renameSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createHttpServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, m4a, startShellAgent, type ShellAgent } from './support/shell-agents.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { CHAINED, HOOK_MARK } from '../src/cli/guard-hook.js';
+import { pathOf } from '../src/wire/operation-facts.js';
 
 interface Run {
   code: number;
@@ -23,6 +25,13 @@ interface Run {
 for (const k of Object.keys(process.env)) if (/^(M4A_|GIT_)/.test(k)) delete process.env[k];
 
 const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+/** `n` staged paths of ~119 bytes each in a request body: 10,000 of them are over 1 MiB. */
+const bulk = (n: number): string[] => Array.from({ length: n }, (_, i) => `bulk/${'d'.repeat(100)}/f${String(i).padStart(5, '0')}.txt`);
+/** What `git update-index --index-info` reads to stage `paths` as empty files, without a work tree. */
+const indexInfo = (paths: string[]): string => paths.map((p) => `100644 blob e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\t${p}\n`).join('');
+/** Stages what `indexInfo` says; the empty blob is written first, so a commit the guard lets
+ *  through can build its tree. */
+const stage = 'git hash-object -w --stdin </dev/null >/dev/null && git update-index --add --index-info';
 
 describe('m4a guard', () => {
   let d: TestDaemon;
@@ -208,8 +217,38 @@ describe('m4a guard', () => {
         `cd ${q(repo)} && mkdir -p src/parser && echo 1 > "$(printf 'odd\\tname.txt')" && echo 2 > src/parser/lex.ts && git add -- "$(printf 'odd\\tname.txt')" src/parser/lex.ts && git commit -q -m odd`,
       );
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /^m4a guard: warning: 1 path with control characters or over 4096 bytes not checked$/m);
+      assert.match(
+        r.stderr,
+        /^m4a guard: warning: 1 path not checked: the daemon cannot be asked about it \(first: odd\\u0009name\.txt: U\+0009 \(a control character\) is not allowed\)$/m,
+      );
       assert.match(r.stderr, /^m4a guard: {3}src\/parser\/lex\.ts$/m);
+    });
+
+    // The daemon's schema refuses more than controls in a path (format characters, the line and
+    // paragraph separators): one such path must not make it refuse the whole question.
+    it('paths with format characters or separators are left out with a warning; a reserved path beside them is refused', async () => {
+      await reserve(alice, 'src/a.ts', 'exclusive', 'mine');
+      const odd = ['docs/read\u200bme.md', 'docs/\u202eevil.md', 'docs/line\u2028sep.md'];
+      const r = await bob.run(
+        `cd ${q(repo)} && mkdir -p src docs && echo 1 > src/a.ts && ${odd.map((p) => `echo 2 > ${q(p)}`).join(' && ')} && git add -- src/a.ts docs && git commit -q -m cf`,
+      );
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        /^m4a guard: warning: 3 paths not checked: the daemon cannot be asked about them \(first: docs\/line\\u2028sep\.md: U\+2028 \(the line separator\) is not allowed\)$/m,
+      );
+      assert.match(r.stderr, /m4a guard: commit refused: 1 staged path is reserved by another session/);
+      assert.match(r.stderr, /^m4a guard: {3}src\/a\.ts$/m);
+      assert.doesNotMatch(r.stderr, /NOT checked|could not ask/);
+    });
+
+    it("10,000 long staged paths, over the daemon's 1 MiB body, are asked in batches: a reserved one among them is refused", async () => {
+      await reserve(alice, 'src/a.ts', 'exclusive', 'mine');
+      const r = await bob.run(`cd ${q(repo)} && ${stage} && git commit -q -m many`, indexInfo([...bulk(9_999), 'src/a.ts']));
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /m4a guard: commit refused: 1 staged path is reserved by another session/);
+      assert.match(r.stderr, /^m4a guard: {3}src\/a\.ts$/m);
+      assert.doesNotMatch(r.stderr, /warning/);
     });
 
     it('a rename counts on both sides: moving a reserved file away is refused too', async () => {
@@ -240,6 +279,94 @@ describe('m4a guard', () => {
       assert.match(r.stderr, /^m4a guard: M4A_GUARD=off: this commit is not checked against file reservations\n$/);
       assert.equal((await commit(bob, 'src/y.ts')).code, 1, 'the next commit is checked again');
       await release(alice, lease);
+    });
+
+    // A stand-in in front of the real daemon refuses some lease checks, as a daemon with rules
+    // beyond the request schema might; everything else reaches the daemon as it came.
+    it('a batch the daemon refuses is reported NOT checked; a conflict another batch found still refuses', async () => {
+      let refuse: (paths: string[]) => Record<string, unknown> | null = () => null;
+      const seen: number[] = [];
+      const target = new URL(d.url);
+      const proxy = createHttpServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          const body = Buffer.concat(chunks);
+          if (req.url === pathOf('lease.check')) {
+            const paths = (JSON.parse(body.toString('utf8')) as { paths: string[] }).paths;
+            seen.push(paths.length);
+            const error = refuse(paths);
+            if (error) return void res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+          }
+          // One connection per request (agent: false): none is left open to the daemon.
+          const headers = { ...req.headers, host: target.host, connection: 'close' };
+          const up = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers, agent: false }, (ur) => {
+            res.writeHead(ur.statusCode ?? 502, ur.headers);
+            ur.pipe(res);
+          });
+          up.end(body);
+        });
+      });
+      await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+      const via = `M4A_URL=http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+      try {
+        await reserve(alice, 'src/a.ts', 'exclusive', 'mine');
+
+        // A refusal naming one path: the batch is asked again without it, and the conflict found.
+        refuse = (paths) => {
+          const i = paths.indexOf('notes/poison.txt');
+          return i < 0 ? null : { code: 'malformed', message: `paths.${i}: a rule of its own`, field: `paths.${i}`, reason: 'a rule of its own' };
+        };
+        const named = await bob.run(`cd ${q(repo)} && ${stage} && ${via} git commit -q -m named`, indexInfo(['notes/poison.txt', 'notes/fine.txt', 'src/a.ts']));
+        assert.equal(named.code, 1, named.stderr);
+        assert.deepEqual(seen.splice(0), [3, 2], 'asked once more, without the named path');
+        assert.match(named.stderr, /^m4a guard: warning: 1 of 3 staged paths NOT checked against file reservations \(malformed: paths\.1: a rule of its own\)$/m);
+        assert.match(named.stderr, /^m4a guard: {3}src\/a\.ts$/m);
+        assert.equal((await bob.run(`cd ${q(repo)} && git restore --staged -- .`)).code, 0);
+
+        // A whole batch refused: the other batch is still asked; its conflict refuses the commit.
+        const refuseFirst = (paths: string[]) =>
+          paths.includes(bulk(1)[0]!) ? { code: 'malformed', message: 'a rule of its own', field: '(body)', reason: 'a rule of its own' } : null;
+        refuse = refuseFirst;
+        const many = indexInfo([...bulk(9_999), 'src/a.ts']);
+        const refused = await bob.run(`cd ${q(repo)} && ${stage} && ${via} git commit -q -m batch`, many);
+        assert.equal(refused.code, 1, refused.stderr);
+        assert.equal(seen.length, 2, 'two batches');
+        const first = seen.splice(0)[0]!;
+        assert.ok(first < 9_999, `the refused batch holds ${first} of the bulk paths only`);
+        assert.match(
+          refused.stderr,
+          new RegExp(`^m4a guard: warning: ${first} of 10000 staged paths NOT checked against file reservations \\(malformed: a rule of its own\\)$`, 'm'),
+        );
+        assert.match(refused.stderr, /^m4a guard: {3}src\/a\.ts$/m);
+        assert.equal((await bob.run(`cd ${q(repo)} && git restore --staged -- .`)).code, 0);
+
+        // Refused as too much work (no path named): asked again in halves, every path answered.
+        refuse = (paths) => (paths.length > 3_000 ? { code: 'too_large', message: 'paths is over its limit', field: 'paths', limit: 3_000, actual: paths.length } : null);
+        const halves = await bob.run(`cd ${q(repo)} && ${stage} && ${via} git commit -q -m halves`, many);
+        assert.equal(halves.code, 1, halves.stderr);
+        const pieces = seen.splice(0);
+        assert.ok(pieces.length > 4, `asked in pieces: ${pieces.join(' ')}`);
+        assert.equal(
+          pieces.filter((n) => n <= 3_000).reduce((a, n) => a + n, 0),
+          10_000,
+          'every path answered once',
+        );
+        assert.doesNotMatch(halves.stderr, /warning/);
+        assert.match(halves.stderr, /^m4a guard: {3}src\/a\.ts$/m);
+        assert.equal((await bob.run(`cd ${q(repo)} && git restore --staged -- .`)).code, 0);
+
+        // Nothing any answered batch found: the commit goes on, with the warning.
+        refuse = refuseFirst;
+        const passed = await bob.run(`cd ${q(repo)} && ${stage} && ${via} ${m4a} guard check`, indexInfo(bulk(10_000)));
+        assert.equal(passed.code, 0, passed.stderr);
+        assert.equal(seen.splice(0).length, 2);
+        assert.match(passed.stderr, /^m4a guard: warning: \d+ of 10000 staged paths NOT checked against file reservations \(malformed: a rule of its own\)$/m);
+        assert.doesNotMatch(passed.stderr, /refused/);
+      } finally {
+        proxy.closeAllConnections();
+        proxy.close();
+      }
     });
 
     it('a daemon that does not answer only warns: nothing listening, no answer in time, an error, a stopped daemon', async () => {

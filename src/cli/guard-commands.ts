@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import type { MailClient } from '../client/http-client.js';
 import type { LeaseCheckResponse } from '../wire/leases.js';
-import { neutralise } from '../wire/text.js';
+import { clipUtf8, neutralise } from '../wire/text.js';
 import { EXIT } from './output.js';
 import { shortAddress } from './format.js';
 import { CHAINED, git, install, uninstall } from './guard-hook.js';
@@ -14,6 +14,8 @@ import { CHAINED, git, install, uninstall } from './guard-hook.js';
 export const GUARD_TIMEOUT_MS = 2000;
 
 const say = (line: string): void => void process.stderr.write(`m4a guard: ${neutralise(line)}\n`);
+/** An error as a warning prints it: `code: message` for the daemon's named errors. */
+const why = (err: unknown): string => (err instanceof Error ? ('code' in err && typeof err.code === 'string' ? `${err.code}: ${err.message}` : err.message) : String(err));
 
 /** Every path the commit changes, both sides of a rename (renames off: a delete and an add),
  *  from the index git is about to commit (GIT_INDEX_FILE is honoured for `commit <paths>`). */
@@ -62,32 +64,37 @@ export async function runCheck(cwd: string, env: NodeJS.ProcessEnv = process.env
   let client: MailClient | undefined;
   try {
     // Loaded here, not at start-up: every other m4a command stays free of them.
-    const [{ MailClient }, { chooseAccount }, { daemonUrl, dataDirFrom }, { LEASE_LIMITS }] = await Promise.all([
+    const [{ MailClient }, { chooseAccount }, { daemonUrl, dataDirFrom }, { askable, askAll }] = await Promise.all([
       import('../client/http-client.js'),
       import('./credentials.js'),
       import('./daemon-target.js'),
-      import('../wire/leases.js'),
+      import('./guard-ask.js'),
     ]);
     const choice = chooseAccount(undefined, env);
     if ('error' in choice) throw new Error(choice.error);
     // Never start a daemon from a commit: one that is not running holds no live session.
-    client = new MailClient({ url: daemonUrl(dataDirFrom(undefined, env), env), token: choice.secret, timeoutMs: GUARD_TIMEOUT_MS });
-    // A path no glob can name (a control character, over the limit) would make the daemon refuse
-    // the whole question: leave it out, and say so.
-    const odd = paths.filter((p) => /[\x00-\x1f\x7f-\x9f]/.test(p) || Buffer.byteLength(p, 'utf8') > LEASE_LIMITS.pathBytes);
-    if (odd.length) say(`warning: ${odd.length} path${odd.length === 1 ? '' : 's'} with control characters or over ${LEASE_LIMITS.pathBytes} bytes not checked`);
-    const asked = paths.filter((p) => !odd.includes(p));
-    const conflicts: LeaseCheckResponse['conflicts'] = [];
-    for (let i = 0; i < asked.length; i += LEASE_LIMITS.checkPaths) {
-      const r = await client.lease.check({ root, paths: asked.slice(i, i + LEASE_LIMITS.checkPaths) });
-      conflicts.push(...r.conflicts);
+    const c = new MailClient({ url: daemonUrl(dataDirFrom(undefined, env), env), token: choice.secret, timeoutMs: GUARD_TIMEOUT_MS });
+    client = c;
+    // A path the daemon's schema refuses (control, format or invisible characters, over the
+    // limit) would make it refuse the whole question: leave it out, and say so.
+    const { asked, leftOut } = askable(paths);
+    if (leftOut.length > 0) {
+      const first = leftOut[0]!;
+      say(
+        `warning: ${leftOut.length} path${leftOut.length === 1 ? '' : 's'} not checked: the daemon cannot be asked about ${leftOut.length === 1 ? 'it' : 'them'} (first: ${clipUtf8(first.path, 160)}: ${first.reason})`,
+      );
     }
-    if (conflicts.length === 0) return EXIT.ok;
-    for (const line of refusal(conflicts)) say(line);
+    const r = await askAll((req) => c.lease.check(req), root, asked);
+    if (r.unchecked > 0) {
+      if (r.checked === 0) say(`warning: could not ask the daemon (${why(r.failure)}); the commit is not checked against file reservations`);
+      else say(`warning: ${r.unchecked + leftOut.length} of ${paths.length} staged paths NOT checked against file reservations (${why(r.failure)})`);
+    }
+    // A conflict any answered batch found refuses the commit, whatever the others did.
+    if (r.conflicts.length === 0) return EXIT.ok;
+    for (const line of refusal(r.conflicts)) say(line);
     return EXIT.failed;
   } catch (err) {
-    const why = err instanceof Error ? ('code' in err && typeof err.code === 'string' ? `${err.code}: ${err.message}` : err.message) : String(err);
-    say(`warning: could not ask the daemon (${why}); the commit is not checked against file reservations`);
+    say(`warning: could not ask the daemon (${why(err)}); the commit is not checked against file reservations`);
     return EXIT.ok;
   } finally {
     client?.close();
