@@ -3,7 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { checkGlob, checkPath, globMatches, globPrefix, globsOverlap, globsOverlapCounted } from '../src/engine/glob-overlap.js';
+import { checkGlob, checkPath, compiledGlob, compiledOverlap, globPrefix, globProblem, globsOverlap, globsOverlapCounted } from '../src/engine/glob-overlap.js';
+import { globMatches } from '../src/engine/glob-match.js';
 import { LEASE_LIMITS } from '../src/wire/leases.js';
 
 describe('checkGlob', () => {
@@ -24,6 +25,14 @@ describe('checkGlob', () => {
       ['src/a\0b', /control character/],
       ['src/a\nb', /control character/],
       ['src/\u0085', /control character/],
+      // The project's rule for one line of text: nothing that reorders, hides or breaks it.
+      ['docs/\u202egnp.exe', /U\+202E \(a bidirectional control\)/],
+      ['docs/a\u200b.md', /U\+200B \(an invisible format character\)/],
+      ['docs/\ufeffa.md', /U\+FEFF/],
+      ['docs/a\u2028b', /U\+2028 \(the line separator\)/],
+      ['docs/a\u2029b', /U\+2029 \(the paragraph separator\)/],
+      ['docs/a\u{e0041}', /U\+E0041 \(a tag character\)/],
+      ['docs/\ud800.md', /lone surrogate/],
       ['a'.repeat(LEASE_LIMITS.globBytes + 1), new RegExp(`over ${LEASE_LIMITS.globBytes} bytes`)],
       ['é'.repeat(LEASE_LIMITS.globBytes / 2 + 1), /over .* bytes/],
     ];
@@ -33,6 +42,24 @@ describe('checkGlob', () => {
   it('accepts ordinary globs, classes with literal ] and -, and the longest allowed', () => {
     for (const g of ['src/**', 'src/*.ts', '**', 'src/parser', 'src/parser/', 'docs/[]]x', 'a/[!-]', 'a/[a-]', '[*]', '{a,b}', 'a'.repeat(LEASE_LIMITS.globBytes)])
       assert.equal(checkGlob(g), null, g);
+  });
+
+  it(`at most ${LEASE_LIMITS.globSegments} segments and ${LEASE_LIMITS.globWildcards} wildcards, at and over the edges, named with the limit`, () => {
+    const segs = (n: number, last = 'x') => [...Array.from({ length: n - 1 }, (_, i) => `d${i}`), last].join('/');
+    assert.equal(checkGlob(segs(32)), null);
+    assert.equal(checkGlob(`${segs(32)}/`), null, 'a trailing / adds no segment');
+    assert.deepEqual(globProblem(segs(33))?.over, { limit: 32, actual: 33 });
+    assert.match(checkGlob(segs(33))!, /33 segments, over the limit of 32/);
+    // `*` (a run of stars is one), `**`, `?` and a class each count one.
+    const wild16 = ['*.ts', '**', '?', '[ab]', 'a***b', ...Array(11).fill('?')].join('/');
+    assert.equal(checkGlob(wild16), null, wild16);
+    assert.deepEqual(globProblem(`${wild16}/[xy]`)?.over, { limit: 16, actual: 17 });
+    assert.deepEqual(globProblem('*?'.repeat(8) + 'a')?.over, undefined, '16 in one segment');
+    assert.deepEqual(globProblem('*?'.repeat(8) + '*')?.over, { limit: 16, actual: 17 });
+    assert.deepEqual(globProblem('**/'.repeat(17) + 'a')?.over, { limit: 16, actual: 17 }, '**/** counts as written');
+    assert.equal(checkGlob('[*][?][[]x'), null, 'a class counts, what it holds does not');
+    assert.deepEqual(globProblem('a'.repeat(LEASE_LIMITS.globBytes + 1))?.over, { limit: 1024, actual: 1025 });
+    assert.equal(globProblem('docs/\u202ex')?.codePoint, 'U+202E');
   });
 
   it('an invalid glob is never matched silently: it throws', () => {
@@ -169,18 +196,21 @@ describe('globsOverlap', () => {
     }
   });
 
-  it('stays polynomial on adversarial patterns (the work is bounded by the product of their sizes)', () => {
-    const n = 60;
+  it('stays polynomial on adversarial patterns at the limits (the work is bounded by the product of their sizes)', () => {
+    const n = LEASE_LIMITS.globWildcards - 1;
     const pairs: [string, string, boolean][] = [
       [Array(n).fill('**').join('/') + '/x', Array(n).fill('**').join('/') + '/y', false],
-      [Array(n).fill('**/a').join('/') + '/c', Array(n).fill('a/**').join('/') + '/b', false],
+      [Array(8).fill('**/a').join('/') + '/c', Array(8).fill('a/**').join('/') + '/b', false],
       ['*a'.repeat(n) + '*c', '*a'.repeat(n) + '*b', false],
-      [`${'*a'.repeat(n)}/${'?'.repeat(n)}`, `${'a*'.repeat(n)}/**`, true],
-      [Array(n).fill('*a*').join('/'), Array(n).fill('**').join('//').replace(/\/\//g, '/') + '/b', false],
+      [`${'*a'.repeat(8)}/${'?'.repeat(8)}`, `${'a*'.repeat(n)}/**`, true],
+      [Array(8).fill('*a*').join('/'), Array(n).fill('**').join('/') + '/b', false],
+      // The longest allowed, every wildcard spent in front of a long literal run.
+      ['*' + 'a*'.repeat(n) + 'a'.repeat(LEASE_LIMITS.globBytes - 2 * n - 2) + 'c', '*' + 'a*'.repeat(n) + 'a'.repeat(LEASE_LIMITS.globBytes - 2 * n - 2) + 'b', false],
+      [[...Array(n).fill('*a'), ...Array(16).fill('a')].join('/') + '/c', [...Array(n).fill('a*'), ...Array(16).fill('a')].join('/') + '/c', true],
     ];
     for (const [a, b, want] of pairs) {
-      assert.equal(checkGlob(a), null);
-      assert.equal(checkGlob(b), null);
+      assert.equal(checkGlob(a), null, a.slice(0, 40));
+      assert.equal(checkGlob(b), null, b.slice(0, 40));
       const r = globsOverlapCounted(a, b);
       assert.equal(r.overlap, want, `${a.slice(0, 40)}… ∩ ${b.slice(0, 40)}…`);
       // (|A|+1)(|B|+1) segment pairs, plus (|x|+1)(|y|+1) character pairs for each pair of
@@ -188,9 +218,23 @@ describe('globsOverlap', () => {
       const bound = (a.length + 2) * (b.length + 2) + (a.length + 1) * (b.length + 1);
       assert.ok(r.steps <= bound, `steps ${r.steps} > ${bound}`);
     }
-    // The longest globs allowed, both nothing but wildcards, still answer.
-    const long = '*a'.repeat(LEASE_LIMITS.globBytes / 2 - 1) + '*c';
-    assert.equal(globsOverlapCounted(long, long.replace(/c$/, 'b')).overlap, false);
+  });
+
+  it('a walk given a limit stops there and says it does not know; the tables it reuses forget nothing between walks', () => {
+    const a = compiledGlob('*' + 'a*'.repeat(15) + 'a'.repeat(500) + 'c');
+    const b = compiledGlob('*' + 'a*'.repeat(15) + 'a'.repeat(500) + 'b');
+    const full = { steps: 0, limit: Infinity };
+    assert.equal(compiledOverlap(a, b, full), false);
+    const cut = { steps: 0, limit: Math.floor(full.steps / 2) };
+    assert.equal(compiledOverlap(a, b, cut), undefined);
+    assert.ok(cut.steps <= cut.limit + 1, `stopped at ${cut.steps}`);
+    // The same walks again, interleaved with others, give the same answers and counts.
+    for (let i = 0; i < 3; i++) {
+      assert.equal(globsOverlap('src/**', 'src/a.ts'), true);
+      const again = { steps: 0, limit: Infinity };
+      assert.equal(compiledOverlap(a, b, again), false);
+      assert.equal(again.steps, full.steps);
+    }
   });
 });
 
@@ -253,6 +297,20 @@ describe('globsOverlap against a brute force', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('globMatches agrees with the reference on longer globs and paths (the matcher places pieces leftmost-first)', () => {
+    const long = fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: 14 });
+    const path = fc.array(fc.constantFrom('a', 'b', '/', 'ab', 'ba', 'aa'), { minLength: 1, maxLength: 12 }).map((xs) => xs.join(''));
+    fc.assert(
+      fc.property(long, fc.array(path, { minLength: 1, maxLength: 20 }), (tokens, ps) => {
+        const g = tokens.join('');
+        const re = reference(tokens);
+        fc.pre(re !== null && checkGlob(g) === null);
+        for (const p of ps) if (checkPath(p) === null) assert.equal(globMatches(g, p), re.test(`/${p}`), `${g} ~ ${p}`);
+      }),
+      { numRuns: 3000 },
     );
   });
 

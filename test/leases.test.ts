@@ -2,7 +2,9 @@
 // file reservations (path: leases) that conflict by glob overlap unless both are shared, the
 // holders a conflict names, renew and release by epoch (the fencing token), expiry and the end of
 // a session's process freeing the resource, the per-holder cap, every limit at and over its edge,
-// the commit guard's check, and m4a_reserve through the official MCP SDK client.
+// the commit guard's check, and m4a_reserve through the official MCP SDK client. And what one
+// account cannot do to the others: fill a root or hide a reservation past the caps, or make a
+// check or a claim hold the daemon (other requests are answered while the costliest run).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEncoding } from 'js-tiktoken';
@@ -18,6 +20,31 @@ import { recordingLogger, type LogLine } from './support/recording-logger.js';
 import { STORE_KINDS, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 
 const ROOT = '/work/repo';
+
+/** Runs `work` and, until it settles, one request after another on `other`: how many of those
+ *  were answered while it ran. A request that holds the event loop lets none through. */
+async function answeredDuring<T>(work: () => Promise<T>, other: () => Promise<unknown>): Promise<{ result: PromiseSettledResult<T>; answered: number }> {
+  let done = false;
+  let answered = 0;
+  const loop = (async () => {
+    while (!done) {
+      await other();
+      if (!done) answered++;
+    }
+  })();
+  const result = await work().then(
+    (value): PromiseSettledResult<T> => ({ status: 'fulfilled', value }),
+    (reason: unknown): PromiseSettledResult<T> => ({ status: 'rejected', reason }),
+  );
+  done = true;
+  await loop;
+  return { result, answered };
+}
+
+const rejected = (r: PromiseSettledResult<unknown>): any => {
+  if (r.status !== 'rejected') assert.fail('answered, not refused');
+  return r.reason;
+};
 
 const refused = async (p: Promise<unknown>, code: string, detail: Record<string, unknown> = {}): Promise<any> => {
   let got: any;
@@ -58,6 +85,11 @@ for (const kind of STORE_KINDS.filter((k) => !process.env.M4A_TEST_STORE || k ==
     const logged: LogLine[] = [];
     const claim = (c: MailClient, glob: string, o: Record<string, unknown> = {}) => c.lease.claim({ resource: `path:${glob}`, root: ROOT, ...o });
     const live = async (glob: string) => (await alice.lease.list({ root: ROOT })).leases.filter((l) => l.resource === `path:${glob}`);
+    /** A new account acting without a session (engine calls: no process needed). */
+    const bareCaller = async (id: string): Promise<Caller> => {
+      await d.account(id);
+      return { account: (await d.engine.store.getAccount(id))!, session: null };
+    };
     /** Moves the clock and runs the expiry sweep it triggers to its end. */
     const advance = async (ms: number) => {
       clock.advance(ms);
@@ -214,6 +246,23 @@ for (const kind of STORE_KINDS.filter((k) => !process.env.M4A_TEST_STORE || k ==
       await refused(alice.lease.claim({ ...base, reason: 'r'.repeat(513) }), 'too_large', { field: 'reason', limit: 512 });
       // 1,025 bytes in 2-byte characters: the engine counts the glob's bytes.
       await refused(alice.lease.claim({ ...base, resource: `path:a${'é'.repeat(512)}` }), 'too_large', { field: 'resource', limit: 1024 });
+      // The schema counts bytes too (not UTF-16 units): one limit, whichever refuses first.
+      await refused(alice.lease.claim({ ...base, resource: `path:${'a'.repeat(1025)}` }), 'too_large', { field: 'resource', limit: 1024, actual: 1025 });
+      await refused(alice.lease.claim({ ...base, resource: `path:${'é'.repeat(600)}` }), 'too_large', { field: 'resource', limit: 1024, actual: 1200 });
+      await refused(alice.lease.claim({ ...base, resource: `t-${'a'.repeat(1023)}` }), 'too_large', { field: 'resource', limit: 1024 });
+      // Segments and wildcards: what a match costs grows with them.
+      const segs = (n: number) => Array.from({ length: n }, (_, i) => `d${i}`).join('/');
+      await refused(alice.lease.claim({ ...base, resource: `path:${segs(33)}` }), 'too_large', { field: 'resource', limit: LEASE_LIMITS.globSegments, actual: 33 });
+      const wild = (n: number) => `edges/${Array(n).fill('?').join('/')}`;
+      await refused(alice.lease.claim({ ...base, resource: `path:${wild(17)}` }), 'too_large', { field: 'resource', limit: LEASE_LIMITS.globWildcards, actual: 17 });
+      assert.equal((await no(bob, '/lease/reserve', { action: 'claim', root: ROOT, paths: ['ok/**', `${'*?'.repeat(8)}*`] }, 'too_large')).field, 'paths.1');
+      // The text rule of every single line: no bidi controls, invisible or line-breaking characters.
+      const spoof = await refused(alice.lease.claim({ ...base, resource: 'path:docs/\u202egnp.exe\u200b' }), 'malformed', { field: 'resource', code_point: 'U+202E' });
+      assert.match(spoof.message, /bidirectional control/);
+      await refused(alice.lease.claim({ ...base, resource: 'path:docs/a\u200b.md' }), 'malformed', { field: 'resource', code_point: 'U+200B' });
+      await refused(alice.lease.claim({ ...base, resource: 'path:docs/a\u2028b' }), 'malformed', { field: 'resource', code_point: 'U+2028' });
+      await refused(alice.lease.claim({ ...base, resource: 'path:docs/a\u2029b' }), 'malformed', { field: 'resource', code_point: 'U+2029' });
+      assert.equal((await no(bob, '/lease/reserve', { action: 'claim', root: ROOT, paths: ['docs/\u202egnp.exe'] }, 'malformed')).field, 'paths.0');
       await refused(alice.lease.claim({ ...base, resource: 'path:src/[abc' }), 'malformed', { field: 'resource' });
       await refused(alice.lease.claim({ ...base, resource: 'src/**' }), 'malformed', { field: 'resource' });
       await refused(alice.lease.claim({ resource: 'path:x/**' }), 'malformed', { field: 'root' });
@@ -228,6 +277,8 @@ for (const kind of STORE_KINDS.filter((k) => !process.env.M4A_TEST_STORE || k ==
         await alice.lease.claim({ resource: 'path:edges/reason', root: ROOT, reason: 'r'.repeat(512) }),
         await alice.lease.claim({ resource: `path:${'é'.repeat(512)}`, root: ROOT }),
         await alice.lease.claim({ resource: `path:${'g'.repeat(1024)}`, root: ROOT }),
+        await alice.lease.claim({ resource: `path:edges/${segs(31)}`, root: ROOT }),
+        await alice.lease.claim({ resource: `path:${wild(16)}`, root: ROOT }),
       ];
       assert.equal(at[0]!.expires_at, new Date(clock.now() + 10_000).toISOString());
       assert.equal(at[1]!.expires_at, new Date(clock.now() + 28_800_000).toISOString());
@@ -301,6 +352,157 @@ for (const kind of STORE_KINDS.filter((k) => !process.env.M4A_TEST_STORE || k ==
       assert.deepEqual(ids(await alice.lease.list({ root, holder: `${b.holder}-not` })), []);
       assert.deepEqual(ids(await alice.lease.list({ root, resource_prefix: 't-' })), []);
       assert.ok(ids(await alice.lease.list({ resource_prefix: 'path:lib/' })).includes(a.lease_id), 'across roots');
+    });
+
+    it(`one account holds at most ${LEASE_LIMITS.perAccount} live reservations across its sessions and roots; one root at most ${LEASE_LIMITS.perSpace}, so a check sees all`, async () => {
+      const root = '/work/full';
+      const carla = await d.account('carla');
+      const sessions: AgentProc[] = [];
+      for (let i = 0; i < LEASE_LIMITS.perAccount / LEASE_LIMITS.perHolder; i++) sessions.push(await startAgent(d.url, carla.secret));
+      procs.push(...sessions);
+      // Four sessions of 64, half of them in another root: the account's count spans both.
+      for (const [k, p] of sessions.entries())
+        for (let i = 0; i < LEASE_LIMITS.perHolder; i++) await ok(p, '/lease/claim', { resource: `path:carla/s${k}/f${i}.ts`, root: k % 2 ? root : `${root}-other` });
+      const fifth = await startAgent(d.url, carla.secret);
+      procs.push(fifth);
+      const e = await no(fifth, '/lease/claim', { resource: 'path:carla/one-more.ts', root }, 'too_many_leases');
+      assert.equal(e.limit, LEASE_LIMITS.perAccount);
+      const first = (await carla.client.lease.list({ root, holder: 'carla', limit: 1 })).leases[0]!;
+      await refused(carla.client.lease.release({ lease_id: first.lease_id, epoch: first.epoch }), 'lease_lost', {}); // another session's
+      const own = (await ok(sessions[1]!, '/lease/list', { root, holder: 'carla', limit: 1 })).leases[0];
+      await ok(sessions[1]!, '/lease/release', { lease_id: own.lease_id, epoch: own.epoch });
+      await ok(fifth, '/lease/claim', { resource: 'path:carla/one-more.ts', root });
+
+      // The root holds 128 of carla's; fill it to its cap with accounts acting without a session.
+      let held = (await alice.lease.list({ root, limit: LEASE_LIMITS.listMax })).leases.length;
+      assert.equal(held, 2 * LEASE_LIMITS.perHolder);
+      const fillers: Caller[] = [];
+      for (let k = 0; held < LEASE_LIMITS.perSpace; k++) {
+        const f = await bareCaller(`filler${k}`);
+        fillers.push(f);
+        for (let i = 0; i < LEASE_LIMITS.perHolder && held < LEASE_LIMITS.perSpace; i++, held++) await d.engine.leases.claim(f, { resource: `path:fill/${k}/f${i}.ts`, root });
+      }
+      const late = await bareCaller('latecomer');
+      await refused(d.engine.leases.claim(late, { resource: 'path:late.ts', root }), 'too_many_leases', { limit: LEASE_LIMITS.perSpace });
+      await refused(d.engine.leases.claim(late, { resource: 'path:late.ts', root, mode: 'shared' }), 'too_many_leases', { limit: LEASE_LIMITS.perSpace });
+      // Another root is another count.
+      await d.engine.leases.claim(late, { resource: 'path:late.ts', root: `${root}-2` });
+      // A release makes room; the newest reservation of the full root is seen by check and list.
+      const lastFiller = fillers[fillers.length - 1]!;
+      const [gone] = (await d.engine.leases.list(lastFiller, { root, holder: lastFiller.account.id, limit: 1 })).leases;
+      await d.engine.leases.release(lastFiller, { lease_id: gone!.lease_id, epoch: gone!.epoch });
+      const newest = await d.engine.leases.claim(late, { resource: 'path:late.ts', root });
+      const all = (await d.engine.store.listLeases({ space: `path:${root}`, now: clock.now(), limit: 10_000 })).map((l) => l.resource);
+      assert.equal(all.length, LEASE_LIMITS.perSpace);
+      const seen = await alice.lease.check({ root, paths: all });
+      assert.equal(seen.conflicts.length, LEASE_LIMITS.perSpace, 'every reservation of the root, its newest too');
+      assert.equal(seen.conflicts.find((c) => c.path === 'late.ts')?.lease.lease_id, newest.lease_id);
+      assert.deepEqual(
+        (await alice.lease.list({ root, holder: 'latecomer' })).leases.map((l) => l.lease_id),
+        [newest.lease_id],
+      );
+      assert.deepEqual(
+        (await alice.lease.list({ root, resource_prefix: 'path:late' })).leases.map((l) => l.lease_id),
+        [newest.lease_id],
+      );
+      for (const p of [...sessions, fifth]) await p.exit();
+      await d.engine.sweepSessions();
+    });
+
+    it('the H2 check at the limits (64 reservations of the costliest glob allowed, 10,000 paths of 48 segments) answers, and other requests are answered while it runs', async () => {
+      const root = '/work/h2';
+      const mallory = await bareCaller('mallory-h2');
+      // `'*/'.repeat(510) + 'qN'` once; now 16 wildcards and 32 segments at most.
+      const glob = (n: number) => `**/${'*/'.repeat(LEASE_LIMITS.globWildcards - 1)}q${n}`;
+      for (let n = 0; n < LEASE_LIMITS.perHolder; n++) await d.engine.leases.claim(mallory, { resource: `path:${glob(n)}`, root });
+      const paths = Array.from({ length: LEASE_LIMITS.checkPaths }, (_, i) => `${'a/'.repeat(47)}${i % 100 === 0 ? `q${i % 64}` : `f${i}`}`);
+      assert.ok(Buffer.byteLength(JSON.stringify({ root, paths })) < 1024 * 1024, 'the request fits the body cap');
+      const me: Caller = { account: (await d.engine.store.getAccount('alice'))!, session: null };
+      const { result, answered } = await answeredDuring(
+        () => d.engine.leases.check(me, { root, paths }),
+        () => alice.whoami(),
+      );
+      assert.equal(result.status, 'fulfilled', String((result as PromiseRejectedResult).reason));
+      assert.equal((result as PromiseFulfilledResult<{ conflicts: unknown[] }>).value.conflicts.length, 100);
+      assert.ok(answered >= 3, `${answered} other requests answered during the check`);
+      const viaHttp = await alice.lease.check({ root, paths });
+      assert.equal(viaHttp.conflicts.length, 100);
+    });
+
+    it(`a check over ${LEASE_LIMITS.checkSteps} steps of work is refused too_large {field: paths}; other requests are answered while it runs`, async () => {
+      const root = '/work/costly';
+      const mallory = await bareCaller('mallory-check');
+      // Each path passes one glob's fixed start and then costs its length times the glob's
+      // literal run; the globs themselves are cheap to claim (their starts differ).
+      const tag = (n: number) => `_${String(n).padStart(2, '0')}`;
+      for (let n = 0; n < LEASE_LIMITS.perHolder; n++) await d.engine.leases.claim(mallory, { resource: `path:${tag(n)}*${'a'.repeat(960)}b*`, root });
+      const paths = Array.from({ length: 240 }, (_, i) => `${tag(i % 64)}${'a'.repeat(4000)}`);
+      const me: Caller = { account: (await d.engine.store.getAccount('alice'))!, session: null };
+      const { result, answered } = await answeredDuring(
+        () => d.engine.leases.check(me, { root, paths }),
+        () => alice.whoami(),
+      );
+      const e = rejected(result);
+      assert.equal(e.code, 'too_large');
+      assert.equal(e.details.field, 'paths');
+      assert.equal(e.details.limit, LEASE_LIMITS.checkSteps);
+      assert.ok(answered >= 3, `${answered} other requests answered during the check`);
+      await refused(alice.lease.check({ root, paths }), 'too_large', { field: 'paths', limit: LEASE_LIMITS.checkSteps });
+      // Fewer paths at a time are answered (what the guard does with such a refusal).
+      assert.deepEqual((await alice.lease.check({ root, paths: paths.slice(0, 2) })).conflicts, []);
+    });
+
+    it(`a claim whose overlap walks pass ${LEASE_LIMITS.claimSteps} steps is refused too_large, claiming nothing; others are answered meanwhile and ordinary claims pass`, async () => {
+      const root = '/work/walks';
+      const mallory = await bareCaller('mallory-claim');
+      // Shared with shared is never walked: these are free to claim, and costly to walk against.
+      const stars = `*${'a*'.repeat(LEASE_LIMITS.globWildcards - 1)}`;
+      const costly = (end: string) => `${stars}${'a'.repeat(LEASE_LIMITS.globBytes - stars.length - end.length)}${end}`;
+      for (let n = 0; n < 32; n++) await d.engine.leases.claim(mallory, { resource: `path:${costly(`c${n}`)}`, root, mode: 'shared' });
+      const before = (await d.engine.store.listLeases({ space: `path:${root}`, now: clock.now(), limit: 10_000 })).length;
+      const { result, answered } = await answeredDuring(
+        () => d.engine.leases.claim(mallory, { resource: `path:${costly('b')}`, root }),
+        () => alice.whoami(),
+      );
+      const e = rejected(result);
+      assert.equal(e.code, 'too_large');
+      assert.equal(e.details.field, 'resource');
+      assert.equal(e.details.limit, LEASE_LIMITS.claimSteps);
+      assert.ok(answered >= 3, `${answered} other requests answered during the claim`);
+      assert.equal((await d.engine.store.listLeases({ space: `path:${root}`, now: clock.now(), limit: 10_000 })).length, before, 'nothing claimed');
+      // Globs people write cost little against the same reservations.
+      for (const g of ['src/parser/**', 'docs/*.md', 'test/**/fixtures/', 'lib/[ab].ts']) await alice.lease.claim({ resource: `path:${g}`, root });
+    });
+
+    it('a reservation stored before the limits, over them, is still matched and compared: its root keeps working', async () => {
+      const root = '/work/old';
+      const now = clock.now();
+      const old = `${'*/'.repeat(40)}old.ts`;
+      const r = await d.engine.store.claimLease(
+        {
+          id: 'l-storedbefore1',
+          space: `path:${root}`,
+          resource: old,
+          mode: 'exclusive',
+          holderAccount: 'bob',
+          holderSession: null,
+          holderLineage: null,
+          holderAddress: 'bob',
+          reason: null,
+          createdAt: now,
+          expiresAt: now + 600_000,
+          attempt: 1,
+        },
+        { now, maxPerHolder: LEASE_LIMITS.perHolder, conflicts: () => false },
+      );
+      assert.equal(r.kind, 'claimed');
+      const deep = `${'d/'.repeat(40)}old.ts`;
+      assert.deepEqual(
+        (await alice.lease.check({ root, paths: [deep, 'x.ts'] })).conflicts.map((c) => [c.path, c.lease.lease_id]),
+        [[deep, 'l-storedbefore1']],
+      );
+      await refused(alice.lease.claim({ resource: `path:${'*/'.repeat(12)}**/old.ts`, root }), 'lease_conflict');
+      await alice.lease.claim({ resource: 'path:src/*.md', root });
     });
 
     it('m4a_reserve through the MCP SDK: described, within its token share, claims all globs or none', async (t) => {

@@ -4,6 +4,7 @@
 // `task:<id>` (a pooled task, claimed through the hook pool.ts registers). The epoch is the
 // fencing token: renew and release must name the current one (docs/leases.md).
 import { posix } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { MailError } from '../wire/errors.js';
 import {
   LEASE_LIMITS,
@@ -20,7 +21,8 @@ import type { LeaseMode, LeaseRecord, SessionRecord, Store } from '../store/type
 import type { Clock } from './clock.js';
 import type { Logger } from './log.js';
 import { iso } from './present.js';
-import { checkGlob, checkPath, globMatches, globPrefix, globsOverlap } from './glob-overlap.js';
+import { checkPath, compiledGlob, compiledOverlap, globPrefix, globProblem } from './glob-overlap.js';
+import { globMatcher, matchPrepared, preparePath } from './glob-match.js';
 import { LeaseEnds, type LeaseEndListener } from './lease-ends.js';
 import { callerAddress, type Caller } from './mail-engine.js';
 
@@ -50,8 +52,18 @@ export interface LeaseTake {
 export type TaskClaimHook = (c: Caller, req: LeaseClaimRequest) => Promise<LeaseOut>;
 
 const LIST_DEFAULT = 100;
-/** Live leases one list or check reads (a space's leases are read once, then filtered here). */
+/** Live leases one read of a space takes: more than LEASE_LIMITS.perSpace, so a check, a claim or
+ *  a list of one root sees every live lease of it, even one claims racing past the cap added. A
+ *  list across roots reads at most this many. */
 const SCAN = 10_000;
+/** A check or a claim gives the event loop back after this much matching work (a few ms), or
+ *  this many paths: one request cannot hold the daemon for the others. */
+const SLICE_STEPS = 250_000;
+const SLICE_PATHS = 256;
+/** Overlap work a claim may do inside the store's transaction, for leases claimed after its
+ *  walks ran (claims racing it): past it such a lease counts as a conflict, so a burst of
+ *  costly claims cannot hold the transaction; a retry decides it outside. */
+const LATE_STEPS = 100_000;
 /** Holders a lease_conflict names. */
 const HOLDERS_SHOWN = 20;
 
@@ -178,7 +190,10 @@ export class LeaseBook {
   }
 
   /** The guard's question: which of these paths another session holds exclusively. One read of
-   *  the space's live leases; a path is tested only against globs whose fixed start it has. */
+   *  the space's live leases (all of them: the space is capped), each glob compiled once and each
+   *  path split once; a path is tested only against globs whose fixed start it has. The loop is
+   *  given back every SLICE_PATHS paths or SLICE_STEPS of work, and past LEASE_LIMITS.checkSteps
+   *  the check is refused (too_large): the guard then warns and lets the commit go on. */
   async check(c: Caller, req: LeaseCheckRequest): Promise<LeaseCheckResponse> {
     const root = normaliseRoot(req.root);
     req.paths.forEach((p, i) => {
@@ -188,12 +203,41 @@ export class LeaseBook {
     const others = (await this.d.store.listLeases({ space: `path:${root}`, now: this.d.clock.now(), limit: SCAN })).filter((l) => l.mode === 'exclusive' && !this.isOwn(c, l));
     if (others.length === 0) return { conflicts: [] };
     // Every path a glob matches starts with its prefix: most paths are ruled out by one startsWith.
-    const globs = others.map((l) => ({ l, start: globPrefix(l.resource) }));
+    const globs = others.map((l) => ({ l, start: globPrefix(l.resource), m: globMatcher(l.resource) }));
     const hits: { path: string; lease: LeaseRecord }[] = [];
-    for (const path of req.paths) {
+    const work = { steps: 0 };
+    const limit = LEASE_LIMITS.checkSteps;
+    let given = 0;
+    for (const [i, path] of req.paths.entries()) {
+      if (i % SLICE_PATHS === SLICE_PATHS - 1) {
+        given = work.steps;
+        await nextTurn();
+      }
+      const p = preparePath(path)!; // checkPath refused empty segments
+      work.steps += path.length;
       // One holder per path is enough to refuse a commit (the oldest lease: the store's order).
-      const g = globs.find((x) => path.startsWith(x.start) && globMatches(x.l.resource, path));
-      if (g) hits.push({ path, lease: g.l });
+      for (const g of globs) {
+        work.steps++;
+        const hit = path.startsWith(g.start) && matchPrepared(g.m, p, work);
+        if (work.steps > limit)
+          throw new MailError(
+            'too_large',
+            `paths: matching them against the ${globs.length} reservations of ${root} is over the work one check may do (${limit} steps): ask about fewer paths at a time`,
+            {
+              field: 'paths',
+              limit,
+              actual: work.steps,
+            },
+          );
+        if (work.steps - given >= SLICE_STEPS) {
+          given = work.steps;
+          await nextTurn();
+        }
+        if (hit) {
+          hits.push({ path, lease: g.l });
+          break;
+        }
+      }
     }
     const names = await this.d.printAll(hits.map((h) => h.lease.holderAddress));
     return { conflicts: hits.map((h) => ({ path: h.path, lease: this.present(h.lease, names) })) };
@@ -262,24 +306,71 @@ export class LeaseBook {
   }
 
   private checkGlob(glob: string, field: string): void {
-    const bytes = Buffer.byteLength(glob, 'utf8');
-    if (bytes > LEASE_LIMITS.globBytes)
-      throw new MailError('too_large', `${field} is over its limit of ${LEASE_LIMITS.globBytes}`, { field, limit: LEASE_LIMITS.globBytes, actual: bytes });
-    const problem = checkGlob(glob);
-    if (problem) throw new MailError('malformed', `${field}: not a glob: ${problem}`, { field, reason: problem });
+    const problem = globProblem(glob);
+    if (!problem) return;
+    if (problem.over) throw new MailError('too_large', `${field}: ${problem.reason}`, { field, limit: problem.over.limit, actual: problem.over.actual });
+    throw new MailError('malformed', `${field}: not a glob: ${problem.reason}`, { field, reason: problem.reason, ...(problem.codePoint ? { code_point: problem.codePoint } : {}) });
   }
 
-  private claimPath(c: Caller, glob: string, root: string, mode: LeaseMode, ttlSecs: number | undefined, reason: string | undefined, field: string): Promise<LeaseRecord> {
+  /** A file reservation: the caps of the space and the account, then the claim, its overlaps
+   *  with the space's live leases decided beforehand (see below). */
+  private async claimPath(c: Caller, glob: string, root: string, mode: LeaseMode, ttlSecs: number | undefined, reason: string | undefined, field: string): Promise<LeaseRecord> {
     this.checkGlob(glob, field);
-    return this.take(c, {
-      space: `path:${root}`,
+    const space = `path:${root}`;
+    // The store counts the session's leases exactly, in its transaction. The root's and the
+    // account's caps are counted here, from reads before it: best-effort under races (claims
+    // in flight together may pass a cap together, by as many as race), which the read of a
+    // space leaves room for (SCAN is far above perSpace).
+    const now = this.d.clock.now();
+    const live = await this.d.store.listLeases({ space, now, limit: SCAN });
+    this.capped(live.length, LEASE_LIMITS.perSpace, `${root} has`);
+    const held = await this.d.store.listLeases({ spacePrefix: 'path:', holderAccount: c.account.id, now, limit: LEASE_LIMITS.perAccount });
+    this.capped(held.length, LEASE_LIMITS.perAccount, "your account's sessions hold");
+    // Overlap is decided here, giving the event loop back between leases, not in the store's
+    // transaction (which would hold every other write for the walks); the transaction looks
+    // the answers up by lease id.
+    const mine = compiledGlob(glob);
+    const decided = new Map<string, boolean>();
+    const work = { steps: 0, limit: LEASE_LIMITS.claimSteps };
+    let given = 0;
+    for (const o of live) {
+      if (mode === 'shared' && o.mode === 'shared') continue;
+      const overlap = compiledOverlap(mine, compiledGlob(o.resource), work);
+      if (overlap === undefined)
+        throw new MailError(
+          'too_large',
+          `${field}: comparing it with the ${live.length} reservations of ${root} is over the work one claim may do (${work.limit} steps): claim a simpler glob`,
+          {
+            field,
+            limit: work.limit,
+            actual: work.steps,
+          },
+        );
+      decided.set(o.id, overlap);
+      if (work.steps - given >= SLICE_STEPS) {
+        given = work.steps;
+        await nextTurn();
+      }
+    }
+    const late = { steps: 0, limit: LATE_STEPS };
+    const conflicts = (o: LeaseRecord): boolean => {
+      if (mode === 'shared' && o.mode === 'shared') return false;
+      return decided.get(o.id) ?? compiledOverlap(mine, compiledGlob(o.resource), late) ?? true;
+    };
+    return await this.take(c, {
+      space,
       resource: glob,
       mode,
       ttlSecs: ttlSecs ?? LEASE_LIMITS.ttlDefaultSecs,
       reason: reason ?? null,
       attempt: 1,
-      conflicts: (o) => globsOverlap(glob, o.resource) && !(mode === 'shared' && o.mode === 'shared'),
+      conflicts,
     });
+  }
+
+  /** too_many_leases when `count` live file reservations reach `limit`. */
+  private capped(count: number, limit: number, who: string): void {
+    if (count >= limit) throw new MailError('too_many_leases', `${who} ${limit} live file reservations, the most allowed: release some first`, { limit });
   }
 
   /** Renew and release: someone else's lease is as lost as an expired one (nothing is revealed). */

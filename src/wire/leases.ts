@@ -4,6 +4,7 @@
 // claimed, so a holder whose lease expired cannot act with it (docs/leases.md).
 import { z } from 'zod';
 import { text } from './fields.js';
+import { utf8Bytes } from './text.js';
 
 export const LEASE_LIMITS = {
   ttlDefaultSecs: 15 * 60,
@@ -11,14 +12,27 @@ export const LEASE_LIMITS = {
   ttlMaxSecs: 8 * 3600,
   /** Live leases one session (or one account without a session) holds. */
   perHolder: 64,
+  /** Live file reservations one account holds across all its sessions and roots. */
+  perAccount: 256,
+  /** Live file reservations of one root: a check or list of the root reads every one of them. */
+  perSpace: 1024,
   reasonBytes: 512,
   /** A glob, as written after `path:`. */
   globBytes: 1024,
+  /** `/`-separated segments of a glob, and its wildcards (`*`, `**`, `?`, `[…]`): what a match
+   *  costs grows with them. */
+  globSegments: 32,
+  globWildcards: 16,
   rootBytes: 4096,
   listMax: 500,
   /** Paths one guard check asks about. */
   checkPaths: 10_000,
   pathBytes: 4096,
+  /** Work one check may do (a path screened against a reservation, a character or segment
+   *  compared), and one claim (states of the walks that decide overlap with the root's live
+   *  leases): past it the request is refused too_large, field `paths` or `resource`. */
+  checkSteps: 50_000_000,
+  claimSteps: 20_000_000,
   /** Pooled tasks: claims before a task fails with lease_exhausted, and the backoff's cap. */
   maxAttemptsDefault: 3,
   maxAttemptsMax: 100,
@@ -39,12 +53,19 @@ export const TtlSecs = z
 
 export const LeaseMode = z.enum(['exclusive', 'shared']);
 
-/** `t-…` (a pooled task) or `path:<glob>` (files under `root`). */
+/** `t-…` (a pooled task) or `path:<glob>` (files under `root`). The limit is in UTF-8 bytes of
+ *  the glob (of the whole resource otherwise), as the engine counts them: one too_large. */
 export const LeaseResource = z
   .string()
   .min(1)
-  .max(LEASE_LIMITS.globBytes + 5)
-  .describe('a task id t-…, or path:<glob> relative to root');
+  .superRefine((s, ctx) => {
+    const n = utf8Bytes(s.startsWith('path:') ? s.slice('path:'.length) : s);
+    const limit = LEASE_LIMITS.globBytes;
+    if (n > limit) ctx.addIssue({ code: 'custom', message: `over the limit of ${limit} bytes`, params: { m4a: 'too_large', limit, actual: n } });
+  })
+  .describe(
+    `a task id t-…, or path:<glob> relative to root (at most ${LEASE_LIMITS.globBytes} bytes, ${LEASE_LIMITS.globSegments} segments, ${LEASE_LIMITS.globWildcards} wildcards)`,
+  );
 
 const Root = text(LEASE_LIMITS.rootBytes).describe('path: leases: the repository root (absolute)');
 
