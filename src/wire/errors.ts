@@ -85,7 +85,7 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   approval_expired: { http: 410, mcp: 'tool_error', meaning: 'the approval expired before it was decided {approval_id}' },
   lease_conflict: { http: 409, mcp: 'tool_error', meaning: 'another session holds the resource {holders: [{holder, mode, resource, expires_at, reason?}]}' },
   lease_lost: { http: 409, mcp: 'tool_error', meaning: 'the lease expired, was released or changed hands (its epoch is stale) {lease_id}' },
-  too_many_leases: { http: 429, mcp: 'tool_error', meaning: 'the session holds the most live leases it may {limit}' },
+  too_many_leases: { http: 429, mcp: 'tool_error', meaning: 'the session, its account or the repository holds the most live leases it may {limit}' },
   lease_exhausted: { http: 409, mcp: 'tool_error', meaning: 'the pooled task was claimed max_attempts times without ending: it failed {task_id, attempts}' },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
