@@ -1,6 +1,6 @@
 // Examples for docs/client.md. They are type-checked with the project (npm run typecheck), so they
 // stay true to the client's API.
-import { MailClient, MailError } from '../src/client/index.js';
+import { MailClient, MailError, detailText } from '../src/client/index.js';
 
 export async function sendAndWait(url: string, mySecret: string): Promise<void> {
   const mail = new MailClient({ url, token: mySecret });
@@ -27,7 +27,7 @@ export async function sendAndWait(url: string, mySecret: string): Promise<void> 
     }
   } catch (err) {
     // Refusals come back as MailError with the daemon's code and inputs.
-    if (err instanceof MailError && err.code === 'unknown_participant') console.error(`no such account: ${String(err.details.participant)}`);
+    if (err instanceof MailError && err.code === 'unknown_participant') console.error(`no such account: ${detailText(err.details.participant)}`);
     else throw err;
   } finally {
     mail.close();

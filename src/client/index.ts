@@ -1,5 +1,5 @@
 export { MailClient, DaemonUnreachable, PortOwnedByOtherUser, type ClientOptions, type SendInput, type TaskCreateInput, type ApprovalRequestInput } from './http-client.js';
 export { portOwner, type PortOwner } from './port-owner.js';
-export { MailError, type ErrorCode } from '../wire/errors.js';
+export { MailError, detailText, type ErrorCode } from '../wire/errors.js';
 export type * from '../wire/ops.js';
 export type * from '../wire/tasks.js';

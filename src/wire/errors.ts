@@ -116,6 +116,11 @@ export class MailError extends Error {
   }
 }
 
+/** A detail as text: strings and numbers as they are, anything else as JSON. */
+export function detailText(v: ErrorDetails[string] | undefined): string {
+  return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : v === undefined ? '' : JSON.stringify(v);
+}
+
 export function isErrorCode(s: unknown): s is ErrorCode {
   return typeof s === 'string' && Object.hasOwn(ERROR_TABLE, s);
 }

@@ -3,7 +3,7 @@
 // agent and readable by the caller; anything else is TaskNotFoundError.
 import { createHash } from 'node:crypto';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
-import { MailError } from '../../wire/errors.js';
+import { MailError, detailText } from '../../wire/errors.js';
 import { ReplyRequest } from '../../wire/ops.js';
 import { TaskCancelRequest, TaskCreateRequest, TaskId, isTerminal, type TaskOut } from '../../wire/tasks.js';
 import { parseInput } from '../../wire/validate.js';
@@ -31,7 +31,7 @@ function asA2aField<T>(f: () => T): T {
     return f();
   } catch (e) {
     if (e instanceof MailError && (e.code === 'malformed' || e.code === 'too_large')) {
-      const field = String(e.details.field ?? '');
+      const field = detailText(e.details.field);
       throw A2aRpcError.invalidParams(FIELD_IN_A2A[field] ?? field, e.message);
     }
     throw e;

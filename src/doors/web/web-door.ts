@@ -5,7 +5,7 @@
 // metadata. The token is handed out only at login and kept in the page's origin storage, so the
 // cookie alone (which browsers send to every port of the host) opens nothing.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MailError } from '../../wire/errors.js';
+import { MailError, detailText } from '../../wire/errors.js';
 import { parseInput } from '../../wire/validate.js';
 import { LoginRequest } from '../../wire/web.js';
 import { EmptyRequest } from '../../wire/ops.js';
@@ -83,7 +83,7 @@ export class WebDoor {
       if (isClientGone(err, req)) return this.o.log.debug({ path, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
       const e = toMailError(err, this.o.log);
       const extra: Record<string, string> = { ...SECURITY_HEADERS };
-      if (e.code === 'rate_limited') extra['retry-after'] = String(e.details.retry_after ?? 1);
+      if (e.code === 'rate_limited') extra['retry-after'] = detailText(e.details.retry_after ?? 1);
       if (e.code === 'method_not_allowed') extra.allow = path.startsWith('/web/api/') ? 'POST' : 'GET, HEAD';
       sendJson(res, e.httpStatus, e.toBody(), extra);
     }

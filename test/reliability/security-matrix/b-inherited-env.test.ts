@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MailClient } from '../../../src/client/http-client.js';
-import { MailError } from '../../../src/wire/errors.js';
+import { MailError, detailText } from '../../../src/wire/errors.js';
 import { CLI } from '../../support/shell-agents.js';
 import { serveProcess, type ServedDaemon } from '../../support/serve-process.js';
 import { until } from '../../support/until.js';
@@ -151,7 +151,7 @@ describe('security matrix B: the secret of whoever started the daemon reaches no
         assert.ok(refused instanceof MailError, `${name}: ${String(refused)}`);
         assert.equal(refused.code, 'malformed');
         assert.equal(refused.details.field, 'env[1]');
-        assert.match(String(refused.details.reason), new RegExp(`^${name} belongs to whoever started the daemon`));
+        assert.match(detailText(refused.details.reason), new RegExp(`^${name} belongs to whoever started the daemon`));
         assert.deepEqual(await op.admin.wakeList(), before, `the chain naming ${name} changed nothing`);
       }
 
