@@ -181,7 +181,7 @@ describe('pools, dead letters and reservations in Chromium', { skip, timeout: 24
         .locator('td')
         .allTextContents()
         .then((c) => c.slice(0, 4)),
-      [t.task_id, held.lease.holder, '1', 'task: Write the changelog'],
+      [t.task_id, held.lease.holder, '1', 'pooled task'],
     );
     assert.equal(await claimRow.locator('a').getAttribute('href'), `/web/task/${t.task_id}`);
     await page.setViewportSize({ width: 375, height: 720 });
