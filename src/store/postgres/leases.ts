@@ -12,7 +12,7 @@
 import type { LeaseClaimOutcome, LeaseEndReason, LeaseQuery, LeaseRecord, NewLease } from '../types.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
 // One row shape and mapping for both SQL stores (as sqlite/task-rows.ts for tasks).
-import { toLease, type LeaseRow } from '../sqlite/leases.js';
+import { newLeaseRow, toLease, type LeaseRow } from '../sqlite/leases.js';
 import { leaseAccountLock, leaseClaimLocks, leaseSpaceLock } from './locks.js';
 import { NOW_MS, type Sql, type Tx } from './pg-sql.js';
 
@@ -36,24 +36,7 @@ export class PgLeases {
       if (holders.length > 0) return { kind: 'conflict', holders: holders.sort(byCreation) };
       const [e] = await tx<{ epoch: number }[]>`INSERT INTO lease_epochs (space, resource, epoch) VALUES (${l.space}, ${l.resource}, 1)
         ON CONFLICT (space, resource) DO UPDATE SET epoch = lease_epochs.epoch + 1 RETURNING epoch`;
-      const row: LeaseRow = {
-        id: l.id,
-        space: l.space,
-        resource: l.resource,
-        mode: l.mode,
-        holder_account: l.holderAccount,
-        holder_session: l.holderSession,
-        holder_lineage: l.holderLineage,
-        holder_address: l.holderAddress,
-        reason: l.reason,
-        created_at: l.createdAt,
-        expires_at: l.expiresAt,
-        epoch: (e as { epoch: number }).epoch,
-        attempt: l.attempt,
-        ended_at: null,
-        end_reason: null,
-        settled: 0,
-      };
+      const row = newLeaseRow(l, (e as { epoch: number }).epoch);
       await tx`INSERT INTO leases ${tx(row)}`;
       return { kind: 'claimed', lease: toLease(row) };
     });

@@ -48,6 +48,28 @@ export function toLease(r: LeaseRow): LeaseRecord {
   };
 }
 
+/** The row a new lease is stored as (both SQL stores). */
+export function newLeaseRow(l: NewLease, epoch: number): LeaseRow {
+  return {
+    id: l.id,
+    space: l.space,
+    resource: l.resource,
+    mode: l.mode,
+    holder_account: l.holderAccount,
+    holder_session: l.holderSession,
+    holder_lineage: l.holderLineage,
+    holder_address: l.holderAddress,
+    reason: l.reason,
+    created_at: l.createdAt,
+    expires_at: l.expiresAt,
+    epoch,
+    attempt: l.attempt,
+    ended_at: null,
+    end_reason: null,
+    settled: 0,
+  };
+}
+
 /** Not ended and not expired at @now (or ?). */
 const LIVE = 'ended_at IS NULL AND expires_at > ?';
 
@@ -131,23 +153,9 @@ export class SqliteLeases {
       .filter((x) => o.conflicts({ ...x }));
     if (holders.length > 0) return { kind: 'conflict', holders };
     const epoch = (this.st.nextEpoch.get(l.space, l.resource) as { epoch: number }).epoch;
-    const row = {
-      id: l.id,
-      space: l.space,
-      resource: l.resource,
-      mode: l.mode,
-      holder_account: l.holderAccount,
-      holder_session: l.holderSession,
-      holder_lineage: l.holderLineage,
-      holder_address: l.holderAddress,
-      reason: l.reason,
-      created_at: l.createdAt,
-      expires_at: l.expiresAt,
-      epoch,
-      attempt: l.attempt,
-    };
+    const row = newLeaseRow(l, epoch);
     this.st.insert.run(row);
-    return { kind: 'claimed', lease: toLease({ ...row, ended_at: null, end_reason: null, settled: 0 }) };
+    return { kind: 'claimed', lease: toLease(row) };
   }
 
   async renewLease(id: string, epoch: number, expiresAt: number, now: number): Promise<LeaseRecord | null> {
