@@ -50,17 +50,23 @@ function place(url: string, name: string): string {
   return u;
 }
 
-export function summarizeProfile(path: string, topN = 20): ProfileSummary {
+/** `windows`: only samples inside these spans (µs of the monotonic clock, as the profile's own
+ *  timestamps and `process.hrtime` are) count, and shares are of their summed length. */
+export function summarizeProfile(path: string, topN = 20, windows?: [number, number][]): ProfileSummary {
   const p = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
+  const inside = (t: number): boolean => !windows || windows.some(([a, b]) => t >= a && t < b);
+  let at = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
     const id = p.samples[i] as number;
+    at += p.timeDeltas[i] ?? 0;
+    if (!inside(at)) continue;
     // timeDeltas[i] is the time before sample i; attribute the following delta to this sample.
     const dt = (p.timeDeltas[i + 1] ?? 0) / 1000;
     self.set(id, (self.get(id) ?? 0) + dt);
   }
-  const totalMs = (p.endTime - p.startTime) / 1000;
+  const totalMs = windows ? windows.reduce((s, [a, b]) => s + (b - a), 0) / 1000 : (p.endTime - p.startTime) / 1000;
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const own = (url: string): boolean => {

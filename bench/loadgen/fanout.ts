@@ -25,6 +25,9 @@ export interface FanoutRound {
   /** Median reader, from the acknowledgement. */
   medianFromAck: number;
   empty: number;
+  /** The send's start, its ack, the first and the last answer: µs of the monotonic clock (the
+   *  one --cpu-prof stamps samples with), so a probe can cut the daemon's profile to a round. */
+  at: { startUs: number; ackUs: number; firstUs: number; lastUs: number };
 }
 
 export interface FanoutResult {
@@ -92,12 +95,15 @@ export async function runFanout(s: FanoutSpec): Promise<FanoutResult> {
     await all;
     const fromAck = answered.map((t) => Number(t - tAck) / 1e6).sort((a, b) => a - b);
     const last = answered.reduce((m, t) => (t > m ? t : m), 0n);
+    const first = answered.reduce((m, t) => (t < m ? t : m), last);
+    const us = (t: bigint): number => Number(t / 1000n);
     rounds.push({
       send: Number(tAck - t0) / 1e6,
       allFromAck: Number(last - tAck) / 1e6,
       allFromSend: Number(last - t0) / 1e6,
       medianFromAck: fromAck[Math.floor(fromAck.length / 2)] ?? NaN,
       empty,
+      at: { startUs: us(t0), ackUs: us(tAck), firstUs: us(first), lastUs: us(last) },
     });
     tick(k + 1);
   }
