@@ -10,6 +10,8 @@ export const DATA_FILES = {
   lock: 'daemon.lock',
   operatorToken: 'operator.token',
   daemonInfo: 'daemon.json',
+  /** The stream door's Unix socket (0600): JSON lines, peers attested by SO_PEERCRED. */
+  socket: 'm4a.sock',
 } as const;
 
 /** --data-dir, else M4A_DATA_DIR, else $XDG_DATA_HOME/mail4agent (~/.local/share/mail4agent). */
