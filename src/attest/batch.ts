@@ -1,16 +1,30 @@
 // One batch of attestations, synchronously: loopback TCP tuples -> client socket inodes
 // (/proc/net/tcp{,6}) -> holder pids (/proc/*/fd) -> session processes (ancestor rule) -> session ids
 // and corroborated facts. Every connection of a batch shares one read of each /proc/net file and one
-// fd scan. This is blocking /proc work (memory, no disk, but it grows with the host's sockets and
+// fd scan. A Unix socket's peer comes with its pid from the kernel (SO_PEERCRED): its walk starts
+// there, with no /proc/net read and no fd scan. This is blocking /proc work (memory, no disk, but it grows with the host's sockets and
 // fds), so the daemon runs it on a worker thread (linux.ts); tests may run it inline.
 import { readFileSync } from 'node:fs';
 import { corroborate } from './corroborate.js';
 import { FdScanner, type Holder } from './fd-scan.js';
-import { readBootId, readFacts, readStat } from './proc-facts.js';
+import { readBootId, readFacts, readSmall, readStat } from './proc-facts.js';
 import { clientRowKeys, rowFinder, type RowLookup } from './proc-net.js';
 import { deriveSessionId } from './session-id.js';
 import { cliDirsOf, findSession, type WalkContext } from './transparent.js';
-import type { AttestResult, ConnectionTuple } from './types.js';
+import type { AttestResult, ConnectionTuple, PeerQuery, ProcessFacts } from './types.js';
+
+const USER_HZ = 100;
+/** Ticks a start time may exceed the accept time by: the two clocks are read apart and rounded. */
+const START_SLACK_TICKS = 2;
+
+/** The monotonic clock every thread of the process shares, in ms (PeerQuery.acceptedAtHrMs). */
+export const hrMs = (): number => Number(process.hrtime.bigint() / 1000n) / 1000;
+
+/** Time since boot from /proc/uptime (the clock /proc/PID/stat's start times count on), or null. */
+function readUptimeMs(): number | null {
+  const v = Number((readSmall('/proc/uptime') ?? '').split(' ')[0]);
+  return Number.isFinite(v) && v > 0 ? v * 1000 : null;
+}
 
 export interface BatchOptions {
   /** Stable id of this host, mixed into every session id. */
@@ -29,7 +43,8 @@ export interface BatchStats {
 }
 
 export interface BatchAttestor {
-  run(conns: ConnectionTuple[]): AttestResult[];
+  /** Results for `conns`, then for `peers`, in order. */
+  run(conns: ConnectionTuple[], peers?: PeerQuery[]): AttestResult[];
   stats(): BatchStats;
 }
 
@@ -119,6 +134,26 @@ export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
     if (peer.uid !== selfUid && !allowed.has(peer.uid)) {
       return { ok: false, reason: 'foreign_user', foreignUid: peer.uid };
     }
+    return sessionOf(peer);
+  }
+
+  /** A kernel-attested peer. The uid the kernel recorded decides foreign_user before any /proc read.
+   *  The pid is the connecting process's, but it may have exited since and its pid been reused: a
+   *  process that started after the connection was accepted, or whose uid is not the recorded one,
+   *  is not the peer (process_gone). */
+  function fromPeer(q: PeerQuery, uptimeMs: number | null, hrNowMs: number): AttestResult {
+    if (q.uid !== selfUid && !allowed.has(q.uid)) return { ok: false, reason: 'foreign_user', foreignUid: q.uid };
+    // pid 0: the peer is in a pid namespace this one cannot name.
+    const peer = q.pid > 0 ? readFacts(q.pid) : null;
+    if (peer === null || peer.uid !== q.uid) return { ok: false, reason: 'process_gone' };
+    if (uptimeMs === null) return { ok: false, reason: 'process_gone' }; // no clock to judge reuse by: never guess
+    // Start times are clock ticks since boot (USER_HZ, 100 on Linux), the same clock as /proc/uptime.
+    const acceptedTicks = (uptimeMs - (hrNowMs - q.acceptedAtHrMs)) / (1000 / USER_HZ);
+    if (peer.startTime > Math.ceil(acceptedTicks) + START_SLACK_TICKS) return { ok: false, reason: 'process_gone' };
+    return sessionOf(peer);
+  }
+
+  function sessionOf(peer: ProcessFacts): AttestResult {
     const walk = findSession(peer, ctx);
     if (!walk.ok) return walk;
     const session = walk.session;
@@ -133,13 +168,26 @@ export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
     };
   }
 
+  function attestPeers(peers: PeerQuery[]): AttestResult[] {
+    if (peers.length === 0) return [];
+    const hrNowMs = hrMs();
+    const uptimeMs = readUptimeMs();
+    return peers.map((q) => fromPeer(q, uptimeMs, hrNowMs));
+  }
+
   return {
-    run(conns) {
+    run(conns, peers = []) {
+      let tcp: AttestResult[];
       try {
-        return attestBatch(conns);
+        tcp = attestBatch(conns);
       } catch {
         // /proc unreadable as a whole; never guess.
-        return conns.map(() => ({ ok: false, reason: 'socket_not_found' }));
+        tcp = conns.map(() => ({ ok: false, reason: 'socket_not_found' }));
+      }
+      try {
+        return [...tcp, ...attestPeers(peers)];
+      } catch {
+        return [...tcp, ...peers.map((): AttestResult => ({ ok: false, reason: 'process_gone' }))];
       }
     },
     stats: () => ({ netScans, fdScans: scanner.scans }),

@@ -4,6 +4,7 @@ import type { Attestor } from './types.js';
 
 export { createLinuxAttestor, type AttestorStats, type LinuxAttestor, type LinuxAttestorOptions } from './linux.js';
 export { deriveSessionId } from './session-id.js';
+export { loadPeerCred, type PeerCredLoad, type ReadPeerCred } from './peercred.js';
 export type * from './types.js';
 
 export type AttestorOptions = LinuxAttestorOptions;

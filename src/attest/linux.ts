@@ -8,12 +8,14 @@
 // cost falls as the load rises instead of growing with the open connections. A sock_diag or
 // SO_PEERCRED addon would make a lookup O(1), but needs a compiler or a prebuilt binary per
 // platform; the worker needs neither. A worker that dies or hangs is replaced; only where worker
-// threads cannot start at all do batches run inline.
+// threads cannot start at all do batches run inline. The stream door's peers come with the kernel's
+// pid (SO_PEERCRED, a small addon the door loads): their walk runs in the same batches (a few small
+// /proc reads per peer, each of which can block like the others), just without /proc/net or fds.
 import { Worker } from 'node:worker_threads';
 import { createBatchAttestor, type BatchAttestor, type BatchOptions, type BatchStats } from './batch.js';
 import { readStartTime } from './proc-facts.js';
 import { isLoopback } from './proc-net.js';
-import type { AttestResult, Attestor, ConnectionTuple } from './types.js';
+import type { AttestResult, Attestor, ConnectionTuple, PeerQuery } from './types.js';
 
 export interface LinuxAttestorOptions extends BatchOptions {
   /** Run the lookups on the calling thread (tests of the lookup itself); default: a worker thread. */
@@ -38,10 +40,7 @@ export interface LinuxAttestor extends Attestor {
   stats(): AttestorStats;
 }
 
-interface Pending {
-  conn: ConnectionTuple;
-  resolve: (r: AttestResult) => void;
-}
+type Pending = ({ conn: ConnectionTuple; peer?: undefined } | { peer: PeerQuery; conn?: undefined }) & { resolve: (r: AttestResult) => void };
 
 interface Reply {
   id: number;
@@ -88,7 +87,7 @@ class WorkerRunner {
 
   /** The batch's results, or null when the worker died or did not answer within `timeoutMs` (a
    *  /proc read can block, e.g. on a process stuck in its own memory lock): then it is ended. */
-  run(conns: ConnectionTuple[], timeoutMs: number): Promise<Reply | null> {
+  run(conns: ConnectionTuple[], peers: PeerQuery[], timeoutMs: number): Promise<Reply | null> {
     if (this.dead) return Promise.resolve(null);
     const id = this.nextId++;
     this.worker.ref();
@@ -102,7 +101,7 @@ class WorkerRunner {
         clearTimeout(timer);
         resolve(r);
       });
-      this.worker.postMessage({ id, conns });
+      this.worker.postMessage({ id, conns, peers });
     });
   }
 
@@ -151,11 +150,12 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
     return runner;
   }
 
-  async function runBatch(conns: ConnectionTuple[]): Promise<AttestResult[]> {
+  /** Results for conns, then for peers. */
+  async function runBatch(conns: ConnectionTuple[], peers: PeerQuery[]): Promise<AttestResult[]> {
     const w = await liveRunner();
-    if (w === null) return local().run(conns);
-    const reply = await w.run(conns, timeoutMs);
-    return reply?.results ?? conns.map(() => ({ ok: false, reason: 'attestor_unavailable' }));
+    if (w === null) return local().run(conns, peers);
+    const reply = await w.run(conns, peers, timeoutMs);
+    return reply?.results ?? [...conns, ...peers].map(() => ({ ok: false, reason: 'attestor_unavailable' }));
   }
 
   function schedule(): void {
@@ -170,13 +170,18 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
     queue = [];
     batches++;
     largestBatch = Math.max(largestBatch, batch.length);
+    const tcp = batch.filter((p) => p.conn !== undefined);
+    const byPid = batch.filter((p) => p.peer !== undefined);
     let results: AttestResult[] = [];
     try {
-      results = await runBatch(batch.map((p) => p.conn));
+      results = await runBatch(
+        tcp.map((p) => p.conn),
+        byPid.map((p) => p.peer),
+      );
     } catch {
       /* answered below: never a guess */
     } finally {
-      batch.forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: 'socket_not_found' }));
+      [...tcp, ...byPid].forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: p.peer ? 'process_gone' : 'socket_not_found' }));
       running = false;
       schedule();
     }
@@ -190,6 +195,12 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
       if (!isLoopback(conn.remoteAddress)) return Promise.resolve({ ok: false, reason: 'not_loopback' });
       return new Promise((resolve) => {
         queue.push({ conn, resolve });
+        schedule();
+      });
+    },
+    attestPeer(peer: PeerQuery): Promise<AttestResult> {
+      return new Promise((resolve) => {
+        queue.push({ peer, resolve });
         schedule();
       });
     },

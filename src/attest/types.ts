@@ -57,9 +57,29 @@ export interface ConnectionTuple {
   remotePort: number;
 }
 
+/** What the kernel recorded about the process that connected to a Unix socket (SO_PEERCRED, read
+ *  at connect time), and when the daemon accepted the connection. */
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+export interface PeerQuery {
+  pid: number;
+  /** The uid the kernel recorded at connect: decides foreign_user, and /proc must agree with it. */
+  uid: number;
+  /** process.hrtime in ms (a monotonic clock every thread shares) when the connection was accepted:
+   *  a process started after it did not connect (its pid was reused). */
+  acceptedAtHrMs: number;
+}
+
 export interface Attestor {
   readonly supported: boolean;
   attest(conn: ConnectionTuple): Promise<AttestResult>;
+  /** The same walk from a pid the kernel attested (SO_PEERCRED), without /proc/net or an fd scan;
+   *  absent where the platform has no such credential. */
+  attestPeer?(peer: PeerQuery): Promise<AttestResult>;
   /** True while the process (pid, startTime) still runs. */
   isAlive(pid: number, startTime: number): boolean;
   /** Ends background work (a worker thread); attest() is not called afterwards. */
