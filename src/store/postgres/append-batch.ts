@@ -21,6 +21,7 @@ import type { AppendOutcome, NewMessage, StoredMessage } from '../types.js';
 import { messageParams, toMessage, type MessageRow } from '../sqlite/rows.js';
 import { pgArray, type Sql } from './pg-sql.js';
 import { isConnectionLoss } from './with-retry.js';
+import { keyedPayload } from './commit-feed.js';
 
 interface AppendInput {
   m: NewMessage;
@@ -152,25 +153,30 @@ export class AppendBatch {
     return this.sql.begin(async (tx) => {
       // The serialisation point: every append of every daemon takes this row lock, then sees every
       // committed message (READ COMMITTED: each statement below takes a fresh snapshot).
-      const [h] = await tx<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1 FOR UPDATE`;
-      const prevHead = (h as { seq: number }).seq;
+      // The three reads are pipelined (one round trip): the server runs them in order, so the two
+      // checks run after the lock is taken, each on a fresh snapshot.
       const keyed = inputs.filter((i) => i.m.idempotencyKey !== null);
-      const priors = new Map<string, MessageRow>();
-      if (keyed.length > 0) {
-        const rows = await tx<(MessageRow & { i: number })[]>`SELECT q.i::int AS i, m.*
+      const [[h], priorRows, takenRows] = await Promise.all([
+        tx<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1 FOR UPDATE`,
+        keyed.length === 0
+          ? Promise.resolve([])
+          : tx<(MessageRow & { i: number })[]>`SELECT q.i::int AS i, m.*
           FROM unnest(${pgArray(keyed.map((k) => k.m.fromAccount))}::text[],
                       ${pgArray(keyed.map((k) => k.m.idempotencyKey as string))}::text[],
                       ${pgArray(keyed.map((k) => k.since))}::bigint[]) WITH ORDINALITY AS q(a, k, since, i)
           CROSS JOIN LATERAL (SELECT * FROM messages AS x
             WHERE x.from_account = q.a AND x.idempotency_key = q.k AND x.created_at >= q.since
-            ORDER BY x.seq DESC LIMIT 1) AS m`;
-        for (const r of rows) {
-          const k = keyed[r.i - 1] as AppendInput;
-          const { i: _i, ...row } = r;
-          priors.set(`${k.m.fromAccount}\n${k.m.idempotencyKey}\n${k.since}`, row);
-        }
+            ORDER BY x.seq DESC LIMIT 1) AS m`,
+        tx<{ id: string }[]>`SELECT id FROM messages WHERE id = ANY(${pgArray(inputs.map((i) => i.m.id))}::text[])`,
+      ]);
+      const prevHead = (h as { seq: number }).seq;
+      const priors = new Map<string, MessageRow>();
+      for (const r of priorRows) {
+        const k = keyed[r.i - 1] as AppendInput;
+        const { i: _i, ...row } = r;
+        priors.set(`${k.m.fromAccount}\n${k.m.idempotencyKey}\n${k.since}`, row);
       }
-      const taken = new Set((await tx<{ id: string }[]>`SELECT id FROM messages WHERE id = ANY(${pgArray(inputs.map((i) => i.m.id))}::text[])`).map((r) => r.id));
+      const taken = new Set(takenRows.map((r) => r.id));
       let head = prevHead;
       const outcomes: (AppendOutcome | Error)[] = [];
       const created: StoredMessage[] = [];
@@ -211,6 +217,9 @@ export class AppendBatch {
             SELECT k, n, n FROM unnest(${pgArray(keys)}::text[], ${pgArray(keys.map((k) => perKey.get(k) as number))}::bigint[]) AS x(k, n)
             ON CONFLICT (to_key) DO UPDATE SET total = mailbox_counts.total + excluded.total, unacked = mailbox_counts.unacked + excluded.unacked`,
           tx`UPDATE message_head SET seq = ${head} WHERE one = 1`,
+          // The keyed form first (a daemon announces from it without a catch-up query), then the
+          // plain head that daemons of earlier versions read; see commit-feed.ts.
+          ...keyedPayload(prevHead, created).map((p) => tx`SELECT pg_notify(${this.channel}, ${p})`),
           tx`SELECT pg_notify(${this.channel}, ${String(head)})`,
         ]);
         if (this.beforeCommit) await this.beforeCommit(prevHead + 1, head);

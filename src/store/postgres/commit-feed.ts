@@ -7,22 +7,53 @@
 // A local batch whose head was already caught up is announced at once (no round trip); otherwise
 // the catch-up announces it in order. This keeps the engine's wake-batch argument (an event for
 // seq s comes after every event < s).
+//
+// A batch also sends a keyed notification before its plain head: `k:<prevHead>:<JSON array of the
+// mail key of each seq prevHead+1 … head>`. A daemon caught up to prevHead announces those seqs from
+// it without the catch-up query, one round trip less on the cross-daemon wake. Daemons of earlier
+// versions read only the plain head (Number() of the keyed form is NaN, which they ignore), and a
+// batch whose keys would not fit a notification sends the plain head alone.
+import type { StoredMessage } from '../types.js';
 import type { CommitEvent } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
 import type { BatchResult } from './append-batch.js';
 import type { Sql } from './pg-sql.js';
 
 const CATCH_UP_PAGE = 1000;
+/** NOTIFY payloads must stay under 8,000 bytes. */
+const MAX_KEYED_PAYLOAD = 7_900;
+
+/** The keyed notification of a batch that created `created` (in seq order from prevHead + 1), or
+ *  none when it would not fit. */
+export function keyedPayload(prevHead: number, created: readonly StoredMessage[]): string[] {
+  const p = `k:${prevHead}:${JSON.stringify(created.map((m) => m.toKey))}`;
+  return Buffer.byteLength(p) <= MAX_KEYED_PAYLOAD ? [p] : [];
+}
+
+/** The (prevHead, keys) of a keyed payload, or null for any other payload. */
+export function parseKeyed(payload: string): { prev: number; keys: string[] } | null {
+  const m = /^k:(\d{1,15}):(\[.*\])$/s.exec(payload);
+  if (!m) return null;
+  try {
+    const keys: unknown = JSON.parse(m[2] as string);
+    if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string')) return null;
+    return { prev: Number(m[1]), keys };
+  } catch {
+    return null;
+  }
+}
 
 export interface CommitFeedStats {
   catchUps: number;
+  /** Notifications announced from their keys, without a catch-up query. */
+  keyedAnnounces: number;
   notifications: number;
   listens: number;
 }
 
 export class CommitFeed {
   private readonly listeners = new CommitListeners();
-  private readonly counts: CommitFeedStats = { catchUps: 0, notifications: 0, listens: 0 };
+  private readonly counts: CommitFeedStats = { catchUps: 0, keyedAnnounces: 0, notifications: 0, listens: 0 };
   /** Every seq ≤ caughtUp has been announced (or was committed before this store opened). */
   private caughtUp = 0;
   private catchUpRunning = false;
@@ -47,7 +78,9 @@ export class CommitFeed {
       this.channel,
       (payload) => {
         this.counts.notifications++;
-        if (Number(payload) > this.caughtUp) this.requestCatchUp();
+        const keyed = parseKeyed(payload);
+        if (keyed) this.announceKeyed(keyed.prev, keyed.keys);
+        else if (Number(payload) > this.caughtUp) this.requestCatchUp();
       },
       () => {
         this.counts.listens++;
@@ -86,6 +119,20 @@ export class CommitFeed {
     if (r.prevHead !== this.caughtUp) return this.requestCatchUp();
     this.caughtUp = r.head;
     for (const o of r.outcomes) if (!(o instanceof Error) && o.kind === 'created') this.listeners.emit({ keys: [o.message.toKey], seq: o.message.seq });
+  }
+
+  /** Seqs prev+1 … prev+keys.length with their keys: announced here when every seq up to prev
+   *  already was (those at or below caughtUp are skipped); a gap before them needs the catch-up. */
+  private announceKeyed(prev: number, keys: string[]): void {
+    if (this.closed) return;
+    if (prev > this.caughtUp) return this.requestCatchUp();
+    this.counts.keyedAnnounces++;
+    keys.forEach((key, i) => {
+      const seq = prev + 1 + i;
+      if (seq <= this.caughtUp) return;
+      this.caughtUp = seq;
+      this.listeners.emit({ keys: [key], seq });
+    });
   }
 
   private requestCatchUp(): void {

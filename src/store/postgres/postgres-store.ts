@@ -73,6 +73,8 @@ export interface PostgresStoreStats {
   appendBatches: number;
   appends: number;
   catchUps: number;
+  /** Commits of other daemons announced from a keyed notification, without a catch-up query. */
+  keyedAnnounces: number;
   notifications: number;
   listens: number;
 }
