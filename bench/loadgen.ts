@@ -7,9 +7,12 @@ import { runWaiters, type WaitersSpec } from './loadgen/waiters.js';
 import { runMcpStdio, type McpStdioSpec } from './loadgen/mcp-stdio.js';
 import { runSoak, type SoakSpec } from './loadgen/soak.js';
 import { runLeaseBurst, runLeaseRtt, type LeaseBurstSpec, type LeaseRttSpec } from './loadgen/leases.js';
+import { runStreamFixed, type StreamFixedSpec } from './loadgen/stream.js';
+import { runStreamWake, type StreamWakeSpec } from './loadgen/stream-wake.js';
+import { runStreamFanout, type StreamFanoutSpec } from './loadgen/stream-fanout.js';
 import { finish, readSpec } from './lib/spec.js';
 
-type Spec = FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec | LeaseRttSpec | LeaseBurstSpec;
+type Spec = FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec | LeaseRttSpec | LeaseBurstSpec | StreamFixedSpec | StreamWakeSpec | StreamFanoutSpec;
 
 function run(spec: Spec): Promise<unknown> {
   switch (spec.mode) {
@@ -29,6 +32,12 @@ function run(spec: Spec): Promise<unknown> {
       return runLeaseRtt(spec);
     case 'lease-burst':
       return runLeaseBurst(spec);
+    case 'stream-fixed':
+      return runStreamFixed(spec);
+    case 'stream-wake':
+      return runStreamWake(spec);
+    case 'stream-fanout':
+      return runStreamFanout(spec);
     default:
       return Promise.reject(new Error(`unknown mode ${(spec as { mode: string }).mode}`));
   }

@@ -3,8 +3,9 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ScenarioResult } from './lib/context.js';
 import type { SizePoint } from './scenarios/latency.js';
+import { printTargets, type TargetLine } from './lib/targets.js';
 
-export function printTable(results: ScenarioResult[]): string {
+export function printTable(results: ScenarioResult[], targetLines: TargetLine[] = []): string {
   const rows = results.flatMap((r) => r.rows);
   const w = [0, 0, 0];
   for (const r of rows) {
@@ -21,11 +22,12 @@ export function printTable(results: ScenarioResult[]): string {
     }
     lines.push(`${r.scenario.padEnd(w[0] ?? 0)}  ${r.system.padEnd(w[1] ?? 0)}  ${r.metric.padEnd(w[2] ?? 0)}  ${r.value}`);
   }
-  const targets = results.flatMap((r) => r.targets);
-  if (targets.length) {
-    lines.push('', 'Targets');
-    for (const t of targets) lines.push(`  ${t.met === null ? '  ?  ' : t.met ? ' met ' : 'MISSED'}  ${t.text}: ${t.measured}`);
+  const checks = results.flatMap((r) => r.targets);
+  if (checks.length) {
+    lines.push('', 'Other checks (earlier targets, judged by their scenarios)');
+    for (const t of checks) lines.push(`  ${t.met === null ? '  ?  ' : t.met ? ' met ' : 'MISSED'}  ${t.text}: ${t.measured}`);
   }
+  if (targetLines.length) lines.push(...printTargets(targetLines));
   return lines.join('\n');
 }
 
@@ -34,25 +36,35 @@ export function writeJson(path: string, doc: unknown): void {
   writeFileSync(path, `${JSON.stringify(doc, null, 2)}\n`);
 }
 
-/** Grouped bars: send and inbox p50 and p99 at each mailbox size, on a linear ms axis. */
+/** Grouped bars: send and inbox p50 and p99 at each mailbox size, on HTTP and on the stream door
+ *  (when the run had one), on a linear ms axis. */
 export function latencySvg(points: SizePoint[], title: string): string {
-  const W = 720;
-  const H = 360;
+  const stream = points.some((p) => p.streamSend && p.streamInbox);
+  const W = stream ? 960 : 720;
+  const H = stream ? 384 : 360;
   const L = 60;
   const R = 20;
   const T = 50;
-  const B = 60;
+  const B = stream ? 84 : 60;
   const series = [
-    { label: 'send p50', color: '#4e79a7', get: (p: SizePoint) => p.send.latency.p50 },
-    { label: 'send p99', color: '#a0cbe8', get: (p: SizePoint) => p.send.latency.p99 },
-    { label: 'inbox p50', color: '#f28e2b', get: (p: SizePoint) => p.inbox.latency.p50 },
-    { label: 'inbox p99', color: '#ffbe7d', get: (p: SizePoint) => p.inbox.latency.p99 },
+    { label: 'HTTP send p50', color: '#4e79a7', get: (p: SizePoint) => p.send.latency.p50 },
+    { label: 'HTTP send p99', color: '#a0cbe8', get: (p: SizePoint) => p.send.latency.p99 },
+    { label: 'HTTP inbox p50', color: '#f28e2b', get: (p: SizePoint) => p.inbox.latency.p50 },
+    { label: 'HTTP inbox p99', color: '#ffbe7d', get: (p: SizePoint) => p.inbox.latency.p99 },
   ];
-  const max = Math.max(5, ...points.flatMap((p) => series.map((s) => s.get(p))));
+  if (stream)
+    series.push(
+      { label: 'stream send p50', color: '#59a14f', get: (p: SizePoint) => p.streamSend?.latency.p50 ?? NaN },
+      { label: 'stream send p99', color: '#8cd17d', get: (p: SizePoint) => p.streamSend?.latency.p99 ?? NaN },
+      { label: 'stream inbox p50', color: '#b07aa1', get: (p: SizePoint) => p.streamInbox?.latency.p50 ?? NaN },
+      { label: 'stream inbox p99', color: '#d4a6c8', get: (p: SizePoint) => p.streamInbox?.latency.p99 ?? NaN },
+    );
+  const max = Math.max(5, ...points.flatMap((p) => series.map((s) => s.get(p)).filter(Number.isFinite)));
   const yMax = Math.ceil(max);
   const y = (v: number): number => T + (H - T - B) * (1 - v / yMax);
   const groupW = (W - L - R) / points.length;
   const barW = Math.min(36, (groupW - 30) / series.length);
+  const legendRows = stream ? 2 : 1;
   const out: string[] = [];
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`);
   out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
@@ -75,6 +87,7 @@ export function latencySvg(points: SizePoint[], title: string): string {
     series.forEach((s, si) => {
       const v = s.get(p);
       const x = gx + si * barW;
+      if (!Number.isFinite(v)) return;
       out.push(
         `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${(barW - 3).toFixed(1)}" height="${(y(0) - y(v)).toFixed(1)}" fill="${s.color}"><title>${s.label}: ${v} ms</title></rect>`,
       );
@@ -85,9 +98,11 @@ export function latencySvg(points: SizePoint[], title: string): string {
       `<text x="${L + gi * groupW + groupW / 2}" y="${H - B + 32}" text-anchor="middle" fill="#666" font-size="10">reader holds ${p.readerMailbox.toLocaleString('en-US')}</text>`,
     );
   });
+  const perRow = Math.ceil(series.length / legendRows);
   series.forEach((s, si) => {
-    const x = L + si * 150;
-    out.push(`<rect x="${x}" y="${H - 18}" width="12" height="12" fill="${s.color}"/><text x="${x + 16}" y="${H - 8}">${s.label}</text>`);
+    const x = L + (si % perRow) * 160;
+    const ly = H - 18 - (legendRows - 1 - Math.floor(si / perRow)) * 16;
+    out.push(`<rect x="${x}" y="${ly}" width="12" height="12" fill="${s.color}"/><text x="${x + 16}" y="${ly + 10}">${s.label}</text>`);
   });
   out.push('</svg>');
   return `${out.join('\n')}\n`;

@@ -19,12 +19,13 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-/** `cli`: another build's entry point (a probe comparing two builds side by side). */
-export async function startDaemon(dataDir: string, o: { nodeFlags?: string[]; port?: number; cli?: string } = {}): Promise<Daemon> {
+/** `cli`: another build's entry point (a probe comparing two builds side by side); `args`: more
+ *  `serve` options (e.g. `--store postgres://…`). */
+export async function startDaemon(dataDir: string, o: { nodeFlags?: string[]; port?: number; cli?: string; args?: string[] } = {}): Promise<Daemon> {
   const port = o.port ?? (await freePort());
   const logFd = openSync(join(dataDir, '..', `daemon-${port}.log`), 'a');
   const child = track(
-    spawn(process.execPath, [...(o.nodeFlags ?? []), o.cli ?? CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
+    spawn(process.execPath, [...(o.nodeFlags ?? []), o.cli ?? CLI, 'serve', '--data-dir', dataDir, '--port', String(port), ...(o.args ?? [])], {
       cwd: ROOT,
       stdio: ['ignore', logFd, logFd],
       env: { ...process.env, M4A_LOG_LEVEL: process.env.M4A_LOG_LEVEL ?? 'warn' },

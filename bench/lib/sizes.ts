@@ -27,6 +27,8 @@ export interface Sizes {
   leaseClaimants: number;
   leaseBursts: number;
   leasePoolTasks: number;
+  /** Rounds of the cross-daemon wake on PostgreSQL (each variant, and the raw LISTEN/NOTIFY beside it). */
+  pgWakeRounds: number;
 }
 
 export const FULL: Sizes = {
@@ -52,6 +54,7 @@ export const FULL: Sizes = {
   leaseClaimants: 1000,
   leaseBursts: 5,
   leasePoolTasks: 10,
+  pgWakeRounds: 500,
 };
 
 export const QUICK: Sizes = {
@@ -77,4 +80,5 @@ export const QUICK: Sizes = {
   leaseClaimants: 100,
   leaseBursts: 2,
   leasePoolTasks: 10,
+  pgWakeRounds: 100,
 };

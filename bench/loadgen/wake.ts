@@ -8,6 +8,8 @@ import { sleep } from '../lib/procs.js';
 export interface WakeSpec {
   mode: 'wake';
   port: number;
+  /** The sender's daemon when it is another one (the cross-daemon wake); default `port`. */
+  senderPort?: number;
   reader: string;
   sender: string;
   to: string;
@@ -33,7 +35,7 @@ interface Page {
 
 export async function runWake(s: WakeSpec): Promise<WakeResult> {
   const reader = new Poster(keepAlive(1), s.port, s.reader);
-  const sender = new Poster(keepAlive(1), s.port, s.sender);
+  const sender = new Poster(keepAlive(1), s.senderPort ?? s.port, s.sender);
   const body = JSON.stringify({ to: s.to, subject: 'wake', body: 'x'.repeat(200) });
   // Warm both connections (attestation) and find the reader's cursor.
   let cursor = (await reader.json<Page>('/mail/inbox', { include_acked: true, limit: 256 })).next_cursor;

@@ -1,12 +1,14 @@
 // 2. Send and inbox latency (p50, p99) with 0, 100,000 and 1,000,000 messages already stored. Its own
 // daemon and data dir: accounts are made, the daemon is stopped, the store is prefilled through
-// its own append path (bench/prefill.ts), and the daemon is started again on it.
+// its own append path (bench/prefill.ts), and the daemon is started again on it. The send and the
+// inbox page on HTTP and on the stream door (one Unix-socket connection, one request at a time).
 import type { Ctx, ScenarioResult, Row, Target } from '../lib/context.js';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { runJson } from '../lib/procs.js';
 import type { FixedResult } from '../loadgen/fixed.js';
 import { flat, num, pct } from '../lib/format.js';
 import { statSync } from 'node:fs';
+import { streamSocket } from '../lib/stream-door.js';
 
 export interface SizePoint {
   stored: number;
@@ -15,6 +17,9 @@ export interface SizePoint {
   send: FixedResult;
   inbox: FixedResult;
   inboxTail: FixedResult | null;
+  /** The same on the stream door; null when the daemon has none. */
+  streamSend?: FixedResult | null;
+  streamInbox?: FixedResult | null;
 }
 
 const RECIPIENTS = Array.from({ length: 100 }, (_, i) => `lat-r${String(i).padStart(2, '0')}`);
@@ -73,7 +78,22 @@ export async function latency(ctx: Ctx): Promise<ScenarioResult> {
           },
           `2 latency · ${num(size)} stored · inbox after the newest cursor`,
         );
-    points.push({ stored: size, readerMailbox, dbMiB: Math.round(statSync(d.dbPath).size / 1048576), send, inbox, inboxTail });
+    const socket = streamSocket(d.dataDir);
+    const onStream = (token: string, op: string, inputs: unknown[], what: string): Promise<FixedResult> | null =>
+      socket
+        ? ctx.loadgen<FixedResult>(
+            { mode: 'stream-fixed', socket, token, op, inputs, connections: 1, count: z.latencyCount, warmupPerConnection: 20 },
+            `2 latency · ${num(size)} stored · stream ${what}`,
+          )
+        : null;
+    const streamSend = await onStream(
+      sender,
+      'send',
+      sendBodies.map((b) => JSON.parse(b) as unknown),
+      'send',
+    );
+    const streamInbox = await onStream(reader, 'inbox', [{}], 'inbox page (50 oldest unread)');
+    points.push({ stored: size, readerMailbox, dbMiB: Math.round(statSync(d.dbPath).size / 1048576), send, inbox, inboxTail, streamSend, streamInbox });
     await d.stop();
   }
 
@@ -83,6 +103,8 @@ export async function latency(ctx: Ctx): Promise<ScenarioResult> {
     rows.push({ scenario: '2 latency vs mailbox size', system: 'm4a send', metric: label, value: pct(p.send.latency) });
     rows.push({ scenario: '2 latency vs mailbox size', system: 'm4a inbox page', metric: label, value: pct(p.inbox.latency) });
     if (p.inboxTail) rows.push({ scenario: '2 latency vs mailbox size', system: 'm4a inbox (empty, after newest)', metric: label, value: pct(p.inboxTail.latency) });
+    if (p.streamSend) rows.push({ scenario: '2 latency vs mailbox size', system: 'm4a stream send', metric: label, value: pct(p.streamSend.latency) });
+    if (p.streamInbox) rows.push({ scenario: '2 latency vs mailbox size', system: 'm4a stream inbox page', metric: label, value: pct(p.streamInbox.latency) });
   }
   const first = points[0] as SizePoint;
   const last = points[points.length - 1] as SizePoint;
