@@ -1,6 +1,9 @@
-// A typed client for the daemon over HTTP keep-alive. It imports only the wire layer, so it can
-// become its own package. Named errors from the daemon come back as MailError with their inputs.
+// A typed client for the daemon over HTTP keep-alive, or over the stream door (a Unix socket) when
+// given the daemon's socket, falling back to HTTP (stream-route.ts). It imports only the wire
+// layer, so it can become its own package. Named errors from the daemon come back as MailError
+// with their inputs, whichever door carried them.
 import { Agent, request } from 'node:http';
+import { AGENT_SESSION_HEADER } from '../wire/capabilities.js';
 import { MailError, errorFromBody } from '../wire/errors.js';
 import type * as W from '../wire/ops.js';
 import type * as A from '../wire/admin.js';
@@ -13,6 +16,12 @@ import type * as LT from '../wire/lease-tool.js';
 import type { Address } from '../wire/address.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
+import { DaemonUnreachable, PortOwnedByOtherUser, StreamUnavailable } from './errors.js';
+import { StreamRoute, asHttp } from './stream-route.js';
+import type { MailEvent, RequestOptions, SubscribeOptions } from './stream-transport.js';
+
+export { DaemonUnreachable, PortOwnedByOtherUser, StreamUnavailable };
+export type { MailEvent, SubscribeOptions };
 
 export interface ClientOptions {
   /** e.g. http://127.0.0.1:7341 */
@@ -27,28 +36,11 @@ export interface ClientOptions {
   /** Let the process exit while a request (a parked wait) is open: an extension inside an agent
    *  must never keep the agent alive. */
   unref?: boolean;
-}
-
-/** The daemon's port is held by a process of another OS user: the secret was not sent. */
-export class PortOwnedByOtherUser extends Error {
-  constructor(
-    readonly url: string,
-    readonly uid: number,
-  ) {
-    super(`the process listening at ${url} belongs to uid ${uid}, not to you; the secret was not sent`);
-    this.name = 'PortOwnedByOtherUser';
-  }
-}
-
-/** The daemon could not be reached at all (nothing listening, connection reset). */
-export class DaemonUnreachable extends Error {
-  constructor(
-    readonly url: string,
-    override readonly cause: unknown,
-  ) {
-    super(`no mail4agent daemon answers at ${url}`);
-    this.name = 'DaemonUnreachable';
-  }
+  /** The daemon's m4a.sock (daemon.json's `socket`): requests go over the stream door while it
+   *  can be used, else over HTTP. The secret goes there only when the socket file is ours. */
+  socket?: string;
+  /** Named in the stream's hello (name/version). */
+  clientName?: string;
 }
 
 export interface Health {
@@ -64,10 +56,13 @@ export type SendInput = Omit<W.SendRequest, 'to'> & { to: string | Address };
 export type TaskCreateInput = Omit<T.TaskCreateRequest, 'to'> & { to: string | Address };
 export type ApprovalRequestInput = Omit<T.ApprovalRequest, 'reviewer'> & { reviewer: string | Address };
 
+const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
 export class MailClient {
   private agent = new Agent({ keepAlive: true, maxSockets: 8 });
   private base: URL;
   private ownerChecked: boolean;
+  private stream: StreamRoute | null;
 
   get url(): string {
     return this.o.url;
@@ -76,6 +71,24 @@ export class MailClient {
   constructor(private o: ClientOptions) {
     this.base = new URL(o.url);
     this.ownerChecked = o.checkPortOwner === false;
+    this.stream = o.socket
+      ? new StreamRoute({
+          path: o.socket,
+          token: o.token,
+          timeoutMs: o.timeoutMs ?? 30_000,
+          ...(o.unref ? { unref: true } : {}),
+          ...(o.clientName ? { clientName: o.clientName } : {}),
+        })
+      : null;
+  }
+
+  /** Whether requests may still go over the stream door (false: no socket given, or gone over to HTTP). */
+  get streaming(): boolean {
+    return this.stream?.usable ?? false;
+  }
+
+  private streamOpts(extraTimeoutMs: number, signal: AbortSignal | undefined): RequestOptions {
+    return { timeoutMs: (this.o.timeoutMs ?? 30_000) + extraTimeoutMs, agentSession: this.o.headers?.()[AGENT_SESSION_HEADER], signal };
   }
 
   private checkOwner(): void {
@@ -87,9 +100,15 @@ export class MailClient {
     if (owner.kind !== 'none') this.ownerChecked = true;
   }
 
-  /** POST a JSON body to a route and return the parsed answer, or throw MailError / DaemonUnreachable. */
-  async call<T>(path: string, body: unknown = {}, extraTimeoutMs = 0): Promise<T> {
-    const r = await this.post(path, JSON.stringify(body), extraTimeoutMs);
+  /** POST a JSON body to a route and return the parsed answer, or throw MailError / DaemonUnreachable.
+   *  `signal`: the caller gives up (the request ends at the daemon too). */
+  async call<T>(path: string, body: unknown = {}, extraTimeoutMs = 0, signal?: AbortSignal): Promise<T> {
+    const a = await this.stream?.exchange(path, body, this.streamOpts(extraTimeoutMs, signal));
+    if (a) {
+      if ('error' in a) throw errorFromBody(a, 0);
+      return a.result as T;
+    }
+    const r = await this.httpPost(path, JSON.stringify(body), extraTimeoutMs, signal);
     let parsed: unknown = undefined;
     try {
       parsed = r.text ? JSON.parse(r.text) : undefined;
@@ -100,8 +119,23 @@ export class MailClient {
     throw errorFromBody(parsed, r.status);
   }
 
-  /** POST a raw JSON text and return status and text as they came (the stdio bridge forwards them). */
-  post(path: string, payload: string, extraTimeoutMs = 0): Promise<{ status: number; text: string }> {
+  /** POST a raw JSON text and return status and text as they came (the stdio bridge forwards them;
+   *  over the stream, /mcp is its "mcp" operation and the answer is what HTTP would have said). */
+  async post(path: string, payload: string, extraTimeoutMs = 0, signal?: AbortSignal): Promise<{ status: number; text: string }> {
+    if (this.stream?.usable) {
+      let input: unknown;
+      try {
+        input = JSON.parse(payload);
+      } catch {
+        /* not JSON: HTTP names the error */
+      }
+      const a = input === undefined ? null : await this.stream.exchange(path, input, this.streamOpts(extraTimeoutMs, signal));
+      if (a) return asHttp(path, a);
+    }
+    return this.httpPost(path, payload, extraTimeoutMs, signal);
+  }
+
+  private httpPost(path: string, payload: string, extraTimeoutMs: number, signal: AbortSignal | undefined): Promise<{ status: number; text: string }> {
     try {
       this.checkOwner();
     } catch (err) {
@@ -116,6 +150,7 @@ export class MailClient {
           path,
           method: 'POST',
           timeout: (this.o.timeoutMs ?? 30_000) + extraTimeoutMs,
+          ...(signal ? { signal } : {}),
           headers: {
             host: this.base.host,
             authorization: `Bearer ${this.o.token}`,
@@ -125,6 +160,7 @@ export class MailClient {
           },
         },
         (res) => {
+          this.stream?.httpAnswered();
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
@@ -132,7 +168,7 @@ export class MailClient {
         },
       );
       req.on('timeout', () => req.destroy(new MailError('internal', 'the daemon did not answer in time')));
-      req.on('error', (e) => reject(e instanceof MailError ? e : new DaemonUnreachable(this.o.url, e)));
+      req.on('error', (e) => reject(signal?.aborted ? asError(signal.reason) : e instanceof MailError ? e : new DaemonUnreachable(this.o.url, e)));
       if (this.o.unref) req.on('socket', (s) => s.unref());
       req.end(payload);
     });
@@ -174,8 +210,8 @@ export class MailClient {
   send(input: SendInput): Promise<W.SendResponse> {
     return this.call(pathOf('send'), input);
   }
-  inbox(input: W.InboxRequest = {}): Promise<W.InboxResponse> {
-    return this.call(pathOf('inbox'), input, (input.wait_secs ?? 0) * 1000);
+  inbox(input: W.InboxRequest = {}, signal?: AbortSignal): Promise<W.InboxResponse> {
+    return this.call(pathOf('inbox'), input, (input.wait_secs ?? 0) * 1000, signal);
   }
   ack(ids: string | string[]): Promise<W.AckResponse> {
     return this.call(pathOf('ack'), Array.isArray(ids) ? { message_ids: ids } : { message_id: ids });
@@ -203,8 +239,19 @@ export class MailClient {
   reply(input: W.ReplyRequest): Promise<W.ReplyResponse> {
     return this.call(pathOf('reply'), input);
   }
-  notice(input: H.NoticeRequest): Promise<H.NoticeResponse> {
-    return this.call(pathOf('notice'), input, (input.wait_secs ?? 0) * 1000);
+  notice(input: H.NoticeRequest, signal?: AbortSignal): Promise<H.NoticeResponse> {
+    return this.call(pathOf('notice'), input, (input.wait_secs ?? 0) * 1000, signal);
+  }
+
+  /** Pushed mail over the stream door (mail this session may read committed after `after`, default
+   *  now), resumed from the last cursor after the daemon restarts. Over HTTP there is no push:
+   *  rejects StreamUnavailable, and the caller parks inbox waits instead. */
+  subscribe(onMail: (e: MailEvent) => void, o: SubscribeOptions = {}): Promise<{ cursor: string }> {
+    if (!this.stream?.usable) return Promise.reject(new StreamUnavailable(this.o.socket ?? '(none)', 'this client goes over HTTP', true));
+    return this.stream.transport.subscribe(onMail, { agentSession: () => this.o.headers?.()[AGENT_SESSION_HEADER], ...o });
+  }
+  unsubscribe(): Promise<void> {
+    return this.stream?.transport.unsubscribe() ?? Promise.resolve();
   }
   listen(on: boolean): Promise<{ address: string; listening: boolean }> {
     return this.call(pathOf('listen'), { on });
@@ -282,5 +329,6 @@ export class MailClient {
 
   close(): void {
     this.agent.destroy();
+    this.stream?.close();
   }
 }
