@@ -1,7 +1,7 @@
 // m4a admin …: the operator registry, through the operator credential in the data directory.
 import type { Command } from 'commander';
 import { MailClient } from '../client/http-client.js';
-import { dataDirFrom, operatorToken } from './daemon-target.js';
+import { daemonSocket, dataDirFrom, operatorToken } from './daemon-target.js';
 import { ensureDaemon } from './autostart.js';
 import { UsageError } from './connect.js';
 import { fail, printJson, printText, table } from './output.js';
@@ -17,7 +17,7 @@ type Common = OperatorOptions;
 export async function operatorClient(dataDirFlag: string | undefined): Promise<MailClient> {
   const dir = dataDirFrom(dataDirFlag);
   const url = await ensureDaemon(dir);
-  return new MailClient({ url, token: operatorToken(dir) });
+  return new MailClient({ url, token: operatorToken(dir), socket: daemonSocket(dir, url) });
 }
 
 /** Runs `fn` with the operator's client and prints its answer (JSON with --json, else `human(r)`);

@@ -3,11 +3,14 @@
 import { pathOf } from '../wire/operation-facts.js';
 import { readFileSync } from 'node:fs';
 import { DaemonUnreachable, MailClient } from '../client/http-client.js';
-import { daemonUrl, dataDirFrom, operatorToken } from './daemon-target.js';
+import { daemonSocket, daemonTarget, dataDirFrom, operatorToken } from './daemon-target.js';
 import { ensureDaemon, probe, readDaemonInfo } from './autostart.js';
 import { chooseAccount } from './credentials.js';
 
 export const CLI_VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** How the CLI names itself in the stream door's hello. */
+const CLIENT_NAME = `m4a/${CLI_VERSION}`;
 
 export class UsageError extends Error {}
 
@@ -29,7 +32,7 @@ export async function connect(o: ConnectOptions, env: NodeJS.ProcessEnv = proces
   const dataDir = dataDirFrom(o.dataDir, env);
   const url = await ensureDaemon(dataDir, env);
   void retireIfOlder(dataDir, url);
-  return { client: new MailClient({ url, token: choice.secret }), url, account: choice.account, dataDir };
+  return { client: new MailClient({ url, token: choice.secret, socket: daemonSocket(dataDir, url, env), clientName: CLIENT_NAME }), url, account: choice.account, dataDir };
 }
 
 /** Nothing listened: the request never reached a daemon, so it is safe to start one and retry. */
@@ -43,7 +46,7 @@ export async function withDaemon<T>(o: ConnectOptions, fn: (c: MailClient) => Pr
   const choice = chooseAccount(o.account, env);
   if ('error' in choice) throw new UsageError(choice.error);
   const dataDir = dataDirFrom(o.dataDir, env);
-  let client = new MailClient({ url: daemonUrl(dataDir, env), token: choice.secret });
+  let client = new MailClient({ ...daemonTarget(dataDir, env), token: choice.secret, clientName: CLIENT_NAME });
   try {
     const r = await fn(client);
     void retireIfOlder(dataDir, client.url);
@@ -51,7 +54,8 @@ export async function withDaemon<T>(o: ConnectOptions, fn: (c: MailClient) => Pr
   } catch (err) {
     if (!refused(err) || env.M4A_URL) throw err;
     client.close();
-    client = new MailClient({ url: await ensureDaemon(dataDir, env), token: choice.secret });
+    const url = await ensureDaemon(dataDir, env);
+    client = new MailClient({ url, token: choice.secret, socket: daemonSocket(dataDir, url, env), clientName: CLIENT_NAME });
     return await fn(client);
   } finally {
     client.close();

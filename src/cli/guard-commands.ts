@@ -64,7 +64,7 @@ export async function runCheck(cwd: string, env: NodeJS.ProcessEnv = process.env
   let client: MailClient | undefined;
   try {
     // Loaded here, not at start-up: every other m4a command stays free of them.
-    const [{ MailClient }, { chooseAccount }, { daemonUrl, dataDirFrom }, { askable, askAll }] = await Promise.all([
+    const [{ MailClient }, { chooseAccount }, { daemonTarget, dataDirFrom }, { askable, askAll }] = await Promise.all([
       import('../client/http-client.js'),
       import('./credentials.js'),
       import('./daemon-target.js'),
@@ -73,7 +73,7 @@ export async function runCheck(cwd: string, env: NodeJS.ProcessEnv = process.env
     const choice = chooseAccount(undefined, env);
     if ('error' in choice) throw new Error(choice.error);
     // Never start a daemon from a commit: one that is not running holds no live session.
-    const c = new MailClient({ url: daemonUrl(dataDirFrom(undefined, env), env), token: choice.secret, timeoutMs: GUARD_TIMEOUT_MS });
+    const c = new MailClient({ ...daemonTarget(dataDirFrom(undefined, env), env), token: choice.secret, timeoutMs: GUARD_TIMEOUT_MS });
     client = c;
     // A path the daemon's schema refuses (control, format or invisible characters, over the
     // limit) would make it refuse the whole question: leave it out, and say so.

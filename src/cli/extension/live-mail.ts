@@ -14,7 +14,7 @@ import { wakeText } from '../../wire/wake-text.js';
 import { DaemonUnreachable, MailClient } from '../../client/http-client.js';
 import { ensureDaemon } from '../autostart.js';
 import { chooseAccount } from '../credentials.js';
-import { dataDirFrom } from '../daemon-target.js';
+import { daemonSocket, dataDirFrom } from '../daemon-target.js';
 import type { AgentApi, AgentContext, SendUserMessageOptions, ToolResult } from './agent-api.js';
 import { runMailCommand, MAIL_COMMAND_HELP } from './mail-command.js';
 
@@ -104,15 +104,17 @@ export class LiveMail {
     if (this.client && this.waiter) return { client: this.client, waiter: this.waiter };
     const choice = chooseAccount(this.opts.account, this.env);
     if ('error' in choice) throw new Error(choice.error);
-    const url = await ensureDaemon(dataDirFrom(undefined, this.env), this.env, undefined, { unref: background });
+    const dataDir = dataDirFrom(undefined, this.env);
+    const url = await ensureDaemon(dataDir, this.env, undefined, { unref: background });
+    const socket = daemonSocket(dataDir, url, this.env);
     const headers = (): Record<string, string> => {
       const id = this.conversation();
       // An id the daemon would refuse is left out (the session then has no conversation on its
       // card) rather than making every call fail.
       return id && AGENT_SESSION_ID.test(id) ? { [AGENT_SESSION_HEADER]: id } : {};
     };
-    this.client ??= new MailClient({ url, token: choice.secret, headers });
-    this.waiter ??= new MailClient({ url, token: choice.secret, headers, unref: true });
+    this.client ??= new MailClient({ url, token: choice.secret, headers, socket });
+    this.waiter ??= new MailClient({ url, token: choice.secret, headers, socket, unref: true });
     return { client: this.client, waiter: this.waiter };
   }
 
