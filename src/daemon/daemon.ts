@@ -14,8 +14,10 @@ import { WebDoor } from '../doors/web/web-door.js';
 import { WebLanListener, parseLanAddress } from '../doors/web/lan-listener.js';
 import { argon2Hasher } from '../doors/web/argon2-hasher.js';
 import { WebAuth, type WebAuthOptions } from '../engine/web-auth.js';
-import { createAttestor } from '../attest/index.js';
-import type { Attestor } from '../attest/types.js';
+import { createAttestor, loadPeerCred } from '../attest/index.js';
+import { StreamDoor } from '../doors/stream/stream-door.js';
+import { socketPathProblem } from '../doors/stream/socket-file.js';
+import type { Attestor, PeerCredentials } from '../attest/types.js';
 import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { HttpDoorbell } from './doorbell.js';
@@ -53,6 +55,12 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   /** Bounds on connections not yet past authentication, and the headers deadline (tests shorten them). */
   gate?: GateOptions;
   headersTimeoutMs?: number;
+  /** The stream door (`<data-dir>/m4a.sock`); false: HTTP only (`serve --no-stream`). */
+  stream?: boolean;
+  /** false simulates a machine where the SO_PEERCRED addon cannot load (tests). */
+  streamAddon?: boolean;
+  /** The stream door's hello deadline and unauthenticated cap (tests lower them). */
+  streamLimits?: ConstructorParameters<typeof StreamDoor>[0]['limits'];
 }
 
 export interface RunningDaemon {
@@ -67,6 +75,10 @@ export interface RunningDaemon {
   operatorToken: string;
   /** The browser mailbox on the LAN (`--web-lan`), if asked for. */
   webLanUrl: string | null;
+  /** The stream door's socket, or null when it is off (daemon.json then has no `socket`). */
+  socketPath: string | null;
+  /** The stream door, when it is on (for tests and metrics). */
+  streamDoor: StreamDoor | null;
   wake: WakeDispatcher;
   chains: WakeChains;
   /** What the door's bound on unproven connections sees (for tests and metrics). */
@@ -156,8 +168,29 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       log.warn({ url: webLanUrl }, 'the browser mailbox is also served on the LAN over plain HTTP: trusted networks only');
     }
     const url = `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`;
+    const streamDoor =
+      o.stream === false
+        ? null
+        : await openStreamDoor(
+            join(cfg.dataDir, FILES.socket),
+            o.streamAddon === false || !attestor.attestPeer,
+            log,
+            (peercred) =>
+              new StreamDoor({ engine, admin, wake: chains, attestor, log, version: VERSION, onStopRequest: o.onStopRequest, peercred, maxConnections, limits: o.streamLimits }),
+          );
+    const socketPath = streamDoor ? join(cfg.dataDir, FILES.socket) : null;
     const infoPath = join(cfg.dataDir, FILES.daemonInfo);
-    writeSecretFile(infoPath, JSON.stringify({ pid: process.pid, url, port, host: cfg.host, version: VERSION, auto: !!o.auto, started_at: new Date().toISOString() }) + '\n');
+    const info = {
+      pid: process.pid,
+      url,
+      port,
+      host: cfg.host,
+      ...(socketPath ? { socket: socketPath } : {}),
+      version: VERSION,
+      auto: !!o.auto,
+      started_at: new Date().toISOString(),
+    };
+    writeSecretFile(infoPath, JSON.stringify(info) + '\n');
 
     const sweep = setInterval(() => void engine.sweepSessions().catch((err: unknown) => log.warn({ err: String(err) }, 'session sweep failed')), o.sweepMs ?? 30_000);
     sweep.unref();
@@ -166,7 +199,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     let closing: Promise<void> | null = null;
     const s = store;
     return {
-      idle: () => door.busy === 0 && engine.parkedWaits() === 0,
+      idle: () => door.busy === 0 && (streamDoor?.busy ?? 0) === 0 && engine.parkedWaits() === 0,
       port,
       url,
       dataDir: cfg.dataDir,
@@ -175,6 +208,8 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       hostId,
       operatorToken,
       webLanUrl,
+      socketPath,
+      streamDoor,
       wake,
       chains,
       connections: () => door.gate.stats(),
@@ -185,7 +220,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
           await a2aPush.close();
           await adapters.close();
           await engine.close(); // parked waits answer first, so in-flight requests can finish
-          await door.close();
+          await Promise.all([door.close(), streamDoor?.close()]);
           await attestor.close?.();
           await lan?.close();
           await s.close();
@@ -203,6 +238,29 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     await store?.close().catch(() => undefined);
     releaseLock();
     throw err;
+  }
+}
+
+/** The stream door at `path`, or null with one warning line: the addon cannot load, the path is too
+ *  long for a Unix socket, or the socket cannot be made (`noAddon`: not loaded, or the attestor
+ *  cannot attest Unix socket peers). The daemon then serves HTTP only. */
+async function openStreamDoor(path: string, noAddon: boolean, log: Logger, make: (peercred: (fd: number) => PeerCredentials) => StreamDoor): Promise<StreamDoor | null> {
+  const off = (why: string): null => {
+    log.warn({ why }, 'the stream door is off: clients use HTTP');
+    return null;
+  };
+  const tooLong = socketPathProblem(path);
+  if (tooLong) return off(tooLong);
+  let unavailable = 'unavailable';
+  const peercred = loadPeerCred(PACKAGE_ROOT, { disabled: noAddon, onUnavailable: (why) => (unavailable = why) });
+  if (!peercred) return off(unavailable);
+  const door = make(peercred);
+  try {
+    await door.listen(path);
+    return door;
+  } catch (err) {
+    await door.close().catch(() => undefined);
+    return off(err instanceof Error ? err.message : String(err));
   }
 }
 

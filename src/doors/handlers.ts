@@ -6,13 +6,14 @@ import * as T from '../wire/tasks.js';
 import * as L from '../wire/leases.js';
 import * as LT from '../wire/lease-tool.js';
 import { parseInput } from '../wire/validate.js';
-import { OPERATIONS, OPERATION_NAMES, servedOverBearer, type OpInput, type OperationName } from '../wire/operations.js';
+import { OPERATIONS, OPERATION_NAMES, servedOverBearer, type OpInput, type OperationName, type OperationSpec } from '../wire/operations.js';
 import type { Caller, MailEngine } from '../engine/mail-engine.js';
 import type { AdminOps } from '../engine/admin-ops.js';
 import type { WakeChains } from '../engine/wake-chains.js';
 import { webInbox, webMe, webOverview } from './web/web-api.js';
 
-export type Door = 'http' | 'mcp' | 'web';
+/** Where a request came in. The stream door's inbox waits as long as HTTP's. */
+export type Door = 'http' | 'mcp' | 'web' | 'stream';
 
 /** What a handler may use beyond the caller and its input. */
 export interface OpContext {
@@ -171,6 +172,23 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
 /** Runs operation `name` for a caller whose door already checked it may call it. */
 export function runOperation<K extends OperationName>(name: K, x: OpContext, c: Caller, input: OpInput<K>): Promise<unknown> {
   return (HANDLERS[name] as Handler<K>)(x, c, input);
+}
+
+/** Checks a request body against the operation's input schema (the named errors of
+ *  wire/validate.ts) and runs it: what every door does once it chose the caller. */
+export function callOperation(name: OperationName, x: OpContext, c: Caller, body: unknown): Promise<unknown> {
+  const input: unknown = parseInput(OPERATIONS[name].input, body);
+  return runOperation(name, x, c, input as never);
+}
+
+const OPERATION_BY_NAME = new Map<string, OperationName>(OPERATION_NAMES.filter(servedOverBearer).map((n) => [n, n]));
+
+/** The operation a bearer may call by `name` on a door, as `OPERATION_BY_PATH` finds it by path, or
+ *  undefined: a browser-only operation, or a wake operation on a daemon without delivery chains. */
+export function bearerOperation(name: string, hasWake: boolean): { name: OperationName; spec: OperationSpec } | undefined {
+  const n = OPERATION_BY_NAME.get(name);
+  if (n === undefined || (n.startsWith('wake.') && !hasWake)) return undefined;
+  return { name: n, spec: OPERATIONS[n] };
 }
 
 /** The operation served at an HTTP path (POST), and the one an MCP tool name calls. */

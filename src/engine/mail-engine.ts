@@ -30,6 +30,7 @@ import type * as WK from '../wire/wake.js';
 import { MailPost } from './mail-post.js';
 import { MailReads } from './mail-reads.js';
 import { TimerOps } from './timer-ops.js';
+import { MailPush, type MailSubscription, type SubscribeOptions } from './mail-push.js';
 
 export interface EngineOptions {
   store: Store;
@@ -89,6 +90,8 @@ export class MailEngine {
   private post: MailPost;
   private reads: MailReads;
   private timerOps: TimerOps;
+  /** Pushed mail for connected sessions (mail-push.ts): loops of the same parked reads. */
+  private push: MailPush;
   /** Tasks and approvals (tasks.ts, approvals.ts): doors reach them as engine.tasks / engine.approvals. */
   readonly tasks: TaskBook;
   readonly approvals: ApprovalBook;
@@ -163,6 +166,7 @@ export class MailEngine {
       head: () => this.lastSeq,
     });
     this.reads = new MailReads({ store: this.store, clock: o.clock, reader, notices: this.notices, loops: this.loops, receipts: this.receipts, addresses: this.addresses, scope });
+    this.push = new MailPush({ clock: o.clock, read: (c, req, door) => this.reads.read(c, req, door, true), headSeq: () => this.store.headSeq() });
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
       if (e.seq > this.lastSeq && this.lastSeq >= 0) this.lastSeq = e.seq;
@@ -249,6 +253,11 @@ export class MailEngine {
    *  commits; without one, until there is mail this reader has not been shown (notices.ts). */
   async inbox(c: Caller, req: W.InboxRequest, door: InboxDoor = { maxWaitSecs: LIMITS.waitSecsHttp }): Promise<W.InboxResponse> {
     return this.reads.read(c, req, door, true);
+  }
+
+  /** Pushes mail this caller may read as it commits after a cursor, until ended (mail-push.ts). */
+  subscribeMail(o: SubscribeOptions): Promise<MailSubscription> {
+    return this.push.subscribe(o);
   }
 
   ack(c: Caller, req: W.AckRequest): Promise<W.AckResponse> {
@@ -370,6 +379,7 @@ export class MailEngine {
   async close(): Promise<void> {
     this.timerOps.close();
     await this.leases.close();
+    this.push.close(); // before the waits close: no subscription parks again
     this.waits.closeAll();
     this.unsubscribe();
     await this.sessions.flushTouches().catch(() => undefined);

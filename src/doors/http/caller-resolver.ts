@@ -37,8 +37,7 @@ export class CallerResolver {
     if (!this.attestor.supported) throw new MailError('unattested', 'process attestation is not implemented on this platform', { reason: 'unsupported_platform' });
     const r = await this.attestSocket(req.socket);
     if (r.ok) return r;
-    if (r.reason === 'foreign_user') throw new MailError('foreign_user', 'the connecting process belongs to another OS user', {});
-    throw new MailError('unattested', `the connection could not be attested: ${r.reason}`, { reason: r.reason });
+    throw attestationRefusal(r);
   }
 
   /** A mail caller: verified account plus attested session. */
@@ -56,6 +55,12 @@ export class CallerResolver {
     this.onProven(req.socket);
     return { account, session: null };
   }
+}
+
+/** The named error for a connection that could not be attested (every door refuses it the same way). */
+export function attestationRefusal(r: AttestResult & { ok: false }): MailError {
+  if (r.reason === 'foreign_user') return new MailError('foreign_user', 'the connecting process belongs to another OS user', {});
+  return new MailError('unattested', `the connection could not be attested: ${r.reason}`, { reason: r.reason });
 }
 
 /** The conversation id a pi or omp extension names (the engine takes it only from such a process). */

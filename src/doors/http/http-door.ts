@@ -1,14 +1,13 @@
 // The HTTP door: a thin Request → engine → Response layer. Routes come from the operation table.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { MailError } from '../../wire/errors.js';
-import { parseInput } from '../../wire/validate.js';
 import type { MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
 import type { Attestor } from '../../attest/types.js';
 import type { Logger } from '../../engine/log.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
 import { OPERATIONS, type OperationSpec } from '../../wire/operations.js';
-import { OPERATION_BY_PATH, runOperation, type Door, type OpContext } from '../handlers.js';
+import { OPERATION_BY_PATH, callOperation, type Door, type OpContext } from '../handlers.js';
 import { McpHandler } from '../mcp/mcp-handler.js';
 import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
@@ -122,9 +121,8 @@ export class HttpDoor {
       throw new MailError('permission_denied', why, { need: 'local' });
     }
     const caller = spec.callers.includes('agent') ? await this.callers.mail(req) : await this.callers.admin(req);
-    const input: unknown = parseInput(spec.input, await readJsonBody(req));
     const after: (() => void)[] = [];
-    const out = await runOperation(name, this.context(clientGoneSignal(res), after), caller, input as never);
+    const out = await callOperation(name, this.context(clientGoneSignal(res), after), caller, await readJsonBody(req));
     sendJson(res, 200, out);
     for (const fn of after) fn();
   }
