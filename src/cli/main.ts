@@ -1,18 +1,11 @@
 #!/usr/bin/env node
 // m4a / mail4agent: the command line. Start-up stays lean: heavy modules load only when used.
+// Each command group is imported only for a command line that names it (command-groups.ts), and
+// the build bundles this file (scripts/build-cli.mjs): a plain `m4a send` reads one file and runs
+// the mail verbs, never setup, guard, tasks or the daemon.
 import { Command, InvalidArgumentError } from 'commander';
-import { registerAdmin } from './admin-commands.js';
-import { registerMail } from './mail-commands.js';
-import { registerDaemon } from './daemon-commands.js';
-import { registerSetup } from './setup/index.js';
-import { registerHooks } from './hook-commands.js';
-import { registerImport } from './import-commands.js';
-import { registerUser } from './user-commands.js';
-import { registerWake } from './wake-commands.js';
-import { registerTasks } from './task-commands.js';
-import { registerGuard } from './guard-commands.js';
-import { registerLeases } from './lease-commands.js';
-import { EXIT, printJson } from './output.js';
+import { groupsFor } from './command-groups.js';
+import { EXIT } from './exit-codes.js';
 
 const program = new Command();
 program.name('m4a').description('a mailbox for AI agent sessions').showHelpAfterError();
@@ -64,7 +57,7 @@ program
     const { runDoctor } = await import('./doctor.js');
     const checks = await runDoctor(o);
     const failed = checks.some((c) => c.status === 'fail');
-    if (o.json) printJson({ ok: !failed, checks });
+    if (o.json) (await import('./output.js')).printJson({ ok: !failed, checks });
     else {
       const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
       for (const c of checks) process.stdout.write(`${mark[c.status]}  ${c.name}: ${c.detail}${c.todo ? `\n      → ${c.todo}` : ''}\n`);
@@ -77,7 +70,7 @@ program
   .description('what this build supports')
   .option('--json', 'JSON output (the default)')
   .action(async () => {
-    const { capabilities } = await import('./capabilities.js');
+    const [{ capabilities }, { printJson }] = await Promise.all([import('./capabilities.js'), import('./output.js')]);
     printJson(capabilities());
   });
 
@@ -92,16 +85,7 @@ program
     process.exitCode = await runMigrateStore(o);
   });
 
-registerMail(program);
-registerSetup(program);
-registerHooks(program);
-registerDaemon(program);
-registerAdmin(program);
-registerUser(program);
-registerWake(program);
-registerTasks(program);
-registerGuard(program);
-registerLeases(program);
-registerImport(program);
+const own = program.commands.map((c) => c.name());
+for (const group of await Promise.all(groupsFor(process.argv.slice(2), own).map((g) => g.load()))) group(program);
 
 await program.parseAsync(process.argv);

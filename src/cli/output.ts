@@ -4,9 +4,9 @@ import { MailError } from '../wire/errors.js';
 import { neutralise, safeJson } from '../wire/text.js';
 import { DaemonUnreachable, PortOwnedByOtherUser } from '../client/http-client.js';
 import { UsageError } from './connect.js';
+import { EXIT } from './exit-codes.js';
 
-/** Exit codes, documented in docs/cli.md. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, unreachable: 3, locked: 4, impostor: 5 } as const;
+export { EXIT };
 
 // Agents read this output too (through their shell tool): a line separator, bidi control or
 // invisible character in a subject, body, label or path is shown as a \u escape, never raw.
