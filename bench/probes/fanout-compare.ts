@@ -1,8 +1,9 @@
 // Fan-out, side by side: this build and another (`--against DIR`, a checkout with its own dist/)
 // each run a daemon with N readers of one room parked; passes alternate between them so both see
 // the same machine. With `--prof`, each daemon runs under --cpu-prof and its profile is cut to the
-// rounds (send start → last answer), so the figures are the wake's own work, not the setup's.
-//   node --import tsx bench/probes/fanout-compare.ts [readers=1000] [rounds=5] [passes=2] [--against DIR] [--prof]
+// rounds (send start → last answer), so the figures are the wake's own work, not the setup's;
+// `--prof-client` profiles the load generator the same way (it parses every answer on the same cores).
+//   node --import tsx bench/probes/fanout-compare.ts [readers=1000] [rounds=5] [passes=2] [--against DIR] [--prof] [--prof-client]
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
@@ -18,6 +19,7 @@ interface Build {
   secrets?: Map<string, string>;
   prof: string;
   rounds: FanoutRound[];
+  clientProf: string[];
 }
 
 async function main(): Promise<void> {
@@ -28,11 +30,12 @@ async function main(): Promise<void> {
   };
   const against = flag('--against');
   const prof = args.includes('--prof');
+  const profClient = args.includes('--prof-client');
   const nums = args.filter((a) => !a.startsWith('--')).map(Number);
   const [n = 1000, rounds = 5, passes = 2] = nums;
   const dir = tempDir('fanout-cmp');
-  const builds: Build[] = [{ name: 'this build', prof: join(dir, 'prof-this'), rounds: [] }];
-  if (against) builds.push({ name: `against ${against}`, cli: join(against, 'dist', 'cli', 'main.js'), prof: join(dir, 'prof-other'), rounds: [] });
+  const builds: Build[] = [{ name: 'this build', prof: join(dir, 'prof-this'), rounds: [], clientProf: [] }];
+  if (against) builds.push({ name: `against ${against}`, cli: join(against, 'dist', 'cli', 'main.js'), prof: join(dir, 'prof-other'), rounds: [], clientProf: [] });
   const ids = Array.from({ length: n }, (_, i) => `f${i}`);
   for (const [i, b] of builds.entries()) {
     const data = join(dir, `data-${i}`);
@@ -46,12 +49,14 @@ async function main(): Promise<void> {
     for (const b of p % 2 === 0 ? builds : [...builds].reverse()) {
       const d = b.d as Daemon;
       const s = b.secrets as Map<string, string>;
+      const cdir = join(dir, `client-${b.clientProf.length}-${b.prof.slice(-5)}`);
       const r = await runJson<FanoutResult>(
         'loadgen.ts',
         { mode: 'fanout', port: d.port, readers: ids.map((id) => s.get(id)), sender: s.get('fan-s'), to: '#fan', rounds, settleMs: 50, daemonPid: d.pid },
-        { timeoutMs: 15 * 60_000 },
+        { timeoutMs: 15 * 60_000, ...(profClient ? { nodeFlags: ['--cpu-prof', '--cpu-prof-dir', cdir] } : {}) },
       );
       b.rounds.push(...r.rounds);
+      if (profClient) b.clientProf.push(cdir);
     }
   }
   for (const b of builds) await b.d?.stop();
@@ -65,19 +70,27 @@ async function main(): Promise<void> {
     );
     if (b.rounds.some((r) => r.empty > 0)) process.stdout.write(`  ${b.rounds.reduce((s, r) => s + r.empty, 0)} empty answers\n`);
   }
-  if (!prof) return;
-  for (const b of builds) {
-    const file = readdirSync(b.prof).find((f) => f.endsWith('.cpuprofile'));
-    if (!file) throw new Error(`no profile written for ${b.name}`);
+  const show = (title: string, file: string, rs: FanoutRound[]): void => {
     const s = summarizeProfile(
-      join(b.prof, file),
+      file,
       20,
-      b.rounds.map((r) => [r.at.startUs, r.at.lastUs]),
+      rs.map((r) => [r.at.startUs, r.at.lastUs]),
     );
-    process.stdout.write(`\n${b.name}: daemon time within the rounds (${s.totalMs} ms, idle ${s.idleShare}%), charged to the nearest m4a frame:\n`);
+    process.stdout.write(`\n${title} within the rounds (${s.totalMs} ms, idle ${s.idleShare}%), charged to the nearest m4a frame:\n`);
     for (const e of s.byOwnCode) process.stdout.write(`  ${e.share.toFixed(1).padStart(5)}%  ${e.ms.toFixed(1).padStart(7)} ms  ${e.name}  ${e.where}\n`);
     process.stdout.write('top self time:\n');
     for (const e of s.top.slice(0, 15)) process.stdout.write(`  ${e.share.toFixed(1).padStart(5)}%  ${e.ms.toFixed(1).padStart(7)} ms  ${e.name}  ${e.where}\n`);
+  };
+  const profileIn = (d: string): string => {
+    const file = readdirSync(d).find((f) => f.endsWith('.cpuprofile'));
+    if (!file) throw new Error(`no profile written in ${d}`);
+    return join(d, file);
+  };
+  for (const b of builds) {
+    if (prof) show(`${b.name}: daemon time`, profileIn(b.prof), b.rounds);
+    // Each pass's load generator profiles its own rounds.
+    const per = b.clientProf.length > 0 ? b.rounds.length / b.clientProf.length : 0;
+    b.clientProf.forEach((d, i) => show(`${b.name}: load generator, pass ${i + 1}`, profileIn(d), b.rounds.slice(i * per, (i + 1) * per)));
   }
 }
 

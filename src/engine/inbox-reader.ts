@@ -14,7 +14,7 @@ import { presentPaged, type ReaderView } from './present.js';
 import type { Receipts } from './receipts.js';
 import type { ShortAddresses } from './short-address.js';
 import type { WaitRoom } from './waits.js';
-import type { WakeBatcher } from './wake-batch.js';
+import type { WakeBatcher, WokenPage } from './wake-batch.js';
 import type { Caller } from './mail-engine.js';
 
 export const accountGone = (c: Caller): MailError => new MailError('unauthenticated', `account ${c.account.id} was removed while this read waited: the secret names no account`);
@@ -36,6 +36,8 @@ interface AnswerOptions {
   newAbove: number | null;
   /** Where the answer is marked shown (null: a hook notice marks what it told itself). */
   shown: { key: string; thread: string | null } | null;
+  /** A woken reader's batch (wake-batch.ts): its unread, and pages presented once for many. */
+  woke?: WokenPage | undefined;
 }
 
 /** A wait's answer: the shown, still unacknowledged mail and the new, oldest first; when both do
@@ -103,8 +105,8 @@ export class InboxReader {
         parked?.cancel();
         throw err;
       }
-      const answer = (rows: PagedMessage[]): Promise<W.InboxResponse> =>
-        this.answer(scope, rows, after, look, { budgetBytes: door.budgetBytes, newAbove: parked ? shown : null, shown: mark ? { key, thread } : null });
+      const answer = (rows: PagedMessage[], woke?: WokenPage): Promise<W.InboxResponse> =>
+        this.answer(scope, rows, after, look, { budgetBytes: door.budgetBytes, newAbove: parked ? shown : null, shown: mark ? { key, thread } : null, woke });
       if (rows.length > 0 || !parked) {
         parked?.cancel();
         if (waited) await this.stillSameAccount(c);
@@ -116,21 +118,23 @@ export class InboxReader {
       if (end === 'removed') throw accountGone(c);
       let checked = false;
       if (end === 'woken' && bound !== null && !req.thread_id) {
-        const woke = await this.d.wakes.page({ scope, keys: readKeys(scope), bound, limit });
-        if (woke && woke.length > 0) {
+        const woke = await this.d.wakes.page({ scope, keys: readKeys(scope), bound, limit, old });
+        if (woke && woke.rows.length > 0) {
           // Checked after the mail was read: mail of a new account of the name would be newer than it.
           await this.stillSameAccount(c);
           checked = true;
           // New mail can be acknowledged already (a sibling session read it first), and so can the
-          // shown mail kept in the answer: the store says.
-          const acked = await this.d.store.ackedAt(
-            scope,
-            [...old, ...woke].map((m) => ({ seq: m.seq, toKey: m.toKey })),
-          );
-          const now = <T extends StoredMessage>(list: T[]): PagedMessage[] =>
-            list.map((m) => ({ ...m, ackedAt: acked.get(m.seq) ?? null })).filter((m) => req.include_acked || m.ackedAt === null);
-          const fresh = now(woke);
-          if (fresh.length > 0) return answer(withShown(now(old), fresh, limit));
+          // shown mail kept in the answer: the batch asked the store.
+          const now = (list: readonly StoredMessage[]): PagedMessage[] => {
+            const out: PagedMessage[] = [];
+            for (const m of list) {
+              const at = woke.acked.get(m.seq) ?? null;
+              if (req.include_acked || at === null) out.push(woke.pages ? woke.pages.paged(m, at) : { ...m, ackedAt: at });
+            }
+            return out;
+          };
+          const fresh = now(woke.rows);
+          if (fresh.length > 0) return answer(withShown(now(old), fresh, limit), woke);
         }
       }
       // Whatever follows reads the account's mail, counts it or parks on it again: only for the
@@ -152,7 +156,11 @@ export class InboxReader {
   }
 
   private async answer(scope: ReaderScope, rows: PagedMessage[], after: number | null, look: ReaderView, o: AnswerOptions): Promise<W.InboxResponse> {
-    const unread = await this.d.store.unread(scope);
+    // A woken reader's unread came with its batch, and so may its page, presented once for all
+    // who see it alike (shared-page.ts; a budget cuts pages per reader, so those present alone).
+    const unread = o.woke ? o.woke.unread : await this.d.store.unread(scope);
+    const sharedPage = o.woke?.pages && o.budgetBytes === undefined ? await o.woke.pages.present(rows, look, this.d.addresses) : null;
+    if (sharedPage) return this.finish(scope, rows, sharedPage, after, unread, o);
     // One lookup per distinct sender or recipient of the page, not per message.
     const printed = await this.d.addresses.forMessages(rows, [look.self]);
     const show = (m: PagedMessage): W.MessageOut => presentPaged(m, { ...look, printed });
@@ -166,7 +174,12 @@ export class InboxReader {
         messages = fitToBudget(rows.map(show), o.budgetBytes, 80);
       }
     }
-    this.d.receipts.noteSurfaced(scope, rows.slice(0, messages.length));
+    return this.finish(scope, rows, messages, after, unread, o);
+  }
+
+  /** What every answer does once its messages are presented: receipts, the shown mark, the cursor. */
+  private async finish(scope: ReaderScope, rows: PagedMessage[], messages: W.MessageOut[], after: number | null, unread: number, o: AnswerOptions): Promise<W.InboxResponse> {
+    this.d.receipts.noteSurfaced(scope, messages.length === rows.length ? rows : rows.slice(0, messages.length));
     const last = rows[messages.length - 1];
     if (last && o.shown) this.d.notices.markShown(o.shown.key, last.seq, o.shown.thread);
     const next = last ? last.seq : (after ?? (await this.d.store.headSeq()));

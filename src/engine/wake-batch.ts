@@ -7,10 +7,13 @@
 // now is exactly the mail committed since on its keys, and every such commit is among the keys
 // noted in this turn (a commit in an earlier turn would have woken it then). Fetches stop at the
 // highest seq noted, so an answer's cursor never passes a commit that is not in the answer.
-// The engine then asks the store which of these rows the reader's scope has already acknowledged
-// (a sibling session may have read and acked new mail first). Readers with a thread filter, or
-// whose page would be truncated, fall back to their own full query.
+// The batch then asks the store, for every reader side by side, which of these rows (and of the
+// shown mail a wait without a cursor keeps) its scope has already acknowledged (a sibling session
+// may have read and acked new mail first) and its unread count, and hands the readers one memo that
+// prints the rows' addresses once and presents each distinct page once (shared-page.ts). Readers
+// with a thread filter, or whose page would be truncated, fall back to their own full query.
 import type { MailKey, ReaderScope, StoredMessage, Store } from '../store/types.js';
+import { PageMemo } from './shared-page.js';
 
 export interface WakeContext {
   scope: ReaderScope;
@@ -18,31 +21,44 @@ export interface WakeContext {
   /** Exclusive lower bound on seq: max(cursor, the engine's head when the reader registered). */
   bound: number;
   limit: number;
+  /** Shown mail the answer keeps (a wait without a cursor): its acks are looked up with the new. */
+  old: readonly StoredMessage[];
+}
+
+/** A woken reader's new mail, oldest first, with what its answer needs beside it. */
+export interface WokenPage {
+  rows: StoredMessage[];
+  /** seq → when the reader's scope acknowledged it, for the rows and the context's old mail. */
+  acked: Map<number, number>;
+  unread: number;
+  /** The batch's pages, presented once for the readers who see them alike (shared-page.ts). */
+  pages: PageMemo | null;
 }
 
 interface Pending {
   ctx: WakeContext;
-  resolve: (rows: StoredMessage[] | null) => void;
+  resolve: (page: WokenPage | null) => void;
 }
 
 export class WakeBatcher {
-  private keys = new Set<MailKey>();
+  /** Keys committed since the last flush, each with its highest seq. */
+  private keys = new Map<MailKey, number>();
   private maxSeq = 0;
   private pending: Pending[] = [];
   private scheduled = false;
   /** Queries saved: readers answered minus key fetches made (for tests and benchmarks). */
-  readonly stats = { batches: 0, readers: 0, fetches: 0, fallbacks: 0 };
+  readonly stats = { batches: 0, readers: 0, fetches: 0, fallbacks: 0, presented: 0, reused: 0 };
 
   constructor(private store: Store) {}
 
   /** Called for every commit event, before waiters are woken. */
   noteCommit(keys: MailKey[], seq: number): void {
-    for (const k of keys) this.keys.add(k);
+    for (const k of keys) if (seq > (this.keys.get(k) ?? -1)) this.keys.set(k, seq);
     if (seq > this.maxSeq) this.maxSeq = seq;
   }
 
   /** The new mail for a woken reader, or null when it must run its own query. */
-  page(ctx: WakeContext): Promise<StoredMessage[] | null> {
+  page(ctx: WakeContext): Promise<WokenPage | null> {
     return new Promise((resolve) => {
       this.pending.push({ ctx, resolve });
       if (!this.scheduled) {
@@ -57,14 +73,16 @@ export class WakeBatcher {
     const noted = this.keys;
     const ceiling = this.maxSeq;
     this.pending = [];
-    this.keys = new Set();
+    this.keys = new Map();
     this.scheduled = false;
     this.stats.batches++;
-    // One fetch per woken key, from the lowest bound any reader of it needs.
+    // One fetch per woken key, from the lowest bound any reader of it needs. A key whose commits
+    // are all at or below a reader's bound (noted in an earlier turn that woke nobody) is not
+    // fetched for that reader.
     const need = new Map<MailKey, { from: number; limit: number }>();
     for (const { ctx } of batch) {
       for (const k of ctx.keys) {
-        if (!noted.has(k)) continue;
+        if ((noted.get(k) ?? -1) <= ctx.bound) continue;
         const n = need.get(k);
         need.set(k, { from: Math.min(n?.from ?? Infinity, ctx.bound), limit: Math.max(n?.limit ?? 0, ctx.limit) });
       }
@@ -80,7 +98,9 @@ export class WakeBatcher {
       for (const p of batch) p.resolve(null);
       return;
     }
-    for (const { ctx, resolve } of batch) {
+    const answered: { p: Pending; rows: StoredMessage[] }[] = [];
+    for (const p of batch) {
+      const { ctx } = p;
       let truncated = false;
       const rows: StoredMessage[] = [];
       for (const k of ctx.keys) {
@@ -93,12 +113,38 @@ export class WakeBatcher {
       }
       if (truncated) {
         this.stats.fallbacks++;
-        resolve(null);
+        p.resolve(null);
         continue;
       }
       rows.sort((a, b) => a.seq - b.seq);
       this.stats.readers++;
-      resolve(rows.slice(0, ctx.limit));
+      if (rows.length === 0) p.resolve({ rows, acked: new Map(), unread: 0, pages: null });
+      else answered.push({ p, rows: rows.slice(0, p.ctx.limit) });
     }
+    if (answered.length > 0) await this.answer(answered);
+  }
+
+  /** Acks and unread of every answered reader side by side; one page memo for the batch. */
+  private async answer(answered: { p: Pending; rows: StoredMessage[] }[]): Promise<void> {
+    const rows = new Map<number, StoredMessage>();
+    for (const a of answered) for (const m of a.rows) rows.set(m.seq, m);
+    const facts = await Promise.all(
+      answered.map(({ p, rows }) =>
+        Promise.all([
+          this.store.ackedAt(
+            p.ctx.scope,
+            [...p.ctx.old, ...rows].map((m) => ({ seq: m.seq, toKey: m.toKey })),
+          ),
+          this.store.unread(p.ctx.scope),
+        ]).catch(() => null),
+      ),
+    );
+    const pages = new PageMemo(rows, this.stats);
+    answered.forEach(({ p, rows }, i) => {
+      const f = facts[i];
+      // The reader's own query reports the failure (store_unavailable) as any read would.
+      if (!f) p.resolve(null);
+      else p.resolve({ rows, acked: f[0], unread: f[1], pages });
+    });
   }
 }

@@ -2,14 +2,18 @@
 import type { ServerResponse } from 'node:http';
 import { MailError, detailText } from '../../wire/errors.js';
 import type { Logger } from '../../engine/log.js';
+import { bytesOf } from '../../engine/shared-page.js';
 
+const EMPTY = Buffer.alloc(0);
 const BASE_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
 
+/** Answers hold values many answers share (a woken room's page): bytesOf serialises those once and
+ *  gives equal answers one Buffer (engine/shared-page.ts). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
-  const s = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { ...BASE_HEADERS, 'content-length': String(Buffer.byteLength(s)), ...extra });
-  res.end(s);
+  const b = body === undefined ? EMPTY : bytesOf(body);
+  res.writeHead(status, { ...BASE_HEADERS, 'content-length': String(b.length), ...extra });
+  res.end(b);
 }
 
 export function toMailError(err: unknown, log: Logger): MailError {
