@@ -25,6 +25,10 @@ export interface StreamStats {
   unauthenticated: number;
   /** Unauthenticated connections closed to make room for newer ones. */
   evicted: number;
+  /** Requests started since the door opened. */
+  requests: number;
+  /** Output written and not yet taken by the kernel, over every connection. */
+  unsentBytes: number;
 }
 
 const hrMs = (): number => Number(process.hrtime.bigint() / 1000n) / 1000;
@@ -38,6 +42,7 @@ export class StreamDoor {
   private readonly unauth = new Set<StreamConnection>();
   private readonly maxUnauthenticated: number;
   private evicted = 0;
+  private requests = 0;
   private path: string | null = null;
   private ino = 0;
 
@@ -48,7 +53,10 @@ export class StreamDoor {
     this.host = {
       limits,
       log: o.log,
-      dispatch: (conn, req, signal, after) => this.ops.dispatch(conn, req, signal, after),
+      dispatch: (conn, req, signal, after) => {
+        this.requests++;
+        return this.ops.dispatch(conn, req, signal, after);
+      },
       authenticated: (conn) => this.unauth.delete(conn),
       closed: (conn) => {
         this.conns.delete(conn);
@@ -68,7 +76,9 @@ export class StreamDoor {
   }
 
   stats(): StreamStats {
-    return { connections: this.conns.size, unauthenticated: this.unauth.size, evicted: this.evicted };
+    let unsentBytes = 0;
+    for (const c of this.conns) unsentBytes += c.socket.writableLength;
+    return { connections: this.conns.size, unauthenticated: this.unauth.size, evicted: this.evicted, requests: this.requests, unsentBytes };
   }
 
   private accept(socket: Socket): void {
