@@ -123,7 +123,10 @@ async function main(): Promise<void> {
   if (lat) {
     const svgPath = values.svg ?? (quick ? out.replace(/\.json$/, '-latency.svg') : join(ROOT, 'docs', 'bench-latency.svg'));
     const points = (lat.data as { points: SizePoint[] }).points;
-    writeFileSync(svgPath, latencySvg(points, `Send and inbox latency against mailbox size (${quick ? 'quick run' : 'full run'}, ${meta.started.slice(0, 10)})`));
+    writeFileSync(
+      svgPath,
+      latencySvg(points, `Send and inbox latency against mailbox size, HTTP and stream door (${quick ? 'quick run' : 'full run'}, ${meta.started.slice(0, 10)})`),
+    );
     process.stdout.write(`chart: ${svgPath}\n`);
   }
   process.stdout.write(`${printTable(results, doc.targets)}\n\n`);
