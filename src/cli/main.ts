@@ -26,7 +26,8 @@ program
   .option('--store <spec>', 'sqlite:/path/to/mail.db, postgres://user@host/db (shared by several daemons) or memory')
   .option('--auto', 'started on demand by a client (replaced after an upgrade once idle)')
   .option('--web-lan <addr:port>', 'also serve the browser mailbox (only it) on this LAN address: plain HTTP, trusted networks only')
-  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean; webLan?: string }) => {
+  .option('--no-stream', 'HTTP only: no stream door (the Unix socket m4a.sock in the data directory)')
+  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean; webLan?: string; stream: boolean }) => {
     if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
       process.stderr.write('m4a: serve binds to loopback only (127.0.0.1 or ::1)\n');
       process.exit(EXIT.usage);
