@@ -12,6 +12,7 @@ import { OPERATIONS, OPERATION_NAMES, webPathOf, type OperationName, type Operat
 import { MCP_PROTOCOL_VERSIONS as PROTOCOL_VERSIONS } from '../src/wire/capabilities.js';
 import { ERROR_TABLE, type ErrorCode, type McpForm } from '../src/wire/errors.js';
 import { LIMITS } from '../src/wire/limits.js';
+import { STREAM_LIMITS } from '../src/wire/stream.js';
 import { DEFAULT_WAIT_CAPS } from '../src/engine/waits.js';
 
 type Json = Record<string, unknown>;
@@ -417,9 +418,80 @@ The daemon listens on loopback only and defends itself against DNS rebinding bef
 ${MAIL.map((n) => `| \`${OPERATIONS[n].tool ?? ''}\` | \`POST ${OPERATIONS[n].path}\` | ${cell(OPERATIONS[n].summary)} |`).join('\n')}`;
 }
 
+function streamSection(): string {
+  const L = STREAM_LIMITS;
+  return `## The stream door
+
+For programs that stay connected (the CLI, \`m4a mcp\`, the pi/omp extension, hooks, client
+libraries): JSON lines over the Unix socket \`m4a.sock\` in the data directory, which is 0700; the
+socket is 0600. \`daemon.json\` names it as \`"socket"\` while the door is up. The door is off with
+\`m4a serve --no-stream\`, and off with one warning line when the SO_PEERCRED addon cannot load (it
+ships prebuilt; \`npm run build:native\` builds it in a checkout) or the socket path is over the 107
+bytes a Unix socket path may hold; clients then use HTTP. A socket file a dead daemon left is
+replaced once a connect to it fails; a live listener or a file that is not a socket is left alone.
+
+**Framing.** UTF-8 JSON, one object per line, each ended by \`\\n\`, both directions. A line over
+${L.maxLineBytes} bytes (the HTTP body limit plus 64 KiB) is answered \`{"id": null, "error":
+{"code": "too_large", "field": "line", "limit": ${L.maxLineBytes}, …}}\` and the connection is closed. A
+line that is not a JSON object is answered \`malformed {field: "line"}\` with \`"id": null\`, and
+the connection stays open; an empty line is ignored. A client may end its writing side after its
+last request: what is in flight is still answered, then the server ends the connection.
+
+**Requests.** \`{"id": ID, "op": NAME, "input": {…}, "agent_session"?: "<id>"}\`. ID is an integer
+0..2^53-1 or a string of 1..${L.idChars} characters, distinct among the connection's requests in flight (a
+duplicate is refused \`malformed {field: "id", reason: "duplicate"}\` with \`"id": null\`, so it is
+not taken for the first request's answer). A bad ID is refused with \`"id": null\`, an unknown
+top-level key \`malformed {field: KEY}\`. \`input\` is the HTTP route's body (absent: \`{}\`), with the
+same schema, errors and limits; \`agent_session\` is what the \`x-m4a-agent-session\` header
+carries, checked the same way. NAME is any operation of this document by its name (\`send\`,
+\`inbox\`, \`task.create\`, \`lease.claim\`, \`account.add\`, \`wake.set\` …), with the callers HTTP
+takes: agent operations run as the attested session, operator operations need the operator
+credential, and operations served to this machine only are served (the socket is local). An
+unknown NAME, or one only the browser has, is \`unknown_route {field: "op"}\`. \`inbox\` waits as over
+HTTP (≤ ${LIMITS.waitSecsHttp} s).
+
+- \`hello\` must come first: \`{"token": "<secret>", "client"?: "<name/version, ≤ ${L.clientChars} chars>"}\` →
+  \`{"account", "session": "<id>" | null, "version", "max_in_flight": ${L.maxInFlight}, "max_line_bytes": ${L.maxLineBytes}}\`.
+  The credential is checked as over HTTP, then the peer: the kernel's record of the connecting
+  process (SO_PEERCRED) starts the same walk as TCP attestation (transparent processes, the
+  session, corroborated facts), with no \`/proc/net\` read or fd scan. A peer of another OS user is
+  \`foreign_user\` unless the daemon allows its uid; a connecting process that exited, or whose pid
+  now names a process started after the connection, is \`unattested {reason: "process_gone"}\`.
+  The credential and the peer are fixed for the connection's life; the credential is checked
+  again on every request (a rotated or removed secret stops working on open connections). Lines
+  after a hello are read once it is answered. A refused hello is answered and the connection
+  closed; before a hello succeeds every other op is \`unauthenticated\`; a second hello is
+  \`malformed {field: "op"}\`. A connection without a successful hello ${L.helloTimeoutMs / 1000} s after connect is closed.
+- \`mcp\`: one MCP JSON-RPC message or batch (what \`POST /mcp\` takes) →
+  \`{"status": 200 | 202, "body": <JSON-RPC answer> | null}\`.
+- \`cancel\`: \`{"id": ID}\` → \`{"ok": true, "found": boolean}\`; ends that request if it still runs (a
+  parked wait answers \`malformed {reason: "client_gone"}\`, as if its client had gone).
+- \`subscribe\`: \`{"after"?: "<cursor>"}\` (default: the current head) → \`{"cursor"}\`; then the server
+  pushes \`mail\` events for mail this session may read that commits after the cursor: exactly what
+  a parked \`inbox {after, wait_secs}\` would answer, in the same wake, and marked shown as it
+  would be. One subscription per connection; a second replaces the first. \`unsubscribe\`: \`{}\` →
+  \`{"ok": true}\`. A subscription whose credential stops verifying closes the connection.
+
+**Server to client.** An answer \`{"id", "result": <what the HTTP route answers with 200>}\`; a
+refusal \`{"id", "error": {"code", "message", …details}}\` (the \`error\` object of HTTP error bodies);
+an event \`{"event": "mail", "cursor": "<cursor after these>", "messages": [<inbox items without
+bodies>, ≤ ${L.eventMessages}]}\`. Answers come in any order: a parked inbox does not hold up a send behind it.
+\`"more": true\` on an event would mean further messages follow that are not pushed (read them with
+\`inbox {after: cursor}\`); this daemon never sends it.
+
+**Bounds.** At most ${L.maxInFlight} requests in flight per connection: past them the server stops reading the
+connection until one finishes (back-pressure, no error). When the connection's unsent output is
+over ${L.maxQueuedBytes / 1_048_576} MiB the server stops reading it, and its subscription stops pushing (the mail stays
+in the store, nothing is queued in memory) until the output drains; requests already running
+still answer. At most ${L.maxUnauthenticated} connections without a successful hello (past it the oldest is
+closed); connections in all are bounded as HTTP's.`;
+}
+
 export function renderProtocolDoc(): string {
   return [
     proseTop(),
+    '',
+    streamSection(),
     '',
     '## Mail operations',
     '',
