@@ -176,13 +176,25 @@ export class StreamTransport {
   /** Ends the connection; requests in flight fail as over HTTP when the client is closed. A later
    *  request connects again. */
   close(): void {
+    const subscribed = this.sub !== null;
     this.stopSubscription();
     const sock = this.sock;
     this.sock = null;
     this.ready = null;
-    sock?.destroy();
+    const live = sock !== null && !sock.destroyed && sock.writable;
+    // The door keeps a half-closed connection's requests running for their answers: what this
+    // client leaves behind (a parked wait, the subscription) is ended there first.
+    if (live && subscribed) sock.write(frame(this.nextId++, 'unsubscribe', {}, undefined));
     const err = new DaemonUnreachable(this.o.path, new Error('the client was closed'));
-    for (const id of [...this.pending.keys()]) this.finish(id, err);
+    for (const [id, p] of [...this.pending]) {
+      if (live && p.sock === sock) sock.write(frame(this.nextId++, 'cancel', { id }, undefined));
+      this.finish(id, err);
+    }
+    if (sock) {
+      sock.end();
+      sock.unref();
+      setTimeout(() => sock.destroy(), 1_000).unref();
+    }
   }
 
   private subOpts(sub: Subscription): RequestOptions {
