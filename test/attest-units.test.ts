@@ -4,7 +4,8 @@ import { endianness } from 'node:os';
 import { test } from 'node:test';
 import { cleanValue, nodeScriptIndex } from '../src/attest/cmdline.js';
 import { argvFacts, envFacts, providerFromPaths } from '../src/attest/corroborate.js';
-import { clientRowKeys, encodings, findRow, isLoopback, rowFinder } from '../src/attest/proc-net.js';
+import { findRows } from '../src/attest/net-table.js';
+import { clientRowKeys, encodings, findRow, isLoopback } from '../src/attest/proc-net.js';
 import { isInitLike, isRunner } from '../src/attest/transparent.js';
 
 const le = { skip: endianness() !== 'LE' && 'encodings below are little-endian' };
@@ -44,11 +45,53 @@ test('findRow: exact columns, inode, closed rows', () => {
   assert.deepEqual(findRow(table, '0100007F:9C40 0100007F:1F90'), { inode: '333' });
   assert.equal(findRow(table, '0100007F:9C41 0100007F:1F90'), 'closed');
   assert.equal(findRow(table, '0100007F:9C42 0100007F:1F90'), null);
-  // Many keys: the one-pass index must agree with the string search.
-  const indexed = rowFinder(table, 100);
-  for (const k of ['0100007F:9C40 0100007F:1F90', '0100007F:9C41 0100007F:1F90', '0100007F:9C42 0100007F:1F90', '0100007F:1F90 0100007F:9C40']) {
-    assert.deepEqual(indexed(k), findRow(table, k), k);
+  // Many keys: the one-pass lookup over the bytes must agree with the string search.
+  const keys = ['0100007F:9C40 0100007F:1F90', '0100007F:9C41 0100007F:1F90', '0100007F:9C42 0100007F:1F90', '0100007F:1F90 0100007F:9C40', '0100007F:1F90 00000000:0000'];
+  const found = findRows(Buffer.from(table, 'latin1'), keys);
+  for (const k of keys) assert.deepEqual(found.get(k) ?? null, findRow(table, k), k);
+});
+
+test('findRows: a live row after an orphaned one of the same tuple, keys in the wrong column, no final newline', () => {
+  const row = (sl: number, pair: string, inode: string) => `${String(sl).padStart(4)}: ${pair} 01 00000000:00000000 00:00000000 00000000     0        0 ${inode} 1 0 20 4 30 10 -1`;
+  const a = '0100007F:9C40 0100007F:1F90';
+  const b = '0100007F:9C41 0100007F:1F90';
+  const c = '0100007F:9C42 0100007F:1F90';
+  const lines = [
+    '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+    row(0, a, '0'),
+    row(1, a, '444'),
+    row(2, '0100007F:1F90 0100007F:9C41', '555'), // b's ends swapped: the daemon's own socket
+    `   3: 0100007F:AAAA ${b} 01 00000000:00000000 00:00000000 00000000     0        0 666 1`, // b as the remote column
+    row(10000, c, '777'), // five-digit sl
+  ];
+  const t = lines.join('\n'); // no newline after the last row
+  const found = findRows(Buffer.from(t, 'latin1'), [a, b, c]);
+  assert.deepEqual(found.get(a), { inode: '444' });
+  assert.equal(found.get(b), undefined);
+  assert.deepEqual(found.get(c), { inode: '777' });
+  for (const k of [a, b, c]) assert.deepEqual(found.get(k) ?? null, findRow(t, k), k);
+  // A row cut short (no inode field) is not a row.
+  assert.equal(findRows(Buffer.from(`   0: ${a} 01 00000000:00000000`, 'latin1'), [a]).get(a), undefined);
+});
+
+test('findRows over a table of 20,000 rows agrees with the string search', () => {
+  const hex = (n: number, w: number) => n.toString(16).toUpperCase().padStart(w, '0');
+  const rows: string[] = ['  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode'];
+  for (let i = 0; i < 10_000; i++) {
+    const client = `0100007F:${hex(20_000 + i, 4)}`;
+    const server = '0100007F:1F90';
+    rows.push(
+      `${String(2 * i).padStart(4)}: ${client} ${server} 01 00000000:00000000 00:00000000 00000000     0        0 ${i % 97 === 0 ? 0 : 100_000 + i} 1 0 20 4 30 10 -1`.padEnd(149),
+    );
+    rows.push(`${String(2 * i + 1).padStart(4)}: ${server} ${client} 01 00000000:00000000 00:00000000 00000000     0        0 ${200_000 + i} 1 0 20 4 30 10 -1`.padEnd(149));
   }
+  const t = `${rows.join('\n')}\n`;
+  const keys = [0, 1, 97, 4_321, 9_999, 10_500].map((i) => `0100007F:${hex(20_000 + i, 4)} 0100007F:1F90`);
+  const found = findRows(Buffer.from(t, 'latin1'), keys);
+  for (const k of keys) assert.deepEqual(found.get(k) ?? null, findRow(t, k), k);
+  assert.deepEqual(found.get(keys[1] as string), { inode: '100001' });
+  assert.equal(found.get(keys[0] as string), 'closed');
+  assert.equal(found.get(keys[5] as string), undefined);
 });
 
 test('nodeScriptIndex skips node options and their values', () => {

@@ -4,11 +4,11 @@
 // fd scan. A Unix socket's peer comes with its pid from the kernel (SO_PEERCRED): its walk starts
 // there, with no /proc/net read and no fd scan. This is blocking /proc work (memory, no disk, but it grows with the host's sockets and
 // fds), so the daemon runs it on a worker thread (linux.ts); tests may run it inline.
-import { readFileSync } from 'node:fs';
 import { corroborate } from './corroborate.js';
 import { FdScanner, type Holder } from './fd-scan.js';
 import { readBootId, readFacts, readSmall, readStat } from './proc-facts.js';
-import { clientRowKeys, rowFinder, type RowLookup } from './proc-net.js';
+import { NetTable, findRows } from './net-table.js';
+import { clientRowKeys, type RowLookup } from './proc-net.js';
 import { deriveSessionId } from './session-id.js';
 import { cliDirsOf, findSession, type WalkContext } from './transparent.js';
 import type { AttestResult, ConnectionTuple, PeerQuery, ProcessFacts } from './types.js';
@@ -55,36 +55,34 @@ export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
   const ctx: WalkContext = { cliDirs: cliDirsOf(opts.packageRoot) };
   const bootId = readBootId();
   const scanner = new FdScanner(selfPid);
+  const table = new NetTable();
   let netScans = 0;
 
-  function readTable(file: 'tcp' | 'tcp6'): string {
+  /** The rows of `keys` in /proc/net/<file>; none when it cannot be read (no IPv6 in this kernel). */
+  function lookUp(file: 'tcp' | 'tcp6', keys: string[]): Map<string, RowLookup> {
     netScans++;
-    try {
-      return readFileSync(`/proc/net/${file}`, 'latin1');
-    } catch {
-      return ''; // no IPv6 in this kernel, for instance
-    }
+    return table.read(`/proc/net/${file}`) ? findRows(table.bytes, keys) : new Map<string, RowLookup>();
   }
 
   function attestBatch(conns: ConnectionTuple[]): AttestResult[] {
     // 1. Client rows: /proc/net/tcp first; tcp6 only for what tcp did not settle.
     const keys = conns.map(clientRowKeys);
     const rows: RowLookup[] = conns.map(() => null);
-    const v4 = keys.filter((k) => k.tcp !== undefined).length;
-    if (v4 > 0) {
-      const find = rowFinder(readTable('tcp'), v4);
+    const v4 = keys.flatMap((k) => (k.tcp !== undefined ? [k.tcp] : []));
+    if (v4.length > 0) {
+      const found = lookUp('tcp', v4);
       keys.forEach((k, i) => {
-        if (k.tcp !== undefined) rows[i] = find(k.tcp);
+        if (k.tcp !== undefined) rows[i] = found.get(k.tcp) ?? null;
       });
     }
     const unsettled = (i: number) => rows[i] === null || rows[i] === 'closed';
-    const v6 = keys.filter((k, i) => k.tcp6 !== undefined && unsettled(i)).length;
-    if (v6 > 0) {
-      const find = rowFinder(readTable('tcp6'), v6);
+    const v6 = keys.flatMap((k, i) => (k.tcp6 !== undefined && unsettled(i) ? [k.tcp6] : []));
+    if (v6.length > 0) {
+      const found = lookUp('tcp6', v6);
       keys.forEach((k, i) => {
         if (k.tcp6 === undefined || !unsettled(i)) return;
-        const r6 = find(k.tcp6);
-        if (r6 !== null) rows[i] = r6;
+        const r6 = found.get(k.tcp6);
+        if (r6 !== undefined) rows[i] = r6;
       });
     }
 
@@ -121,7 +119,8 @@ export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
       const h = hs[0] as Holder;
       const key = `${h.pid}:${h.startTime}`;
       const seen = byHolder.get(key);
-      if (seen !== undefined) return structuredClone(seen); // callers may own and mutate results
+      // One result per holder, shared by its connections (frozen: nobody may change another's).
+      if (seen !== undefined) return seen;
       const r = fromHolder(h);
       byHolder.set(key, r);
       return r;

@@ -48,14 +48,19 @@ interface Reply {
   stats: BatchStats;
 }
 
+/** A batch allocates little that outlives it (the table is read into one reused buffer), so a small
+ *  young generation does: V8's default lets it grow to tens of MB of the daemon's RSS. The old
+ *  generation's cap only bounds a runaway; past it the worker dies and is replaced. */
+const WORKER_HEAP = { maxYoungGenerationSizeMb: 6, maxOldGenerationSizeMb: 256 };
+
 /** The worker's module; from TypeScript sources (tests, under tsx) the worker registers tsx first,
  *  since a worker thread does not inherit the parent's module hooks. */
 function spawnWorker(workerData: BatchOptions): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./attest-worker.js', import.meta.url), { workerData });
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./attest-worker.js', import.meta.url), { workerData, resourceLimits: WORKER_HEAP });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./attest-worker.ts', import.meta.url).href;
   const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true, workerData });
+  return new Worker(boot, { eval: true, workerData, resourceLimits: WORKER_HEAP });
 }
 
 /** Batches on a worker thread; referenced only while a batch is in flight, so it never keeps a
@@ -112,6 +117,14 @@ class WorkerRunner {
 }
 
 const RESTART_GAP_MS = 1_000;
+
+/** Connections of one process in one batch share one result (a worker's reply keeps that sharing),
+ *  which each socket keeps for its life: frozen, so no caller can change what another was told. */
+function frozen<T>(v: T): T {
+  if (typeof v !== 'object' || v === null || Object.isFrozen(v)) return v;
+  for (const x of Object.values(v)) frozen(x);
+  return Object.freeze(v);
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
@@ -181,7 +194,7 @@ export function createLinuxAttestor(opts: LinuxAttestorOptions): LinuxAttestor {
     } catch {
       /* answered below: never a guess */
     } finally {
-      [...tcp, ...byPid].forEach((p, i) => p.resolve(results[i] ?? { ok: false, reason: p.peer ? 'process_gone' : 'socket_not_found' }));
+      [...tcp, ...byPid].forEach((p, i) => p.resolve(frozen(results[i] ?? { ok: false, reason: p.peer ? 'process_gone' : 'socket_not_found' })));
       running = false;
       schedule();
     }

@@ -84,7 +84,8 @@ export function clientRowKeys(conn: { localAddress: string; localPort: number; r
  *  (FIN_WAIT/TIME_WAIT) socket with inode 0, or null when the row is absent. */
 export type RowLookup = { inode: string } | 'closed' | null;
 
-/** Finds `key` as the local/remote pair of a row by string search, without splitting the file. */
+/** Finds `key` as the local/remote pair of a row by string search, without splitting the file (the
+ *  reference for net-table.ts's one-pass lookup of many keys). */
 export function findRow(table: string, key: string): RowLookup {
   let closed = false;
   for (let at = table.indexOf(key); at !== -1; at = table.indexOf(key, at + 1)) {
@@ -105,26 +106,4 @@ export function findRow(table: string, key: string): RowLookup {
     return { inode };
   }
   return closed ? 'closed' : null;
-}
-
-/** Every row keyed by its `LOCAL:PORT REMOTE:PORT` text. One pass over the file: cheaper than a
- *  string search per key once a batch holds more than a handful of keys. */
-export function indexRows(table: string): Map<string, RowLookup> {
-  const out = new Map<string, RowLookup>();
-  for (const line of table.split('\n')) {
-    const f = line.trim().split(/\s+/);
-    const key = `${f[1]} ${f[2]}`;
-    const inode = f[9];
-    if (inode === undefined || !/^\d+$/.test(inode)) continue;
-    if (inode !== '0') out.set(key, { inode });
-    else if (!out.has(key)) out.set(key, 'closed');
-  }
-  return out;
-}
-
-/** A lookup over one table read: string search for few keys, a one-pass index for many. */
-export function rowFinder(table: string, keys: number): (key: string) => RowLookup {
-  if (keys <= 8) return (key) => findRow(table, key);
-  const index = indexRows(table);
-  return (key) => index.get(key) ?? null;
 }
