@@ -98,6 +98,9 @@ describe('stream client protocol (stand-in daemon)', () => {
   it('a refused hello is the answer (unauthenticated), not a fallback', async () => {
     const c = client({ token: 'wrong' });
     await assert.rejects(c.whoami(), (e: unknown) => e instanceof MailError && e.code === 'unauthenticated');
+    const mcp = await c.post('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    assert.equal(mcp.status, 401, 'what POST /mcp answers');
+    assert.equal((JSON.parse(mcp.text) as { error: { code: string } }).error.code, 'unauthenticated');
     assert.deepEqual(httpCalls, []);
     assert.equal(c.streaming, true);
   });

@@ -138,7 +138,8 @@ export class StreamTransport {
           p.sock = sock;
           sock.write(line);
         },
-        (err: unknown) => this.finish(id, asError(err)),
+        // A refused hello is the daemon's answer to this request too (over HTTP: its 401).
+        (err: unknown) => (err instanceof HelloRefused ? this.finish(id, undefined, { error: err.body }) : this.finish(id, asError(err))),
       );
     });
   }
@@ -266,7 +267,7 @@ export class StreamTransport {
       this.pending.set(id, {
         settle: (err, a) => {
           if (err !== undefined) reject(err);
-          else if ('error' in a!) reject(errorFromBody({ error: a.error }, 0));
+          else if ('error' in a!) reject(new HelloRefused(a.error));
           else resolve(a!.result as StreamHello);
         },
         sock,
@@ -363,6 +364,12 @@ export class StreamTransport {
     if (!s) return;
     if (!this.o.unref && (this.pending.size > 0 || this.sub)) s.ref();
     else s.unref();
+  }
+}
+
+class HelloRefused extends Error {
+  constructor(readonly body: Record<string, unknown>) {
+    super(typeof body.message === 'string' ? body.message : 'hello refused');
   }
 }
 
