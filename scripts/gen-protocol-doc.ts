@@ -434,8 +434,9 @@ replaced once a connect to it fails; a live listener or a file that is not a soc
 ${L.maxLineBytes} bytes (the HTTP body limit plus 64 KiB) is answered \`{"id": null, "error":
 {"code": "too_large", "field": "line", "limit": ${L.maxLineBytes}, …}}\` and the connection is closed. A
 line that is not a JSON object is answered \`malformed {field: "line"}\` with \`"id": null\`, and
-the connection stays open; an empty line is ignored. A client may end its writing side after its
-last request: what is in flight is still answered, then the server ends the connection.
+the connection stays open; an empty line is ignored. When the client ends its writing side (a
+process that died looks the same), its parked waits end as if it had gone (\`client_gone\`), what
+else runs is still answered, then the server ends the connection.
 
 **Requests.** \`{"id": ID, "op": NAME, "input": {…}, "agent_session"?: "<id>"}\`. ID is an integer
 0..2^53-1 or a string of 1..${L.idChars} characters, distinct among the connection's requests in flight (a

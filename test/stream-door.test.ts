@@ -241,11 +241,15 @@ describe('stream door', () => {
     t.close();
   });
 
-  it('a client that ends its side after its requests still gets every answer', async () => {
+  it('a client that ends its side: its requests are answered, a parked wait ends as if it had gone', async () => {
     const s = await helloRaw(sock, claude.secret);
+    s.write({ id: 'w', op: 'inbox', input: { after: 'c1.zzzzzz', wait_secs: 60 } });
+    await until('the wait parked', () => d.engine.parkedWaits() === 1);
     for (let i = 0; i < 5; i++) s.write({ id: i, op: 'whoami' });
     s.sock.end();
     await s.closed;
+    assert.equal(d.engine.parkedWaits(), 0);
+    assert.equal(s.frames.find((f) => f.id === 'w')?.error?.reason, 'client_gone');
     assert.deepEqual(
       s.frames
         .filter((f) => typeof f.id === 'number' && f.result?.account === 'claude')

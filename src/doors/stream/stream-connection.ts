@@ -1,6 +1,8 @@
 // One stream connection: lines in, frames out, requests in flight by id. Reading stops (the socket
 // is paused between two lines) while 64 requests run, while hello is being checked, and while the
-// unsent output is over its bound; it resumes when one of those ends. Frames written in one turn of
+// unsent output is over its bound; it resumes when one of those ends. The end of the client's side
+// is treated as HTTP treats it: requests' signals abort (a parked wait of a process that died
+// leaves at once), whatever still answers is written, then the connection ends. Frames written in one turn of
 // the event loop go out in one write (cork until the next tick).
 import type { Socket } from 'node:net';
 import { MailError } from '../../wire/errors.js';
@@ -50,7 +52,8 @@ export class StreamConnection {
   private readonly inFlight = new Map<StreamId, AbortController>();
   private drained: (() => void)[] = [];
   private corked = false;
-  /** The client ended its side: answer what runs, then end ours. */
+  /** The client ended its side (or its process died: the two look alike): parked waits end as if
+   *  it had gone, what else runs is answered, then ours ends. */
   private inputEnded = false;
   private helloTimer: NodeJS.Timeout | null;
 
@@ -78,6 +81,9 @@ export class StreamConnection {
     });
     socket.on('end', () => {
       this.inputEnded = true;
+      for (const ac of this.inFlight.values()) ac.abort();
+      this.subscription?.end();
+      this.subscription = null;
       this.pump();
     });
     socket.on('error', () => undefined); // 'close' follows
@@ -202,6 +208,7 @@ export class StreamConnection {
 
   private async run(req: StreamRequest): Promise<void> {
     const ac = new AbortController();
+    if (this.inputEnded) ac.abort(); // a line read after the end: nobody waits for a wait's answer
     this.inFlight.set(req.id, ac);
     const hello = req.op === 'hello' && this.auth === null;
     if (hello) this.helloBusy = true;
