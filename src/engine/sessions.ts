@@ -24,6 +24,10 @@ const TOUCH_FLUSH_MS = 5000;
 export class SessionBook {
   /** account/sessionId → record; a connection's repeated requests never touch the store. */
   private known = new Map<string, SessionRecord>();
+  /** The first contact being looked up or registered: a process that opens many connections at once
+   *  (their attestations come back in one batch) reads and registers its session once, and all its
+   *  requests share the one record. */
+  private pending = new Map<string, Promise<SessionRecord>>();
   private seen = new Map<string, { account: string; id: string; at: number }>();
   private lastFlush = 0;
 
@@ -45,12 +49,8 @@ export class SessionBook {
     const key = `${account.id}/${att.sessionId}`;
     const now = this.clock.now();
     const own = reported !== undefined && att.peer.pid === att.session.pid && isExtensionProvider(att.corroborated.provider) ? reported : undefined;
-    let rec = this.known.get(key);
-    if (!rec) {
-      const facts = own === undefined ? att : { ...att, corroborated: { ...att.corroborated, provider_session_id: own } };
-      rec = (await this.store.getSession(account.id, att.sessionId)) ?? (await this.register(account, facts, now));
-      this.known.set(key, rec);
-    }
+    let rec =
+      this.known.get(key) ?? (await this.firstContact(key, account, own === undefined ? att : { ...att, corroborated: { ...att.corroborated, provider_session_id: own } }, now));
     if (own !== undefined && rec.corroborated.providerSessionId !== own) {
       rec = (await this.store.setProviderSessionId(account.id, rec.id, own)) ?? rec;
       this.known.set(key, rec);
@@ -58,6 +58,27 @@ export class SessionBook {
     this.seen.set(key, { account: account.id, id: att.sessionId, at: now });
     if (now - this.lastFlush > TOUCH_FLUSH_MS) void this.flushTouches().catch(() => undefined);
     return rec;
+  }
+
+  private firstContact(key: string, account: AccountRecord, facts: Attestation, now: number): Promise<SessionRecord> {
+    let p = this.pending.get(key);
+    if (p === undefined) {
+      const lookup = (async () => (await this.store.getSession(account.id, facts.sessionId)) ?? (await this.register(account, facts, now)))();
+      p = lookup;
+      this.pending.set(key, lookup);
+      lookup.then(
+        (rec) => {
+          // Not when the account was forgotten meanwhile (removed): its next contact reads afresh.
+          if (this.pending.get(key) !== lookup) return;
+          this.known.set(key, rec);
+          this.pending.delete(key);
+        },
+        () => {
+          if (this.pending.get(key) === lookup) this.pending.delete(key);
+        },
+      );
+    }
+    return p;
   }
 
   private async register(account: AccountRecord, att: Attestation, now: number): Promise<SessionRecord> {
@@ -100,6 +121,7 @@ export class SessionBook {
 
   forget(account: string): void {
     for (const k of this.known.keys()) if (k.startsWith(`${account}/`)) this.known.delete(k);
+    for (const k of this.pending.keys()) if (k.startsWith(`${account}/`)) this.pending.delete(k);
   }
 
   async flushTouches(): Promise<void> {
