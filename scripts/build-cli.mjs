@@ -14,7 +14,8 @@
 // - LAZY libraries, which only setup and the guard use, are CommonJS files of their own in
 //   dist/cli/vendor/, required when a module that imports them is first evaluated. Bundled, they
 //   made the file three times larger for V8 to compile on every start; imported from node_modules,
-//   esbuild hoists the import to the top and every command would load them.
+//   esbuild hoists the import to the top and every command would load them. Node's own modules
+//   are required the same way, so `m4a send` does not load readline for the MCP bridge.
 import { build } from 'esbuild';
 import { readFile, rm } from 'node:fs/promises';
 import { dirname, relative, resolve, sep } from 'node:path';
@@ -51,10 +52,12 @@ const layers = {
       const here = `new URL(${JSON.stringify(distSpecifier(args.path))}, import.meta.url).href`;
       return { contents: text.replaceAll('import.meta.url', here), loader: 'ts' };
     });
-    // A LAZY import becomes a bundled CommonJS stub whose require() runs when it is first evaluated.
+    // A LAZY import, or one of Node's modules, becomes a bundled CommonJS stub whose require() runs
+    // when its importer is first evaluated (an ES import of it would be hoisted and run at start).
     b.onResolve({ filter: lazyFilter }, (args) =>
       args.namespace === 'lazy' ? { path: `./vendor/${vendorName(args.path)}`, external: true } : { path: args.path, namespace: 'lazy' },
     );
+    b.onResolve({ filter: /^node:/ }, (args) => (args.namespace === 'lazy' ? { path: args.path, external: true } : { path: args.path, namespace: 'lazy' }));
     b.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: 'js' }));
   },
 };
