@@ -232,11 +232,7 @@ describe('typed client over the stream door (real daemon)', () => {
     }
   });
 
-  it(
-    'a parked wait whose process exited is let go by the daemon',
-    { todo: 'the stream door keeps a half-closed connection open for its answers (allowHalfOpen), so the wait of a process that died stays parked until it times out' },
-    async () => {
-      await until('the daemon let the waits of the exited processes go', () => d.engine.parkedWaits() === 0, 3_000);
-    },
-  );
+  it('a parked wait whose process exited is let go by the daemon', async () => {
+    await until('the daemon let the waits of the exited processes go', () => d.engine.parkedWaits() === 0, 3_000);
+  });
 });
