@@ -68,6 +68,7 @@ async function main(): Promise<void> {
       `${b.name}: ${n} readers, ${b.rounds.length} rounds; last answer after the ack: median ${all.p50.toFixed(1)} ms, worst ${all.max.toFixed(1)} ms; ` +
         `median reader ${med.p50.toFixed(1)} ms; first reader ${first.p50.toFixed(1)} ms; send ${summarize(b.rounds.map((r) => r.send)).p50.toFixed(2)} ms\n`,
     );
+    process.stdout.write(`  every round, last answer after the ack (ms, in run order): ${b.rounds.map((r) => r.allFromAck.toFixed(0)).join(' ')}\n`);
     if (b.rounds.some((r) => r.empty > 0)) process.stdout.write(`  ${b.rounds.reduce((s, r) => s + r.empty, 0)} empty answers\n`);
   }
   const show = (title: string, file: string, rs: FanoutRound[]): void => {

@@ -21,9 +21,15 @@ const OWN_VERDICTS = new Set(['wait', 'loop-guard']);
 /** Surfaced facts this daemon knows are stored (re-reading a page writes nothing): a bounded set. */
 const KNOWN_MAX = 100_000;
 
+/** Surfaced facts wait this long, so a woken room's are written in one transaction after its
+ *  answers, not one per slice of readers in between them (wake-batch.ts). */
+const SURFACED_WRITE_BEHIND_MS = 200;
+
 export class Receipts {
   private pending: RecordRow[] = [];
   private flushing: Promise<void> | null = null;
+  /** Starts the queued write before its time. */
+  private due: (() => void) | null = null;
   private known = new Set<string>();
 
   constructor(
@@ -42,8 +48,15 @@ export class Receipts {
       this.remember(id);
       this.pending.push({ kind: REC.surfaced, id, value: JSON.stringify({ at }), updatedAt: at });
     }
-    if (this.pending.length === 0) return;
-    this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush());
+    if (this.pending.length === 0 || this.flushing) return;
+    const due = new Promise<void>((resolve) => (this.due = resolve));
+    const timer = setTimeout(() => this.due?.(), SURFACED_WRITE_BEHIND_MS);
+    timer.unref();
+    this.flushing = due.then(() => {
+      clearTimeout(timer);
+      this.due = null;
+      return this.write();
+    });
   }
 
   /** The account was removed (its records went with it): forget what was kept of them here, so a
@@ -58,8 +71,8 @@ export class Receipts {
     this.known.add(id);
   }
 
-  /** Writes what is queued (one transaction); tests and shutdown await it. */
-  async flush(): Promise<void> {
+  /** Writes what is queued (one transaction per 500); settled() awaits it. */
+  private async write(): Promise<void> {
     while (this.pending.length > 0) {
       const rows = this.pending.splice(0, 500);
       try {
@@ -71,7 +84,9 @@ export class Receipts {
     this.flushing = null;
   }
 
+  /** Writes what is queued now (a receipts read, shutdown), instead of after the write-behind. */
   async settled(): Promise<void> {
+    this.due?.();
     await this.flushing;
   }
 

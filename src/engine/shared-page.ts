@@ -66,8 +66,15 @@ export function jsonOf(body: unknown): string {
 /** The UTF-8 bytes of an answer; answers equal in full to the last one that shared the same value
  *  get the same Buffer. */
 export function bytesOf(body: unknown): Buffer {
+  const b = textOrBytes(body);
+  return typeof b === 'string' ? Buffer.from(b) : b;
+}
+
+/** An answer as a door writes it: its JSON text when nothing in it is shared (a string is written
+ *  with the headers in one piece), else bytesOf's Buffer. */
+export function textOrBytes(body: unknown): string | Buffer {
   const s = plain(body) ? splice(body) : null;
-  if (!s) return Buffer.from(stringify(body));
+  if (!s) return stringify(body);
   const e = s.first;
   if (e.text !== s.text || !e.bytes) {
     e.text = s.text;

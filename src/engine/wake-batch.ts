@@ -35,6 +35,9 @@ export interface WokenPage {
   pages: PageMemo | null;
 }
 
+/** Readers answered per turn of the event loop. */
+const ANSWER_SLICE = 64;
+
 interface Pending {
   ctx: WakeContext;
   resolve: (page: WokenPage | null) => void;
@@ -124,27 +127,34 @@ export class WakeBatcher {
     if (answered.length > 0) await this.answer(answered);
   }
 
-  /** Acks and unread of every answered reader side by side; one page memo for the batch. */
+  /** Acks and unread of the answered readers side by side, one page memo for the batch. Readers
+   *  are answered a slice at a time with the event loop given back between slices: each slice's
+   *  answers are written (the door's writes run once the microtasks drain) while the next is
+   *  worked out, so the first readers do not wait for the last and the clients read meanwhile. */
   private async answer(answered: { p: Pending; rows: StoredMessage[] }[]): Promise<void> {
     const rows = new Map<number, StoredMessage>();
     for (const a of answered) for (const m of a.rows) rows.set(m.seq, m);
-    const facts = await Promise.all(
-      answered.map(({ p, rows }) =>
-        Promise.all([
-          this.store.ackedAt(
-            p.ctx.scope,
-            [...p.ctx.old, ...rows].map((m) => ({ seq: m.seq, toKey: m.toKey })),
-          ),
-          this.store.unread(p.ctx.scope),
-        ]).catch(() => null),
-      ),
-    );
     const pages = new PageMemo(rows, this.stats);
-    answered.forEach(({ p, rows }, i) => {
-      const f = facts[i];
-      // The reader's own query reports the failure (store_unavailable) as any read would.
-      if (!f) p.resolve(null);
-      else p.resolve({ rows, acked: f[0], unread: f[1], pages });
-    });
+    for (let i = 0; i < answered.length; i += ANSWER_SLICE) {
+      if (i > 0) await new Promise((r) => setImmediate(r));
+      const slice = answered.slice(i, i + ANSWER_SLICE);
+      const facts = await Promise.all(
+        slice.map(({ p, rows }) =>
+          Promise.all([
+            this.store.ackedAt(
+              p.ctx.scope,
+              [...p.ctx.old, ...rows].map((m) => ({ seq: m.seq, toKey: m.toKey })),
+            ),
+            this.store.unread(p.ctx.scope),
+          ]).catch(() => null),
+        ),
+      );
+      slice.forEach(({ p, rows }, j) => {
+        const f = facts[j];
+        // The reader's own query reports the failure (store_unavailable) as any read would.
+        if (!f) p.resolve(null);
+        else p.resolve({ rows, acked: f[0], unread: f[1], pages });
+      });
+    }
   }
 }

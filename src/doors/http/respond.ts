@@ -2,17 +2,16 @@
 import type { ServerResponse } from 'node:http';
 import { MailError, detailText } from '../../wire/errors.js';
 import type { Logger } from '../../engine/log.js';
-import { bytesOf } from '../../engine/shared-page.js';
+import { textOrBytes } from '../../engine/shared-page.js';
 
-const EMPTY = Buffer.alloc(0);
 const BASE_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
 
-/** Answers hold values many answers share (a woken room's page): bytesOf serialises those once and
- *  gives equal answers one Buffer (engine/shared-page.ts). */
+/** Answers may hold values many answers share (a woken room's page): those are serialised once and
+ *  equal answers written one Buffer (engine/shared-page.ts). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
-  const b = body === undefined ? EMPTY : bytesOf(body);
-  res.writeHead(status, { ...BASE_HEADERS, 'content-length': String(b.length), ...extra });
+  const b = body === undefined ? '' : textOrBytes(body);
+  res.writeHead(status, { ...BASE_HEADERS, 'content-length': String(typeof b === 'string' ? Buffer.byteLength(b) : b.length), ...extra });
   res.end(b);
 }
 
