@@ -371,7 +371,7 @@ describe('sqlite store', () => {
       for (const thread of [false, true]) {
         for (const pendingOnly of [false, true]) {
           const sql = pageSql({ keys: 3, pendingOnly, thread });
-          const params = Array.from({ length: (thread ? 5 : 4) * 3 + 1 }, () => 1);
+          const params = Array.from({ length: (thread ? 6 : 5) * 3 + 1 }, () => 1);
           const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { id: number; parent: number; detail: string }[];
           const text = plan.map((r) => r.detail).join('\n');
           const index = thread ? 'messages_by_thread' : 'messages_by_key';
@@ -379,7 +379,7 @@ describe('sqlite store', () => {
           // One index range per key, then one fetch by seq per row kept.
           assert.equal(scans.length, 4, text);
           for (const d of scans.slice(0, 3)) {
-            assert.match(d, new RegExp(`^SEARCH m USING (COVERING )?INDEX ${index} \\(\\w+=\\? AND seq>\\?\\)`), text);
+            assert.match(d, new RegExp(`^SEARCH m USING (COVERING )?INDEX ${index} \\(\\w+=\\? AND seq>\\? AND seq<\\?\\)`), text);
           }
           assert.match(scans[3] ?? '', /^SEARCH m USING INTEGER PRIMARY KEY/, text);
           // A sort inside a per-key scan would sort the whole mailbox; the merge may sort <= limit rows.

@@ -18,7 +18,7 @@ import { createAttestor, loadPeerCred } from '../attest/index.js';
 import { StreamDoor } from '../doors/stream/stream-door.js';
 import { socketPathProblem } from '../doors/stream/socket-file.js';
 import type { Attestor, PeerCredentials } from '../attest/types.js';
-import { openStore } from '../store/index.js';
+import { openStore, type SqliteFsync } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { HttpDoorbell } from './doorbell.js';
 import { acquireLock, ensureDataDir, FILES, loadHostId, writeSecretFile } from './data-dir.js';
@@ -33,6 +33,8 @@ import { A2aPushSender } from '../doors/a2a/a2a-push-sender.js';
 import { PushConfigs } from '../doors/a2a/a2a-push.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
+  /** The fsync of the SQLite store's durability barrier (tests observe it). */
+  sqliteFsync?: SqliteFsync;
   clock?: Clock;
   ids?: Ids;
   log?: Logger;
@@ -96,7 +98,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
   let started: Attestor | undefined; // its worker thread must end when the start fails
   try {
     const hostId = loadHostId(cfg.dataDir);
-    store = await openStore(cfg.store, { hostId });
+    store = await openStore(cfg.store, { hostId, ...(o.sqliteFsync ? { sqliteFsync: o.sqliteFsync } : {}) });
     const attestor = (started = o.attestor ?? createAttestor({ hostId, packageRoot: PACKAGE_ROOT, allowedUids: o.allowedUids ?? [] }));
     const engine = new MailEngine({
       store,

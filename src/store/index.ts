@@ -5,10 +5,12 @@ import { createMemoryStore } from './memory/memory-store.js';
 import { openSqliteStore } from './sqlite/sqlite-store.js';
 import { isPostgresSpec } from './postgres/spec.js';
 import type { Store } from './types.js';
+import type { FsyncFn as SqliteFsync } from './sqlite/durable-sync.js';
 
 export { createMemoryStore } from './memory/memory-store.js';
 export { openSqliteStore, SqliteStore, type SqliteStoreOptions, type SqliteStoreStats } from './sqlite/sqlite-store.js';
 export { isPostgresSpec, parsePostgresSpec } from './postgres/spec.js';
+export type { SqliteFsync };
 export { checkSqliteIntegrity, type IntegrityReport } from './sqlite/integrity.js';
 export { machineHostId, bootId } from './postgres/host-identity.js';
 export type { PostgresStore, PostgresStoreOptions, HostOptions } from './postgres/postgres-store.js';
@@ -16,6 +18,13 @@ export type { PostgresStore, PostgresStoreOptions, HostOptions } from './postgre
 export interface OpenStoreOptions {
   /** The daemon's host id: a shared store publishes it as alive (see PostgresStore.attachHost). */
   hostId?: string;
+  /** The fsync of the SQLite store's durability barrier (tests observe it). */
+  sqliteFsync?: SqliteFsync;
+}
+
+/** M4A_SQLITE_SYNC=full selects SQLite's own sync on the event loop (the benchmark compares it). */
+function sqliteSync(env: NodeJS.ProcessEnv = process.env): 'barrier' | 'full' {
+  return env.M4A_SQLITE_SYNC === 'full' ? 'full' : 'barrier';
 }
 
 export async function openStore(spec: string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -23,7 +32,7 @@ export async function openStore(spec: string, opts: OpenStoreOptions = {}): Prom
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new Error(`store spec '${spec}' names no file`);
-    return openSqliteStore({ path });
+    return openSqliteStore({ path, sync: sqliteSync(), ...(opts.sqliteFsync ? { fsync: opts.sqliteFsync } : {}) });
   }
   if (isPostgresSpec(spec)) {
     // Loaded only when asked for: a SQLite daemon never loads the PostgreSQL client.
@@ -39,7 +48,7 @@ export async function openStore(spec: string, opts: OpenStoreOptions = {}): Prom
     }
     return store;
   }
-  if (spec.endsWith('.db')) return openSqliteStore({ path: spec });
+  if (spec.endsWith('.db')) return openSqliteStore({ path: spec, sync: sqliteSync(), ...(opts.sqliteFsync ? { fsync: opts.sqliteFsync } : {}) });
   throw new Error(
     `unknown store spec '${spec.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@')}': use 'memory', 'sqlite:/path/file.db', a path ending in .db or 'postgres://user@host/db'`,
   );

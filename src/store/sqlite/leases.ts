@@ -4,9 +4,10 @@
 // seeing the ones before it, so a burst of claimants on one resource pays one fsync and one wins.
 import type Database from 'better-sqlite3';
 import type { LeaseClaimOutcome, LeaseEndReason, LeaseMode, LeaseQuery, LeaseRecord, NewLease } from '../types.js';
-import { GroupCommit } from './group-commit.js';
+import type { GroupCommit } from './group-commit.js';
 import { prefixUpperBound } from './prefix.js';
 import type { Stmt } from './statements.js';
+import type { SqliteWriter } from './writer.js';
 
 export interface LeaseRow {
   id: string;
@@ -126,18 +127,19 @@ export class SqliteLeases {
   constructor(
     private readonly db: Database.Database,
     private readonly st: LeaseStatements,
-    /** The store's IMMEDIATE write transaction (the write lock taken at BEGIN). */
-    private readonly tx: <R>(fn: () => R) => R,
+    /** The store's writer: every write resolves once durable. */
+    private readonly writer: SqliteWriter,
   ) {
-    this.claims = new GroupCommit(
-      (inputs) => this.tx(() => inputs.map((i) => this.claimOne(i))),
+    this.claims = writer.group(
+      (inputs: ClaimInput[]) => inputs.map((i) => this.claimOne(i)),
       () => undefined,
+      true,
     );
   }
 
-  /** Runs queued claims now (close). */
-  flush(): void {
-    this.claims.flush();
+  /** An IMMEDIATE write transaction (the write lock taken at BEGIN), resolved once durable. */
+  private tx<R>(fn: () => R): Promise<R> {
+    return this.writer.tx(fn, true);
   }
 
   claimLease(l: NewLease, o: ClaimInput['o']): Promise<LeaseClaimOutcome> {
@@ -159,26 +161,22 @@ export class SqliteLeases {
   }
 
   async renewLease(id: string, epoch: number, expiresAt: number, now: number): Promise<LeaseRecord | null> {
-    const r = this.tx(() => this.st.renew.get(expiresAt, id, epoch, now));
+    const r = await this.tx(() => this.st.renew.get(expiresAt, id, epoch, now));
     return r ? toLease(r) : null;
   }
 
   async endLease(id: string, epoch: number, reason: LeaseEndReason, now: number): Promise<LeaseRecord | null> {
-    const r = this.tx(() => this.st.end.get(now, reason, id, epoch, now));
+    const r = await this.tx(() => this.st.end.get(now, reason, id, epoch, now));
     return r ? toLease(r) : null;
   }
 
   async expireLeases(now: number, limit: number): Promise<LeaseRecord[]> {
     if (limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
-    return this.tx(() => this.st.expire.all({ now, limit }))
-      .map(toLease)
-      .sort(byExpiry);
+    return (await this.tx(() => this.st.expire.all({ now, limit }))).map(toLease).sort(byExpiry);
   }
 
   async endSessionLeases(account: string, session: string, now: number): Promise<LeaseRecord[]> {
-    return this.tx(() => this.st.endSession.all({ now, account, session }))
-      .map(toLease)
-      .sort(bySpaceThenId);
+    return (await this.tx(() => this.st.endSession.all({ now, account, session }))).map(toLease).sort(bySpaceThenId);
   }
 
   async getLease(id: string): Promise<LeaseRecord | null> {
@@ -212,7 +210,7 @@ export class SqliteLeases {
   }
 
   async settleLease(id: string): Promise<void> {
-    this.tx(() => this.st.settle.run(id));
+    await this.tx(() => this.st.settle.run(id));
   }
 
   async pruneLeases(before: number): Promise<number> {

@@ -40,9 +40,13 @@ function withPrivateUmask<R>(fn: () => R): R {
   }
 }
 
-function configure(db: Database.Database): void {
+/** FULL: SQLite syncs the log at every commit. NORMAL: only at checkpoints (still consistent after a
+ *  power loss); the store then syncs the log itself before acknowledging (writer.ts). */
+export type Synchronous = 'FULL' | 'NORMAL';
+
+function configure(db: Database.Database, synchronous: Synchronous = 'FULL'): void {
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = FULL');
+  db.pragma(`synchronous = ${synchronous}`);
   db.pragma('foreign_keys = OFF');
   // The indexes of a large mailbox store (random idempotency keys, many to_keys) outgrow the
   // 2 MiB default cache; keeping their inner pages cached keeps a send's cost flat as it grows.
@@ -144,11 +148,11 @@ function createMailbox(path: string, timeout: number): void {
 }
 
 /** Opens the mailbox at `path` (or ':memory:'), migrated and configured, or throws store_corrupt. */
-export function openDatabase(path: string, timeout: number): Database.Database {
+export function openDatabase(path: string, timeout: number, synchronous: Synchronous = 'FULL'): Database.Database {
   return withPrivateUmask(() => {
     if (path === ':memory:') {
       const db = new Database(path, { timeout });
-      configure(db);
+      configure(db, synchronous);
       migrate(db);
       return db;
     }
@@ -169,7 +173,7 @@ export function openDatabase(path: string, timeout: number): Database.Database {
         const objects = (db.prepare('SELECT count(*) AS n FROM sqlite_master').get() as { n: number }).n;
         throw storeCorrupt(path, objects === 0 ? 'exists but holds no mailbox schema (emptied, or never a mailbox)' : 'is an SQLite database of something else, not a mailbox');
       }
-      configure(db);
+      configure(db, synchronous);
       migrate(db);
       return db;
     } catch (err) {

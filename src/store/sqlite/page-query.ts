@@ -10,8 +10,8 @@ export interface PageShape {
   thread: boolean;
 }
 
-/** Parameters per key, in order: ack key, to_key, lower seq bound (exclusive), thread id when
- *  `thread`, limit. One final parameter: the overall limit. */
+/** Parameters per key, in order: ack key, to_key, lower seq bound (exclusive), upper seq bound
+ *  (inclusive: the durable head), thread id when `thread`, limit. One final parameter: the overall limit. */
 export function pageSql(shape: PageShape): string {
   // A thread is usually far smaller than a mailbox, so scan the thread's range instead.
   const index = shape.thread ? 'messages_by_thread' : 'messages_by_key';
@@ -20,7 +20,7 @@ export function pageSql(shape: PageShape): string {
   const part =
     `SELECT * FROM (SELECT m.seq AS seq, a.acked_at AS acked_at FROM messages AS m INDEXED BY ${index}` +
     ' LEFT JOIN acks AS a ON a.ack_key = ? AND a.seq = m.seq' +
-    ' WHERE m.to_key = ? AND m.seq > ?' +
+    ' WHERE m.to_key = ? AND m.seq > ? AND m.seq <= ?' +
     (shape.thread ? ' AND m.thread_id = ?' : '') +
     (shape.pendingOnly ? ' AND a.seq IS NULL' : '') +
     ' ORDER BY m.seq LIMIT ?)';

@@ -1,6 +1,7 @@
-// The SQLite store: one process, one connection, WAL with synchronous=FULL so a resolved send is on
-// disk. Reads are synchronous better-sqlite3 calls behind async methods; appends are grouped per
-// event-loop turn into one transaction (group-commit.ts) to pay one fsync per burst.
+// The SQLite store: one process, one connection, WAL. Every write goes through the writer
+// (writer.ts), which resolves only once the commit is durable: our own fsync of the log, off the
+// event loop. Reads are synchronous better-sqlite3 calls behind async methods; mail reads stop at
+// the durable head. Appends are grouped per event-loop turn into one transaction (group-commit.ts).
 import type Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -41,7 +42,10 @@ import {
 } from '../types.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { countUnread, floorStep, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
-import { GroupCommit } from './group-commit.js';
+import type { GroupCommit } from './group-commit.js';
+import type { FsyncFn } from './durable-sync.js';
+import type { CheckpointOptions, CheckpointStats } from './checkpointer.js';
+import { SqliteWriter, type SyncMode } from './writer.js';
 import { isCorruptionError, openDatabase, storeCorrupt } from './open-db.js';
 import { PageStatements } from './page-query.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
@@ -55,9 +59,15 @@ export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
   path: string;
   busyTimeoutMs?: number;
+  /** 'barrier' (default): our fsync off the event loop; 'full': SQLite's synchronous=FULL (writer.ts). */
+  sync?: SyncMode;
+  /** The fsync the barrier calls (tests observe it). */
+  fsync?: FsyncFn;
+  /** When the checkpoint thread starts and how often it looks (checkpointer.ts). */
+  checkpoint?: CheckpointOptions;
 }
 
-export interface SqliteStoreStats {
+export interface SqliteStoreStats extends CheckpointStats {
   /** Write transactions committed (an append batch counts once). */
   commits: number;
   /** Append batches committed, and the appends they carried. */
@@ -86,69 +96,57 @@ export class SqliteStore implements Store {
   private readonly pages: PageStatements;
   private readonly tasks: SqliteTasks;
   private readonly leases: SqliteLeases;
-  /** One transaction wrapper, reused: better-sqlite3 rolls back if the callback throws. */
-  private readonly inTx: (fn: () => unknown) => unknown;
-  /** The same, BEGIN IMMEDIATE: takes the write lock first, so the reads inside see what it writes on. */
-  private readonly inTxImmediate: (fn: () => unknown) => unknown;
+  private readonly writer: SqliteWriter;
   private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
   private readonly commits = new CommitListeners();
-  private readonly counts: SqliteStoreStats = { commits: 0, appendBatches: 0, appends: 0 };
+  private readonly counts = { appendBatches: 0, appends: 0 };
   private closed = false;
   private purgeSt: PurgeStatements | null = null;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true, mode: 0o700 });
-    this.db = openDatabase(opts.path, opts.busyTimeoutMs ?? 5000);
+    const mode = opts.sync ?? 'barrier';
+    this.db = openDatabase(opts.path, opts.busyTimeoutMs ?? 5000, mode === 'barrier' ? 'NORMAL' : 'FULL');
     try {
       this.st = prepareStatements(this.db);
-      this.tasks = new SqliteTasks(prepareTaskStatements(this.db), (fn) => this.tx(fn));
-      this.leases = new SqliteLeases(this.db, prepareLeaseStatements(this.db), (fn) => this.txImmediate(fn));
+      this.writer = new SqliteWriter(this.db, opts.path, mode, () => this.head(), opts.fsync, opts.checkpoint);
+      this.tasks = new SqliteTasks(prepareTaskStatements(this.db), (fn) => this.writer.tx(fn));
+      this.leases = new SqliteLeases(this.db, prepareLeaseStatements(this.db), this.writer);
     } catch (err) {
       this.db.close();
       throw isCorruptionError(err) ? storeCorrupt(opts.path, `is damaged (SQLite: ${(err as Error).message})`) : err;
     }
     this.pages = new PageStatements(this.db);
-    const transaction = this.db.transaction((fn: () => unknown) => fn());
-    this.inTx = transaction;
-    this.inTxImmediate = (fn) => transaction.immediate(fn);
-    this.appends = new GroupCommit(
-      (inputs) => {
-        const out = this.tx(() => inputs.map((i) => this.appendOne(i)));
+    this.appends = this.writer.group(
+      (inputs: AppendInput[]) => {
+        const out = inputs.map((i) => this.appendOne(i));
         this.counts.appendBatches++;
         this.counts.appends += inputs.length;
         return out;
       },
-      (outs) => {
+      // After the barrier: a woken reader never sees mail a power loss could take back.
+      (outs: AppendOutcome[]) => {
         for (const o of outs) if (o.kind === 'created') this.emit({ keys: [o.message.toKey], seq: o.message.seq });
       },
     );
   }
 
   stats(): SqliteStoreStats {
-    return { ...this.counts };
+    return { commits: this.writer.commits, ...this.counts, ...this.writer.checkpointStats() };
   }
 
-  /** Flushes queued appends and claims, then closes the connection. */
+  /** Flushes queued appends and claims, waits until they are durable, then closes the connection. */
   async close(): Promise<void> {
     if (this.closed) return;
-    this.appends.flush();
-    this.leases.flush();
     this.closed = true;
+    await this.writer.close();
     this.db.close();
+    await this.writer.closeFiles();
   }
 
-  /** Runs fn in a write transaction and counts the commit. */
-  private tx<R>(fn: () => R): R {
-    const r = this.inTx(fn) as R;
-    this.counts.commits++;
-    return r;
-  }
-
-  /** Runs fn in an IMMEDIATE write transaction and counts the commit. */
-  private txImmediate<R>(fn: () => R): R {
-    const r = this.inTxImmediate(fn) as R;
-    this.counts.commits++;
-    return r;
+  /** Runs fn in a write transaction; resolves once the commit is durable (writer.ts). */
+  private tx<R>(fn: () => R): Promise<R> {
+    return this.writer.tx(fn);
   }
 
   // ---- meta
@@ -288,7 +286,7 @@ export class SqliteStore implements Store {
   // ---- records
 
   async putRecord(r: RecordRow): Promise<void> {
-    this.tx(() => this.st.putRecord.run(r.kind, r.id, r.value, r.updatedAt));
+    await this.tx(() => this.st.putRecord.run(r.kind, r.id, r.value, r.updatedAt));
   }
 
   async insertRecords(rows: RecordRow[]): Promise<string[]> {
@@ -423,13 +421,13 @@ export class SqliteStore implements Store {
 
   async touchSessions(seen: { account: string; id: string; at: number }[]): Promise<void> {
     if (seen.length === 0) return;
-    this.tx(() => {
+    await this.tx(() => {
       for (const s of seen) this.st.touchSession.run(s.at, s.account, s.id);
     });
   }
 
   async endSession(account: string, id: string, at: number): Promise<void> {
-    this.tx(() => this.st.endSession.run(at, account, id));
+    await this.tx(() => this.st.endSession.run(at, account, id));
   }
 
   async setDeclared(account: string, id: string, d: Declared): Promise<SessionRecord | null> {
@@ -492,22 +490,24 @@ export class SqliteStore implements Store {
     return this.st.getThread.all(threadId).map(toMessage);
   }
 
+  /** Mail reads stop at the durable head (writer.ts): no seq a power loss could hand out again. */
   async headSeq(): Promise<number> {
-    return this.head();
+    return Math.min(this.head(), this.writer.readHead());
   }
 
   async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {
-    return this.st.messagesAfter.all(key, after, limit).map(toMessage);
+    return this.st.messagesAfter.all(key, after, this.writer.readHead(), limit).map(toMessage);
   }
 
   async page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]> {
     if (q.limit <= 0) return []; // LIMIT -1 would mean "no limit" to SQLite
     const keys = scopeKeys(scope);
     const params: unknown[] = [];
+    const ceiling = this.writer.readHead();
     for (const key of keys) {
       const ackKey = ackKeyFor(scope, key);
       const floor = q.pendingOnly ? (this.st.getFloor.get(ackKey, key)?.floor ?? 0) : 0;
-      params.push(ackKey, key, pageLowerBound(q, floor));
+      params.push(ackKey, key, pageLowerBound(q, floor), ceiling);
       if (q.threadId !== null) params.push(q.threadId);
       params.push(q.limit);
     }

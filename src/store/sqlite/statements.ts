@@ -142,7 +142,8 @@ export function prepareStatements(db: Database.Database) {
     // The high-water mark, not MAX(seq): the newest messages may have been deleted with their
     // account or room, and a seq is never handed out twice (AUTOINCREMENT keeps it here).
     headSeq: p<{ seq: number | null }>("SELECT seq FROM sqlite_sequence WHERE name = 'messages'"),
-    messagesAfter: p<MessageRow>('SELECT * FROM messages WHERE to_key = ? AND seq > ? ORDER BY seq LIMIT ?'),
+    // (to_key, after, ceiling: the durable head, limit)
+    messagesAfter: p<MessageRow>('SELECT * FROM messages WHERE to_key = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?'),
     countDelivered: p(
       `INSERT INTO mailbox_counts (to_key, total, unacked) VALUES (?, 1, 1)
        ON CONFLICT (to_key) DO UPDATE SET total = total + 1, unacked = unacked + 1`,

@@ -75,8 +75,8 @@ export function prepareTaskStatements(db: Database.Database) {
 export class SqliteTasks implements TaskStore {
   constructor(
     private readonly st: TaskStatements,
-    /** The store's write transaction. */
-    private readonly tx: <R>(fn: () => R) => R,
+    /** The store's write transaction, resolved once durable (writer.ts). */
+    private readonly tx: <R>(fn: () => R) => Promise<R>,
   ) {}
 
   async createTask(t: TaskRecord, idempotentSince: number): Promise<TaskCreateOutcome> {
@@ -143,7 +143,7 @@ export class SqliteTasks implements TaskStore {
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
-    this.tx(() => this.st.insertApproval.run(approvalParams(a)));
+    await this.tx(() => this.st.insertApproval.run(approvalParams(a)));
   }
 
   async getApproval(id: string): Promise<ApprovalRecord | null> {
