@@ -1,6 +1,7 @@
 // 6. Cold `m4a send` from a new process, end to end (spawn → exit), side by side with the floor of
-// starting Node here (`node -e ""`) and `m4a --help` (loading the CLI without the network); one
-// run under --cpu-prof says where the time goes.
+// starting Node here (`node -e ""`) and `m4a --help` (loading every command without the network);
+// the three take turns, run by run, so a change of the machine's load falls on all of them alike.
+// One run under --cpu-prof says where the time goes.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,18 +12,21 @@ import { summarize, type Summary } from '../lib/stats.js';
 import { pct, ratio, ms } from '../lib/format.js';
 import { summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.js';
 
-function timeRuns(args: string[], env: NodeJS.ProcessEnv, n: number, label: string): Summary {
+/** Wall times of each command line, run in turns (a, b, c, a, b, c …). */
+function timeRuns(commands: string[][], env: NodeJS.ProcessEnv, n: number, label: string): Summary[] {
   progress.phase(label);
-  const lat: number[] = [];
+  const lat: number[][] = commands.map(() => []);
   for (let i = 0; i < n + 2; i++) {
-    const t = process.hrtime.bigint();
-    const r = spawnSync(process.execPath, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    const el = Number(process.hrtime.bigint() - t) / 1e6;
-    if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.toString().slice(0, 300)}`);
-    if (i >= 2) lat.push(el); // the first two warm the page cache
-    progress.update(i + 1, n + 2, 'runs');
+    for (const [k, args] of commands.entries()) {
+      const t = process.hrtime.bigint();
+      const r = spawnSync(process.execPath, args, { env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const el = Number(process.hrtime.bigint() - t) / 1e6;
+      if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.toString().slice(0, 300)}`);
+      if (i >= 2) lat[k]!.push(el); // the first two warm the page cache
+    }
+    progress.update(i + 1, n + 2, 'rounds');
   }
-  return summarize(lat);
+  return lat.map((l) => summarize(l));
 }
 
 export async function coldCli(ctx: Ctx): Promise<ScenarioResult> {
@@ -31,9 +35,16 @@ export async function coldCli(ctx: Ctx): Promise<ScenarioResult> {
   const [token] = await ctx.accounts(['cli-s', 'cli-r']);
   const env: NodeJS.ProcessEnv = { ...process.env, M4A_TOKEN: token, M4A_DATA_DIR: d.dataDir };
   delete env.M4A_URL;
-  const nodeFloor = timeRuns(['-e', ''], env, z.coldRuns, '6 cold · node -e ""');
-  const version = timeRuns([CLI, '--help'], env, z.coldRuns, '6 cold · m4a --help');
-  const send = timeRuns([CLI, 'send', 'cli-r', 'cold send', 'hello from a new process'], env, z.coldRuns, '6 cold · m4a send');
+  const [nodeFloor, version, send] = timeRuns(
+    [
+      ['-e', ''],
+      [CLI, '--help'],
+      [CLI, 'send', 'cli-r', 'cold send', 'hello from a new process'],
+    ],
+    env,
+    z.coldRuns,
+    '6 cold · node -e "", m4a --help, m4a send in turns',
+  ) as [Summary, Summary, Summary];
   const profDir = tempDir('cold-prof');
   progress.phase('6 cold · m4a send under --cpu-prof');
   spawnSync(process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, CLI, 'send', 'cli-r', 'cold send', 'profiled'], { env, cwd: ROOT, stdio: 'ignore' });
