@@ -5,6 +5,7 @@
 import { MailError } from '../wire/errors.js';
 import type { MailKey } from '../store/types.js';
 import type { Clock } from './clock.js';
+import { Expiry } from './wait-expiry.js';
 
 /** woken: mail committed on a watched key; refresh: the reader's rooms changed, re-query in full;
  *  removed: the reader's account is gone (a new one of the name is someone else); gone: the
@@ -19,16 +20,48 @@ export interface WaitCaps {
 
 export const DEFAULT_WAIT_CAPS: WaitCaps = { perSession: 8, perAccount: 2048, total: 20_000 };
 
-interface Waiter {
-  owner: string;
-  account: string;
-  keys: MailKey[];
-  settle(end: WaitEnd): void;
-}
-
 export interface ParkedWait {
   readonly ended: Promise<WaitEnd>;
   cancel(): void;
+}
+
+/** One parked wait: its own handle (ended, cancel) and its own abort listener (handleEvent), so a
+ *  wait costs one object and a promise, not closures and a timer of its own (10,000 parked waits
+ *  are held for up to a minute each). */
+class Waiter implements ParkedWait {
+  readonly ended: Promise<WaitEnd>;
+  private resolve!: (end: WaitEnd) => void;
+  done = false;
+  /** Index in the room's expiry heap; -1 once out of it. */
+  slot = -1;
+
+  constructor(
+    private readonly room: WaitRoom,
+    readonly owner: string,
+    readonly account: string,
+    readonly keys: MailKey[],
+    readonly deadline: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.ended = new Promise<WaitEnd>((r) => (this.resolve = r));
+  }
+
+  settle(end: WaitEnd): void {
+    if (this.done) return;
+    this.done = true;
+    this.signal?.removeEventListener('abort', this);
+    this.room.leave(this);
+    this.resolve(end);
+  }
+
+  cancel(): void {
+    this.settle('closed');
+  }
+
+  /** The client has gone away (the signal's abort). */
+  handleEvent(): void {
+    this.settle('gone');
+  }
 }
 
 export class WaitRoom {
@@ -37,11 +70,14 @@ export class WaitRoom {
   private perAccount = new Map<string, number>();
   private count = 0;
   private closed = false;
+  private expiry: Expiry<Waiter>;
 
   constructor(
     private clock: Clock,
     private caps: WaitCaps = DEFAULT_WAIT_CAPS,
-  ) {}
+  ) {
+    this.expiry = new Expiry<Waiter>(clock, (w) => w.settle('expired'));
+  }
 
   get size(): number {
     return this.count;
@@ -58,26 +94,9 @@ export class WaitRoom {
     if (this.count >= this.caps.total) throw new MailError('rate_limited', 'too many parked waits on this daemon', { retry_after: 1 });
     if ((this.perAccount.get(account) ?? 0) >= this.caps.perAccount) throw new MailError('rate_limited', `too many parked waits for account ${account}`, { retry_after: 1 });
 
-    let resolve!: (e: WaitEnd) => void;
-    const ended = new Promise<WaitEnd>((r) => (resolve = r));
-    let done = false;
-    let cancelTimer = (): void => undefined;
-    const onAbort = (): void => w.settle('gone');
-    const w: Waiter = {
-      owner,
-      account,
-      keys,
-      settle: (end) => {
-        if (done) return;
-        done = true;
-        cancelTimer();
-        signal?.removeEventListener('abort', onAbort);
-        this.remove(w);
-        resolve(end);
-      },
-    };
-    cancelTimer = this.clock.timer(ms, () => w.settle('expired'));
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const w = new Waiter(this, owner, account, keys, this.clock.now() + ms, signal);
+    this.expiry.add(w);
+    signal?.addEventListener('abort', w, { once: true });
     for (const k of keys) {
       let set = this.byKey.get(k);
       if (!set) this.byKey.set(k, (set = new Set()));
@@ -88,7 +107,7 @@ export class WaitRoom {
     this.byOwner.set(owner, list);
     this.perAccount.set(account, (this.perAccount.get(account) ?? 0) + 1);
     this.count++;
-    return { ended, cancel: () => w.settle('closed') };
+    return w;
   }
 
   /** Wakes every wait interested in any of `keys`; returns the owners woken (sessions or accounts). */
@@ -119,7 +138,9 @@ export class WaitRoom {
     for (const list of [...this.byOwner.values()]) for (const w of [...list]) w.settle('closed');
   }
 
-  private remove(w: Waiter): void {
+  /** A settled wait leaves every index and count (called by the wait itself). */
+  leave(w: Waiter): void {
+    this.expiry.remove(w);
     for (const k of w.keys) {
       const set = this.byKey.get(k);
       if (!set) continue;
