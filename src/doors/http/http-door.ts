@@ -59,9 +59,8 @@ export class HttpDoor {
     // Waits last up to 60 s; requests must be allowed to outlive them. Headers must come quickly
     // (node checks the deadlines every connectionsCheckingInterval, so that is short too).
     const headersTimeout = o.headersTimeoutMs ?? 5_000;
-    this.server = createServer(
-      { requestTimeout: 120_000, headersTimeout, keepAliveTimeout: 65_000, connectionsCheckingInterval: Math.min(1_000, headersTimeout) },
-      (req, res) => void this.handle(req, res),
+    this.server = createServer({ requestTimeout: 120_000, headersTimeout, keepAliveTimeout: 65_000, connectionsCheckingInterval: Math.min(1_000, headersTimeout) }, (req, res) =>
+      this.handle(req, res),
     );
     this.gate.attach(this.server);
     if (o.maxConnections) this.server.maxConnections = o.maxConnections;
@@ -71,17 +70,19 @@ export class HttpDoor {
     return this.inFlight;
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Not an async function, and route() returns its operation's promise: a request parked for a
+   *  minute then holds no suspended frame of the door's, only the operation's own. */
+  private handle(req: IncomingMessage, res: ServerResponse): void {
     this.inFlight++;
-    try {
-      await this.route(req, res);
-    } catch (err) {
-      // A client that went away mid-body is not a failure of ours: a debug line, no stack.
-      if (isClientGone(err, req)) this.o.log.debug({ path: req.url, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
-      else sendError(res, err, this.o.log);
-    } finally {
-      this.inFlight--;
-    }
+    this.route(req, res).then(
+      () => this.inFlight--,
+      (err: unknown) => {
+        this.inFlight--;
+        // A client that went away mid-body is not a failure of ours: a debug line, no stack.
+        if (isClientGone(err, req)) this.o.log.debug({ path: req.url, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
+        else sendError(res, err, this.o.log);
+      },
+    );
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -122,9 +123,10 @@ export class HttpDoor {
     }
     const caller = spec.callers.includes('agent') ? await this.callers.mail(req) : await this.callers.admin(req);
     const after: (() => void)[] = [];
-    const out = await callOperation(name, this.context(clientGoneSignal(res), after), caller, await readJsonBody(req));
-    sendJson(res, 200, out);
-    for (const fn of after) fn();
+    return callOperation(name, this.context(clientGoneSignal(res), after), caller, await readJsonBody(req)).then((out) => {
+      sendJson(res, 200, out);
+      for (const fn of after) fn();
+    });
   }
 
   /** The context operations run in over HTTP (and MCP, with door 'mcp'). */

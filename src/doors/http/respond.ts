@@ -59,11 +59,19 @@ export function isClientGone(err: unknown, req: { destroyed: boolean; complete: 
   return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE' || (err instanceof Error && err.message === 'aborted');
 }
 
-/** Aborts when the client closes its connection before its answer was written. */
+const goneOf = new WeakMap<ServerResponse, AbortController>();
+
+function onResponseClose(this: ServerResponse): void {
+  if (!this.writableFinished) goneOf.get(this)?.abort();
+}
+
+/** Aborts when the client closes its connection before its answer was written. One shared
+ *  listener, not a closure and a once-wrapper per request: a parked wait holds it for a minute. */
 export function clientGoneSignal(res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
-  });
+  let ac = goneOf.get(res);
+  if (ac === undefined) {
+    goneOf.set(res, (ac = new AbortController()));
+    res.on('close', onResponseClose);
+  }
   return ac.signal;
 }
