@@ -174,8 +174,10 @@ export class MailPost {
   private async ring(accounts: string[], m: StoredMessage): Promise<void> {
     if (!this.d.doorbell) return;
     try {
+      // One read for a room's members, not one per member.
+      const urls = await this.d.store.listenersOf(accounts);
       for (const account of accounts) {
-        const url = await this.d.store.getListener(account);
+        const url = urls.get(account);
         if (!url) continue;
         this.d.doorbell.ring(checkListenerUrl(url), { account, to: m.toAddress, message_id: m.id, from: senderAddress(m) });
       }

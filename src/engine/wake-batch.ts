@@ -7,12 +7,12 @@
 // now is exactly the mail committed since on its keys, and every such commit is among the keys
 // noted in this turn (a commit in an earlier turn would have woken it then). Fetches stop at the
 // highest seq noted, so an answer's cursor never passes a commit that is not in the answer.
-// The batch then asks the store, for every reader side by side, which of these rows (and of the
+// The batch then asks the store, for every reader in one call, which of these rows (and of the
 // shown mail a wait without a cursor keeps) its scope has already acknowledged (a sibling session
 // may have read and acked new mail first) and its unread count, and hands the readers one memo that
 // prints the rows' addresses once and presents each distinct page once (shared-page.ts). Readers
 // with a thread filter, or whose page would be truncated, fall back to their own full query.
-import type { MailKey, ReaderScope, StoredMessage, Store } from '../store/types.js';
+import type { MailKey, ReaderFacts, ReaderScope, StoredMessage, Store } from '../store/types.js';
 import { PageMemo } from './shared-page.js';
 
 export interface WakeContext {
@@ -29,7 +29,7 @@ export interface WakeContext {
 export interface WokenPage {
   rows: StoredMessage[];
   /** seq → when the reader's scope acknowledged it, for the rows and the context's old mail. */
-  acked: Map<number, number>;
+  acked: ReadonlyMap<number, number>;
   unread: number;
   /** The batch's pages, presented once for the readers who see them alike (shared-page.ts). */
   pages: PageMemo | null;
@@ -127,34 +127,30 @@ export class WakeBatcher {
     if (answered.length > 0) await this.answer(answered);
   }
 
-  /** Acks and unread of the answered readers side by side, one page memo for the batch. Readers
-   *  are answered a slice at a time with the event loop given back between slices: each slice's
-   *  answers are written (the door's writes run once the microtasks drain) while the next is
-   *  worked out, so the first readers do not wait for the last and the clients read meanwhile. */
+  /** Acks and unread of every answered reader from one store call (readerFacts), one page memo for
+   *  the batch. Readers are answered a slice at a time with the event loop given back between
+   *  slices: each slice's answers are written (the door's writes run once the microtasks drain)
+   *  while the next is worked out, so the first readers do not wait for the last and the clients
+   *  read meanwhile. */
   private async answer(answered: { p: Pending; rows: StoredMessage[] }[]): Promise<void> {
     const rows = new Map<number, StoredMessage>();
     for (const a of answered) for (const m of a.rows) rows.set(m.seq, m);
     const pages = new PageMemo(rows, this.stats);
+    let facts: ReaderFacts[];
+    try {
+      facts = await this.store.readerFacts(answered.map(({ p, rows }) => ({ scope: p.ctx.scope, items: [...p.ctx.old, ...rows].map((m) => ({ seq: m.seq, toKey: m.toKey })) })));
+    } catch {
+      // Each reader's own query reports the failure (store_unavailable) as any read would.
+      for (const { p } of answered) p.resolve(null);
+      return;
+    }
     for (let i = 0; i < answered.length; i += ANSWER_SLICE) {
       if (i > 0) await new Promise((r) => setImmediate(r));
-      const slice = answered.slice(i, i + ANSWER_SLICE);
-      const facts = await Promise.all(
-        slice.map(({ p, rows }) =>
-          Promise.all([
-            this.store.ackedAt(
-              p.ctx.scope,
-              [...p.ctx.old, ...rows].map((m) => ({ seq: m.seq, toKey: m.toKey })),
-            ),
-            this.store.unread(p.ctx.scope),
-          ]).catch(() => null),
-        ),
-      );
-      slice.forEach(({ p, rows }, j) => {
-        const f = facts[j];
-        // The reader's own query reports the failure (store_unavailable) as any read would.
-        if (!f) p.resolve(null);
-        else p.resolve({ rows, acked: f[0], unread: f[1], pages });
-      });
+      for (let j = i; j < Math.min(i + ANSWER_SLICE, answered.length); j++) {
+        const { p, rows } = answered[j] as { p: Pending; rows: StoredMessage[] };
+        const f = facts[j] as ReaderFacts;
+        p.resolve({ rows, acked: f.acked, unread: f.unread, pages });
+      }
     }
   }
 }

@@ -65,9 +65,19 @@ export function unreadTerms(scope: ReaderScope): { mailboxes: MailKey[]; rooms: 
   return { mailboxes: keys.filter((k) => !isRoomKey(k)), rooms: keys.filter(isRoomKey) };
 }
 
+export interface UnreadCounters {
+  unacked(key: MailKey): number;
+  total(key: MailKey): number;
+  memberAcked(room: string): number;
+}
+
 /** Unread for a store that reads its counters one at a time. */
-export function countUnread(scope: ReaderScope, c: { unacked(key: MailKey): number; total(key: MailKey): number; memberAcked(room: string): number }): number {
-  const { mailboxes, rooms } = unreadTerms(scope);
+export function countUnread(scope: ReaderScope, c: UnreadCounters): number {
+  return sumUnread(unreadTerms(scope), c);
+}
+
+/** The sum of unreadTerms' terms (a store that has the terms already, e.g. for many readers). */
+export function sumUnread({ mailboxes, rooms }: { mailboxes: MailKey[]; rooms: MailKey[] }, c: UnreadCounters): number {
   let n = 0;
   for (const key of mailboxes) n += c.unacked(key);
   for (const key of rooms) n += c.total(key) - c.memberAcked(roomOfKey(key));

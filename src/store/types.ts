@@ -380,6 +380,18 @@ export interface AckItem {
   toKey: MailKey;
 }
 
+/** One reader of a woken batch: its scope, and the messages whose ack times its answer needs. */
+export interface ReaderFactsQuery {
+  scope: ReaderScope;
+  items: readonly AckItem[];
+}
+
+/** What unread and ackedAt answer for one reader. */
+export interface ReaderFacts {
+  unread: number;
+  acked: ReadonlyMap<number, number>;
+}
+
 export interface AckResult {
   seq: number;
   ackedAt: number;
@@ -484,6 +496,8 @@ export interface Store extends TaskStore, LeaseStore {
   setListener(account: string, url: string): Promise<boolean>;
   removeListener(account: string): Promise<boolean>;
   getListener(account: string): Promise<string | null>;
+  /** The listener URL of each of the accounts that has one (the doorbells of a room's members). */
+  listenersOf(accounts: readonly string[]): Promise<Map<string, string>>;
 
   /** Registers a session, or returns the existing record unchanged (refreshing nothing). With a
    *  predecessor that has no successor yet, the new session joins its lineage atomically. */
@@ -528,6 +542,9 @@ export interface Store extends TaskStore, LeaseStore {
   unread(scope: ReaderScope): Promise<number>;
   /** The ack time of each seq in the scope (for get). */
   ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>>;
+  /** unread and ackedAt of many readers at once, in their order (a room's members woken by one
+   *  commit): the same answers, in a few statements or one round trip whatever their number. */
+  readerFacts(readers: readonly ReaderFactsQuery[]): Promise<ReaderFacts[]>;
   headSeq(): Promise<number>;
   /** Messages delivered to one key with seq > after, oldest first, at most limit (woken waits). */
   messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]>;
@@ -576,6 +593,7 @@ export const STORE_METHODS = {
   setListener: 'write',
   removeListener: 'write',
   getListener: 'read',
+  listenersOf: 'read',
   registerSession: 'write',
   getSession: 'read',
   findSessionsByPrefix: 'read',
@@ -599,6 +617,7 @@ export const STORE_METHODS = {
   ack: 'write',
   unread: 'read',
   ackedAt: 'read',
+  readerFacts: 'read',
   headSeq: 'read',
   messagesAfter: 'read',
   putRecord: 'write',

@@ -1290,6 +1290,60 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       });
     });
 
+    describe('many readers at once', () => {
+      it('gives each reader what unread and ackedAt give it alone', async () => {
+        for (const id of ['alice', 'bob', 'carol']) await store.addAccount(account(id));
+        for (const room of ['lobby', 'ops']) await store.addRoom(room, 1);
+        await store.addMember('lobby', 'alice');
+        await store.addMember('lobby', 'bob');
+        await store.addMember('ops', 'bob');
+        const r1 = await send(store, R('lobby'));
+        const r2 = await send(store, R('lobby'));
+        const o1 = await send(store, R('ops'));
+        const d1 = await send(store, A('alice'));
+        const s1 = await send(store, keyOfLineage('bob', 'L1'));
+        const s2 = await send(store, keyOfLineage('bob', 'L2'));
+        await store.ack(scope('alice', null, ['lobby']), [item(r1), item(d1)], 7);
+        await store.ack(scope('bob', 'L1', ['lobby', 'ops']), [item(r2), item(s1)], 8);
+        const all = [r1, r2, o1, d1, s1, s2].map(item);
+        const readers = [
+          { scope: scope('alice', null, ['lobby']), items: all },
+          { scope: scope('bob', 'L1', ['lobby', 'ops']), items: all },
+          { scope: scope('bob', 'L2', ['lobby', 'ops']), items: [item(s1), item(s2), item(r2)] },
+          { scope: scope('carol'), items: [item(r1)] },
+          // Not a member (the engine never asks so): counted as unread alone counts it.
+          { scope: scope('carol', null, ['lobby']), items: [item(r1)] },
+          { scope: scope('alice', null, ['lobby']), items: [] },
+        ];
+        const many = await store.readerFacts(readers);
+        assert.equal(many.length, readers.length);
+        for (const [i, r] of readers.entries()) {
+          assert.equal(many[i]?.unread, await store.unread(r.scope), `reader ${i}: unread`);
+          assert.deepEqual(many[i]?.acked, await store.ackedAt(r.scope, [...r.items]), `reader ${i}: acks`);
+        }
+        assert.deepEqual(
+          [...(many[1]?.acked.keys() ?? [])].sort((a, b) => a - b),
+          [r2.seq, s1.seq],
+        );
+        assert.equal(many[3]?.unread, 0);
+        assert.deepEqual(await store.readerFacts([]), []);
+      });
+
+      it('reads the listeners of many accounts at once', async () => {
+        for (const id of ['alice', 'bob', 'carol']) await store.addAccount(account(id));
+        await store.setListener('alice', 'http://a/1');
+        await store.setListener('carol', 'http://c/1');
+        assert.deepEqual(
+          await store.listenersOf(['alice', 'bob', 'carol', 'nobody', 'alice']),
+          new Map([
+            ['alice', 'http://a/1'],
+            ['carol', 'http://c/1'],
+          ]),
+        );
+        assert.deepEqual(await store.listenersOf([]), new Map());
+      });
+    });
+
     describe('unread', () => {
       it('counts readable mail after sends, and only that', async () => {
         const me = scope('alice', 'L1', ['lobby']);

@@ -29,6 +29,8 @@ import {
   type NewSession,
   type PagedMessage,
   type PageQuery,
+  type ReaderFacts,
+  type ReaderFactsQuery,
   type ReaderScope,
   type RecordRow,
   type RecordSweep,
@@ -351,6 +353,15 @@ class MemoryStore implements Store {
     return this.listeners.get(account) ?? null;
   }
 
+  async listenersOf(accounts: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const a of accounts) {
+      const url = this.listeners.get(a);
+      if (url !== undefined) out.set(a, url);
+    }
+    return out;
+  }
+
   async registerSession(s: NewSession): Promise<SessionRecord> {
     const existing = this.sessions.get(sessionKey(s.account, s.id));
     if (existing) return this.out(existing);
@@ -638,6 +649,10 @@ class MemoryStore implements Store {
       if (a) out.set(item.seq, a.ackedAt);
     }
     return out;
+  }
+
+  async readerFacts(readers: readonly ReaderFactsQuery[]): Promise<ReaderFacts[]> {
+    return Promise.all(readers.map(async (r) => ({ unread: await this.unread(r.scope), acked: await this.ackedAt(r.scope, [...r.items]) })));
   }
 
   // ---- tasks and approvals (memory-tasks.ts)

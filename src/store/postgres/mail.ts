@@ -1,7 +1,18 @@
 // The mail of the PostgreSQL store once it is committed: reading it (pages, threads, woken keys),
 // acknowledging it, and the counters and ack floors that keep unread and pending pages cheap at
 // any mailbox size. Appends are append-batch.ts.
-import { ackKeyFor, type AckItem, type AckResult, type MailKey, type PagedMessage, type PageQuery, type ReaderScope, type StoredMessage } from '../types.js';
+import {
+  ackKeyFor,
+  type AckItem,
+  type AckResult,
+  type MailKey,
+  type PagedMessage,
+  type PageQuery,
+  type ReaderFacts,
+  type ReaderFactsQuery,
+  type ReaderScope,
+  type StoredMessage,
+} from '../types.js';
 import { toMessage, toPaged, type MessageRow, type PagedRow } from '../sqlite/rows.js';
 import { FLOOR_STEP, floorStep, scopeKeys, tallyAcks, unreadTerms } from '../reading-rules.js';
 import { memberLock } from './locks.js';
@@ -127,6 +138,51 @@ export class PgMail {
       FROM unnest(${pgArray(items.map((it) => ackKeyFor(scope, it.toKey)))}::text[], ${pgArray(items.map((it) => it.seq))}::bigint[]) AS x(k, s)
       JOIN acks AS a ON a.ack_key = x.k AND a.seq = x.s`;
     for (const r of rows) out.set(r.seq, r.acked_at);
+    return out;
+  }
+
+  /** unread and ackedAt of many readers (a woken room's members), two statements side by side
+   *  whatever their number: the same sums and joins as unread and ackedAt, per reader index. */
+  async readerFacts(readers: readonly ReaderFactsQuery[]): Promise<ReaderFacts[]> {
+    const out = readers.map(() => ({ unread: 0, acked: new Map<number, number>() }));
+    const d = { i: [] as number[], key: [] as string[] };
+    const r = { i: [] as number[], key: [] as string[], account: [] as string[] };
+    const a = { i: [] as number[], key: [] as string[], seq: [] as number[] };
+    readers.forEach(({ scope, items }, i) => {
+      const { mailboxes, rooms } = unreadTerms(scope);
+      for (const k of mailboxes) {
+        d.i.push(i);
+        d.key.push(k);
+      }
+      for (const k of rooms) {
+        r.i.push(i);
+        r.key.push(k);
+        r.account.push(scope.account);
+      }
+      for (const it of items) {
+        a.i.push(i);
+        a.key.push(ackKeyFor(scope, it.toKey));
+        a.seq.push(it.seq);
+      }
+    });
+    if (readers.length === 0) return out;
+    const [counts, acks] = await Promise.all([
+      this.sql<{ i: number; n: number }[]>`SELECT t.i, sum(t.n)::bigint AS n FROM (
+          SELECT x.i, COALESCE(c.unacked, 0) AS n FROM unnest(${pgArray(d.i)}::int[], ${pgArray(d.key)}::text[]) AS x(i, key)
+            LEFT JOIN mailbox_counts AS c ON c.to_key = x.key
+          UNION ALL
+          SELECT y.i, COALESCE(c.total, 0) - COALESCE(mb.acked, 0) FROM unnest(${pgArray(r.i)}::int[], ${pgArray(r.key)}::text[], ${pgArray(r.account)}::text[]) AS y(i, key, account)
+            LEFT JOIN mailbox_counts AS c ON c.to_key = y.key
+            LEFT JOIN members AS mb ON mb.room = substr(y.key, 3) AND mb.account = y.account
+        ) AS t GROUP BY t.i`,
+      a.i.length === 0
+        ? Promise.resolve([])
+        : this.sql<{ i: number; seq: number; acked_at: number }[]>`SELECT x.i, a.seq, a.acked_at
+            FROM unnest(${pgArray(a.i)}::int[], ${pgArray(a.key)}::text[], ${pgArray(a.seq)}::bigint[]) AS x(i, k, s)
+            JOIN acks AS a ON a.ack_key = x.k AND a.seq = x.s`,
+    ]);
+    for (const c of counts) (out[c.i] as { unread: number }).unread = c.n;
+    for (const x of acks) out[x.i]?.acked.set(x.seq, x.acked_at);
     return out;
   }
 }

@@ -27,6 +27,7 @@ import type {
   NewSession,
   PageQuery,
   PoolQuery,
+  ReaderFactsQuery,
   ReaderScope,
   RecordRow,
   RecordSweep,
@@ -264,6 +265,9 @@ export class PostgresStore implements Store {
   getListener(account: string) {
     return this.op('getListener', () => this.registry.getListener(account));
   }
+  listenersOf(accounts: readonly string[]) {
+    return this.op('listenersOf', () => this.registry.listenersOf(accounts));
+  }
   putRecord(row: RecordRow) {
     return this.op('putRecord', () => this.registry.putRecord(row));
   }
@@ -356,6 +360,9 @@ export class PostgresStore implements Store {
   }
   ackedAt(scope: ReaderScope, items: AckItem[]) {
     return this.op('ackedAt', () => this.mail.ackedAt(scope, items));
+  }
+  readerFacts(readers: readonly ReaderFactsQuery[]) {
+    return this.op('readerFacts', () => this.mail.readerFacts(readers));
   }
 
   // ---- tasks.ts: tasks and approvals

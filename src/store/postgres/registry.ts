@@ -6,7 +6,7 @@ import { accountParams, toAccount, type AccountRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
 import { endAccountLeases } from './leases.js';
 import { lockHead, lockRegistry, memberLock } from './locks.js';
-import type { Sql, Tx } from './pg-sql.js';
+import { pgArray, type Sql, type Tx } from './pg-sql.js';
 import { forgetAccount, purgeAccountMail, purgeRoomMail, sweepOwned } from './purge.js';
 import { purgeAccountTasks } from './tasks.js';
 
@@ -181,6 +181,14 @@ export class PgRegistry {
   async getListener(account: string): Promise<string | null> {
     const [r] = await this.sql<{ url: string }[]>`SELECT url FROM listeners WHERE account = ${account}`;
     return r?.url ?? null;
+  }
+
+  async listenersOf(accounts: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (accounts.length === 0) return out;
+    const rows = await this.sql<{ account: string; url: string }[]>`SELECT account, url FROM listeners WHERE account = ANY(${pgArray([...new Set(accounts)])}::text[])`;
+    for (const r of rows) out.set(r.account, r.url);
+    return out;
   }
 
   // ---- records

@@ -27,6 +27,8 @@ import {
   type NewSession,
   type PagedMessage,
   type PageQuery,
+  type ReaderFacts,
+  type ReaderFactsQuery,
   type ReaderScope,
   type RecordRow,
   type RecordSweep,
@@ -48,6 +50,7 @@ import type { CheckpointOptions, CheckpointStats } from './checkpointer.js';
 import { SqliteWriter, type SyncMode } from './writer.js';
 import { isCorruptionError, openDatabase, storeCorrupt } from './open-db.js';
 import { PageStatements } from './page-query.js';
+import { BatchReads } from './batch-reads.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
 import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
 import { prefixUpperBound } from './prefix.js';
@@ -102,6 +105,7 @@ export class SqliteStore implements Store {
   private readonly counts = { appendBatches: 0, appends: 0 };
   private closed = false;
   private purgeSt: PurgeStatements | null = null;
+  private batchSt: BatchReads | null = null;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true, mode: 0o700 });
@@ -326,6 +330,15 @@ export class SqliteStore implements Store {
 
   async getListener(account: string): Promise<string | null> {
     return this.st.getListener.get(account)?.url ?? null;
+  }
+
+  async listenersOf(accounts: readonly string[]): Promise<Map<string, string>> {
+    return this.batch.listenersOf(accounts);
+  }
+
+  /** Reads for many readers at once (batch-reads.ts), prepared on first use. */
+  private get batch(): BatchReads {
+    return (this.batchSt ??= new BatchReads(this.db));
   }
 
   // ---- sessions
@@ -558,6 +571,10 @@ export class SqliteStore implements Store {
       total: (key) => this.st.countsOf.get(key)?.total ?? 0,
       memberAcked: (room) => this.st.memberAcked.get(room, scope.account)?.acked ?? 0,
     });
+  }
+
+  async readerFacts(readers: readonly ReaderFactsQuery[]): Promise<ReaderFacts[]> {
+    return this.batch.readerFacts(readers);
   }
 
   async ackedAt(scope: ReaderScope, items: AckItem[]): Promise<Map<number, number>> {
