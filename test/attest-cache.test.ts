@@ -1,13 +1,15 @@
 // The fd scanner's cache (fd-scan.ts: per pid, its start time and fd number -> socket inode, kept
 // across batches and updated in place) must never make an attestation name the wrong process: a
 // closed fd number is forgotten at the next scan, a reused pid is a new process, and a socket that
-// moved to another process is found there. Real processes and sockets; Linux only.
+// moved to another process is found there; what a batch shares per process keeps every per
+// connection check. Real processes and sockets; Linux only.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
+import { createBatchAttestor, hrMs } from '../src/attest/batch.js';
 import { createLinuxAttestor } from '../src/attest/index.js';
 import type { AttestResult, Attestation, ConnectionTuple } from '../src/attest/types.js';
 
@@ -209,4 +211,18 @@ test('a reused pid is a new process: its socket is attested with its own start t
   assert.notEqual(now.peer.startTime, was.peer.startTime);
   assert.notEqual(now.sessionId, was.sessionId);
   assert.deepEqual(await a.attest(tuple(s1)), { ok: false, reason: 'connection_closed' });
+});
+
+test('peers of one process in one batch share one walk; the accept-time check stays per connection', { skip: !linux && 'Linux only' }, () => {
+  const batch = createBatchAttestor({ hostId: 'test-host', packageRoot: ROOT });
+  const uid = process.getuid?.() ?? 0;
+  const now = hrMs();
+  const live = { pid: process.pid, uid, acceptedAtHrMs: now };
+  // Accepted before this process started: that connection was some earlier holder's of the pid.
+  const before = { pid: process.pid, uid, acceptedAtHrMs: now - process.uptime() * 1000 - 5_000 };
+  const [a, b, c, d] = batch.run([], [live, live, before, live]);
+  assert.ok(a?.ok && a.attestation.peer.pid === process.pid);
+  assert.equal(b, a, 'one result shared');
+  assert.equal(d, a);
+  assert.deepEqual(c, { ok: false, reason: 'process_gone' });
 });

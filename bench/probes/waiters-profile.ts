@@ -1,11 +1,14 @@
 // Where the time and the memory of scenario 5 go: accounts × 8 keep-alive connections from this one
 // process, opened in waves, each parked in `inbox --wait` after the head cursor (as
-// bench/loadgen/waiters.ts does), against a daemon under --cpu-prof. Prints each wave's time, the
+// bench/loadgen/waiters.ts does), against a daemon under --cpu-prof. --door=stream: the same waits
+// over the stream door, --per-conn=N of them on each connection (default 8: one connection per
+// account; 1: a connection per wait), each connection opened and its hello said by its first wait. Prints each wave's time, the
 // daemon's CPU per thread (main, attestation worker, the rest), RSS per parked wait, and the top
 // self time of the main thread and of the attestation worker, counted only while waves park.
 // --heap: heap snapshots of the daemon before and once everything is parked, the growth by
 // constructor; --heap-out=FILE also keeps the second snapshot.
-//   node --import tsx bench/probes/waiters-profile.ts [connections=10000] [wave=500] [--no-prof] [--heap | --heap-out=FILE]
+//   node --import tsx bench/probes/waiters-profile.ts [waits=10000] [wave=500] [--door=http|stream] [--per-conn=8]
+//     [--no-prof] [--heap | --heap-out=FILE]
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon } from '../lib/daemon.js';
@@ -13,6 +16,8 @@ import { cleanupAll, sleep, tempDir, waitIdle } from '../lib/procs.js';
 import { summarizeProfile } from '../lib/cpuprofile.js';
 import { summarizeHeap } from '../lib/heapsnapshot.js';
 import { Poster, keepAlive } from '../loadgen/http.js';
+import { StreamConn } from '../loadgen/stream-conn.js';
+import { NO_STREAM, streamSocket } from '../lib/stream-door.js';
 
 /** CPU seconds of each thread of a process, by tid, with its name. */
 function threads(pid: number): Map<number, { name: string; cpu: number }> {
@@ -35,6 +40,11 @@ const monoUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  const flag = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const door = flag('door') ?? 'http';
+  const perConn = Number(flag('per-conn') ?? (door === 'stream' ? 8 : 1));
+  if (door !== 'http' && door !== 'stream') throw new Error('--door=http or --door=stream');
+  if (door === 'http' && perConn !== 1) throw new Error('HTTP carries one wait per connection');
   const prof = !process.argv.includes('--no-prof');
   const heapOut = process.argv.find((a) => a.startsWith('--heap-out='))?.slice('--heap-out='.length);
   const heap = heapOut !== undefined || process.argv.includes('--heap');
@@ -48,9 +58,50 @@ async function main(): Promise<void> {
   const secrets = await d.accounts([...ids, 'probe'], 8);
   const probe = new Poster(keepAlive(1), d.port, secrets.get('probe'));
   const head = (await probe.json<{ next_cursor: string }>('/mail/inbox', {})).next_cursor;
-  const posters: Poster[] = [];
-  for (const id of ids) for (let i = 0; i < 8 && posters.length < total; i++) posters.push(new Poster(keepAlive(1), d.port, secrets.get(id)));
-  const body = JSON.stringify({ after: head, wait_secs: 60, include_acked: true, limit: 1 });
+  const input = { after: head, wait_secs: 60, include_acked: true, limit: 1 };
+  const body = JSON.stringify(input);
+  // Every wait stays parked until the end: one that settles before is answered early or refused.
+  let early = 0;
+  let stopping = false;
+  const why = new Map<string, number>();
+  const settled = (r: unknown): void => {
+    if (stopping) return;
+    early++;
+    const code = r instanceof Error ? ((r as { code?: string }).code ?? r.message.slice(0, 80)) : 'answered';
+    why.set(code, (why.get(code) ?? 0) + 1);
+  };
+  // One function per wait that starts it; a stream connection is opened by its first wait.
+  const parks: (() => void)[] = [];
+  const closers: (() => void)[] = [];
+  const socket = door === 'stream' ? streamSocket(d.dataDir) : null;
+  if (door === 'stream' && socket === null) throw new Error(NO_STREAM);
+  for (const id of ids) {
+    const token = secrets.get(id) as string;
+    for (let c = 0; c < 8 && parks.length < total; c += perConn) {
+      if (socket === null) {
+        const p = new Poster(keepAlive(1), d.port, token);
+        parks.push(() => void p.post('/mail/inbox', body, 180_000).then(settled, settled));
+        closers.push(() => p.close());
+        continue;
+      }
+      let conn: Promise<StreamConn> | null = null;
+      const open = (): Promise<StreamConn> => (conn ??= StreamConn.open(socket, token, 'waiters-profile'));
+      for (let j = 0; j < perConn && parks.length < total; j++)
+        parks.push(
+          () =>
+            void open()
+              .then((sc) => sc.call('inbox', input, 180_000))
+              .then(settled, settled),
+        );
+      closers.push(
+        () =>
+          void conn?.then(
+            (sc) => sc.close(),
+            () => undefined,
+          ),
+      );
+    }
+  }
   await waitIdle(d.pid, 10_000);
   let snaps = 0;
   /** A heap snapshot of the daemon (it writes one per SIGUSR2): the path once it is complete. */
@@ -78,17 +129,10 @@ async function main(): Promise<void> {
   const windows: [number, number][] = [];
   const waves: string[] = [];
   const t0 = Date.now();
-  let bad = 0;
-  for (let i = 0; i < posters.length; i += waveSize) {
+  for (let i = 0; i < parks.length; i += waveSize) {
     const w0 = monoUs();
     const cpu0 = threads(d.pid);
-    for (const p of posters.slice(i, i + waveSize))
-      void p
-        .post('/mail/inbox', body, 180_000)
-        .then((r) => {
-          if (r.status !== 200) bad++;
-        })
-        .catch(() => undefined);
+    for (const park of parks.slice(i, i + waveSize)) park();
     const idle = await waitIdle(d.pid, 60_000);
     const w1 = monoUs();
     windows.push([w0, w1]);
@@ -103,9 +147,12 @@ async function main(): Promise<void> {
   const rss1 = rssMiB(d.pid);
   const after = threads(d.pid);
   const out = (s: string): boolean => process.stdout.write(`${s}\n`);
-  out(`${posters.length} parked in ${parkedMs} ms (answered early or refused: ${bad})`);
+  const conns = door === 'http' ? parks.length : Math.ceil(parks.length / perConn);
+  out(
+    `${parks.length} parked over ${door} (${conns} connections, ${perConn} waits each) in ${parkedMs} ms (answered early or refused: ${early}${early > 0 ? `: ${[...why].map(([k, n]) => `${k} ${n}`).join(', ')}` : ''})`,
+  );
   waves.forEach((w, i) => out(`  wave ${i + 1}: ${w}`));
-  out(`RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB: +${(rss1 - rss0).toFixed(1)} MiB, ${(((rss1 - rss0) * 1024) / posters.length).toFixed(1)} KiB per parked wait`);
+  out(`RSS ${rss0.toFixed(1)} → ${rss1.toFixed(1)} MiB: +${(rss1 - rss0).toFixed(1)} MiB, ${(((rss1 - rss0) * 1024) / parks.length).toFixed(1)} KiB per parked wait`);
   const cpu = [...after].map(([tid, t]) => ({ tid, name: t.name, cpu: t.cpu - (before.get(tid)?.cpu ?? 0) })).filter((t) => t.cpu > 0.005);
   cpu.sort((a, b) => b.cpu - a.cpu);
   out(`daemon CPU by thread while parking: ${cpu.map((t) => `${t.tid === d.pid ? 'main' : t.name}(${t.tid}) ${t.cpu.toFixed(2)} s`).join(', ')}`);
@@ -115,15 +162,16 @@ async function main(): Promise<void> {
     const h = summarizeHeap(file, 18);
     const delta = (h.totalBytes - heapBefore.totalBytes) / 2 ** 20;
     out(
-      `\nheap: ${(heapBefore.totalBytes / 2 ** 20).toFixed(1)} → ${(h.totalBytes / 2 ** 20).toFixed(1)} MiB live (+${delta.toFixed(1)} MiB, ${((delta * 1024) / posters.length).toFixed(1)} KiB per parked wait)`,
+      `\nheap: ${(heapBefore.totalBytes / 2 ** 20).toFixed(1)} → ${(h.totalBytes / 2 ** 20).toFixed(1)} MiB live (+${delta.toFixed(1)} MiB, ${((delta * 1024) / parks.length).toFixed(1)} KiB per parked wait)`,
     );
     out('growth by constructor: MiB, count, bytes per parked wait');
     const was = new Map(heapBefore.all.map((e) => [e.name, e]));
     const grown = h.all.map((e) => ({ ...e, bytes: e.bytes - (was.get(e.name)?.bytes ?? 0), count: e.count - (was.get(e.name)?.count ?? 0) })).sort((a, b) => b.bytes - a.bytes);
     for (const e of grown.slice(0, 30))
-      out(`  ${(e.bytes / 2 ** 20).toFixed(2).padStart(7)}  ${String(e.count).padStart(8)}  ${(e.bytes / posters.length).toFixed(0).padStart(6)}  ${e.name}`);
+      out(`  ${(e.bytes / 2 ** 20).toFixed(2).padStart(7)}  ${String(e.count).padStart(8)}  ${(e.bytes / parks.length).toFixed(0).padStart(6)}  ${e.name}`);
   }
-  for (const p of posters) p.close();
+  stopping = true;
+  for (const close of closers) close();
   probe.close();
   await d.stop();
   if (!prof) return;

@@ -140,16 +140,19 @@ export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
    *  The pid is the connecting process's, but it may have exited since and its pid been reused: a
    *  process that started after the connection was accepted, or whose uid is not the recorded one,
    *  is not the peer (process_gone). */
-  function fromPeer(q: PeerQuery, uptimeMs: number | null, hrNowMs: number): AttestResult {
+  function fromPeer(q: PeerQuery, uptimeMs: number | null, hrNowMs: number, byPid: Map<number, { peer: ProcessFacts | null; session?: AttestResult }>): AttestResult {
     if (q.uid !== selfUid && !allowed.has(q.uid)) return { ok: false, reason: 'foreign_user', foreignUid: q.uid };
-    // pid 0: the peer is in a pid namespace this one cannot name.
-    const peer = q.pid > 0 ? readFacts(q.pid) : null;
+    // pid 0: the peer is in a pid namespace this one cannot name. A process's connections in one
+    // batch read its facts and walk its session once, and share the result.
+    let seen = byPid.get(q.pid);
+    if (seen === undefined) byPid.set(q.pid, (seen = { peer: q.pid > 0 ? readFacts(q.pid) : null }));
+    const peer = seen.peer;
     if (peer === null || peer.uid !== q.uid) return { ok: false, reason: 'process_gone' };
     if (uptimeMs === null) return { ok: false, reason: 'process_gone' }; // no clock to judge reuse by: never guess
     // Start times are clock ticks since boot (USER_HZ, 100 on Linux), the same clock as /proc/uptime.
     const acceptedTicks = (uptimeMs - (hrNowMs - q.acceptedAtHrMs)) / (1000 / USER_HZ);
     if (peer.startTime > Math.ceil(acceptedTicks) + START_SLACK_TICKS) return { ok: false, reason: 'process_gone' };
-    return sessionOf(peer);
+    return (seen.session ??= sessionOf(peer));
   }
 
   function sessionOf(peer: ProcessFacts): AttestResult {
@@ -171,7 +174,8 @@ export function createBatchAttestor(opts: BatchOptions): BatchAttestor {
     if (peers.length === 0) return [];
     const hrNowMs = hrMs();
     const uptimeMs = readUptimeMs();
-    return peers.map((q) => fromPeer(q, uptimeMs, hrNowMs));
+    const byPid = new Map<number, { peer: ProcessFacts | null; session?: AttestResult }>();
+    return peers.map((q) => fromPeer(q, uptimeMs, hrNowMs, byPid));
   }
 
   return {
