@@ -51,7 +51,7 @@ const message = fc.record({
   refs: fc.array(
     fc.record({ kind: fc.constantFrom('file', 'url'), locator: fc.string(), digest: fc.option(fc.string(), { nil: undefined }) }, { requiredKeys: ['kind', 'locator'] }),
   ),
-  priority: fc.constantFrom('low', 'normal', 'high', 'urgent'),
+  priority: fc.constantFrom('normal', 'urgent'),
   createdAt: time,
   idempotencyKey: fc.constant(null),
   fingerprint: fc.constant(null),

@@ -163,7 +163,8 @@ export class InboxReader {
     if (sharedPage) return this.finish(scope, rows, sharedPage, after, unread, o);
     // One lookup per distinct sender or recipient of the page, not per message.
     const printed = await this.d.addresses.forMessages(rows, [look.self]);
-    const show = (m: PagedMessage): W.MessageOut => presentPaged(m, { ...look, printed });
+    const view = { ...look, printed };
+    const show = (m: PagedMessage): W.MessageOut => presentPaged(m, view);
     let messages = rows.map(show);
     if (o.budgetBytes !== undefined) {
       messages = fitToBudget(messages, o.budgetBytes, 80);

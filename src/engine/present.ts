@@ -5,8 +5,18 @@ import type { PagedMessage, SessionRecord, StoredMessage } from '../store/types.
 import type { Printed } from './short-address.js';
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
-/** Second precision, as message items carry it: `2025-01-02T03:04:05Z`. */
-export const isoSecs = (ms: number): string => `${iso(ms).slice(0, -5)}Z`;
+/** Second precision, as message items carry it: `2025-01-02T03:04:05Z`. A page's messages often
+ *  share their seconds, so the last few hundred are kept (one Date and string less per item). */
+export function isoSecs(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  let out = SECONDS.get(s);
+  if (out === undefined) {
+    if (SECONDS.size >= 512) SECONDS.clear();
+    SECONDS.set(s, (out = `${iso(ms).slice(0, -5)}Z`));
+  }
+  return out;
+}
+const SECONDS = new Map<number, string>();
 
 /** The sender as stored, with its full session id: the key of its printed form. */
 export function senderAddress(m: StoredMessage): string {

@@ -912,6 +912,33 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.equal(await store.getMessage('missing'), null);
       });
 
+      it('gives every field of a message in a page, a woken fetch and a thread as stored', async () => {
+        const m = message(A('bob'), {
+          fromSession: 's-1',
+          fromKind: 'service',
+          replyTo: 'msg-0',
+          correlation: 'c-1',
+          priority: 'urgent',
+          refs: [{ kind: 'file', locator: '/a', digest: 'abc' }],
+          idempotencyKey: 'k',
+          fingerprint: 'f',
+          task: { task_id: 't-1', state: 'working', version: 3 },
+        });
+        const plain = message(A('bob'));
+        await store.appendMessage(m, 0);
+        await store.appendMessage(plain, 0);
+        const [a, b] = await store.page(scope('bob'), q());
+        assert.deepEqual(a, { ...m, seq: 1, ackedAt: null });
+        assert.deepEqual(b, { ...plain, seq: 2, ackedAt: null });
+        await store.ack(scope('bob'), [{ seq: 1, toKey: A('bob') }], 77);
+        assert.deepEqual((await store.page(scope('bob'), q()))[0], { ...m, seq: 1, ackedAt: 77 });
+        assert.deepEqual(await store.messagesAfter(A('bob'), 0, 10), [
+          { ...m, seq: 1 },
+          { ...plain, seq: 2 },
+        ]);
+        assert.deepEqual(await store.getThread(m.threadId), [{ ...m, seq: 1 }]);
+      });
+
       it('gives concurrent appends distinct seqs in call order', async () => {
         const ms = Array.from({ length: 20 }, (_, i) => message(A(`u${i % 3}`)));
         const outs = await Promise.all(ms.map((m) => store.appendMessage(m, 0)));

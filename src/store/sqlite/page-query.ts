@@ -2,7 +2,8 @@
 // so `to_key IN (...) ORDER BY seq` would sort every match. Instead each key is its own indexed
 // range scan that stops after `limit` rows, and only those (keys x limit rows) are merged.
 import type Database from 'better-sqlite3';
-import type { PagedRow } from './rows.js';
+import type { PagedMessage } from '../types.js';
+import { PAGED_COLUMNS, pagedFromValues } from './rows.js';
 
 export interface PageShape {
   keys: number;
@@ -25,22 +26,33 @@ export function pageSql(shape: PageShape): string {
     (shape.pendingOnly ? ' AND a.seq IS NULL' : '') +
     ' ORDER BY m.seq LIMIT ?)';
   const picked = Array.from({ length: shape.keys }, () => part).join(' UNION ALL ') + ' ORDER BY seq LIMIT ?';
-  return `SELECT m.*, p.acked_at AS acked_at FROM (${picked}) AS p CROSS JOIN messages AS m WHERE m.seq = p.seq ORDER BY p.seq`;
+  const columns = PAGED_COLUMNS.map((c) => (c === 'acked_at' ? 'p.acked_at' : `m.${c}`)).join(', ');
+  return `SELECT ${columns} FROM (${picked}) AS p CROSS JOIN messages AS m WHERE m.seq = p.seq ORDER BY p.seq`;
 }
 
-/** Prepared page statements, one per shape, created on first use and kept. */
+type Values = (string | number | null)[];
+
+/** Prepared page statements, one per shape, created on first use and kept; rows come as arrays of
+ *  PAGED_COLUMNS' values (raw mode) and are mapped by pagedFromValues. */
 export class PageStatements {
-  private readonly cache = new Map<string, Database.Statement<unknown[], PagedRow>>();
+  private readonly cache = new Map<string, Database.Statement<unknown[], Values>>();
 
   constructor(private readonly db: Database.Database) {}
 
-  get(shape: PageShape): Database.Statement<unknown[], PagedRow> {
+  get(shape: PageShape): Database.Statement<unknown[], Values> {
     const id = `${shape.keys}|${shape.pendingOnly ? 1 : 0}|${shape.thread ? 1 : 0}`;
     let stmt = this.cache.get(id);
     if (!stmt) {
-      stmt = this.db.prepare<unknown[], PagedRow>(pageSql(shape));
+      stmt = this.db.prepare<unknown[], Values>(pageSql(shape)).raw(true);
       this.cache.set(id, stmt);
     }
     return stmt;
+  }
+
+  /** The page's rows, oldest first. */
+  rows(shape: PageShape, params: unknown[]): PagedMessage[] {
+    return this.get(shape)
+      .all(...params)
+      .map(pagedFromValues);
   }
 }

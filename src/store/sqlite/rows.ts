@@ -178,7 +178,7 @@ export interface MessageRow {
 export type PagedRow = MessageRow & { acked_at: number | null };
 
 export function toMessage(r: MessageRow): StoredMessage {
-  return {
+  const m: StoredMessage = {
     seq: r.seq,
     id: r.id,
     threadId: r.thread_id,
@@ -196,13 +196,69 @@ export function toMessage(r: MessageRow): StoredMessage {
     createdAt: r.created_at,
     idempotencyKey: r.idempotency_key,
     fingerprint: r.fingerprint,
-    ...(r.task !== null ? { task: JSON.parse(r.task) as MessageTask } : {}),
   };
+  // Set, not spread in: a spread of a conditional object costs an object per row.
+  if (r.task !== null) m.task = JSON.parse(r.task) as MessageTask;
+  return m;
 }
 
 export function toPaged(r: PagedRow): PagedMessage {
   const m = toMessage(r) as PagedMessage;
   m.ackedAt = r.acked_at;
+  return m;
+}
+
+/** The columns of a page row, in the order pagedFromValues reads them (the inbox query's select). */
+export const PAGED_COLUMNS = [
+  'seq',
+  'id',
+  'thread_id',
+  'from_account',
+  'from_session',
+  'from_kind',
+  'to_address',
+  'to_key',
+  'subject',
+  'body',
+  'reply_to',
+  'correlation',
+  'refs',
+  'priority',
+  'created_at',
+  'idempotency_key',
+  'fingerprint',
+  'task',
+  'acked_at',
+] as const;
+
+type Value = string | number | null;
+
+/** A page row read as an array of PAGED_COLUMNS' values (better-sqlite3's raw mode: no object with
+ *  named keys is made per row, which costs more than the row's values), as toPaged maps it. */
+export function pagedFromValues(v: readonly Value[]): PagedMessage {
+  const refs = v[12] as string;
+  const task = v[17] as string | null;
+  const m: PagedMessage = {
+    seq: v[0] as number,
+    id: v[1] as string,
+    threadId: v[2] as string,
+    fromAccount: v[3] as string,
+    fromSession: v[4] as string | null,
+    fromKind: v[5] as AccountKind,
+    toAddress: v[6] as string,
+    toKey: v[7] as string,
+    subject: v[8] as string,
+    body: v[9] as string,
+    replyTo: v[10] as string | null,
+    correlation: v[11] as string | null,
+    refs: refs === '[]' ? [] : (JSON.parse(refs) as Ref[]),
+    priority: v[13] as Priority,
+    createdAt: v[14] as number,
+    idempotencyKey: v[15] as string | null,
+    fingerprint: v[16] as string | null,
+    ackedAt: v[18] as number | null,
+  };
+  if (task !== null) m.task = JSON.parse(task) as MessageTask;
   return m;
 }
 

@@ -51,7 +51,7 @@ import { SqliteWriter, type SyncMode } from './writer.js';
 import { isCorruptionError, openDatabase, storeCorrupt } from './open-db.js';
 import { PageStatements } from './page-query.js';
 import { BatchReads } from './batch-reads.js';
-import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toPaged, toSession } from './rows.js';
+import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toSession } from './rows.js';
 import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
 import { prefixUpperBound } from './prefix.js';
 import { forgetAccount, preparePurge, purgeAccountMail, purgeAccountTasks, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
@@ -525,8 +525,7 @@ export class SqliteStore implements Store {
       params.push(q.limit);
     }
     params.push(q.limit);
-    const stmt = this.pages.get({ keys: keys.length, pendingOnly: q.pendingOnly, thread: q.threadId !== null });
-    return stmt.all(...params).map(toPaged);
+    return this.pages.rows({ keys: keys.length, pendingOnly: q.pendingOnly, thread: q.threadId !== null }, params);
   }
 
   async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {
