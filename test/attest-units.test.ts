@@ -1,10 +1,12 @@
 // Pure parts of the attest layer: /proc/net encodings, argv reading, provider facts.
 import assert from 'node:assert/strict';
-import { endianness } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { endianness, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { cleanValue, nodeScriptIndex } from '../src/attest/cmdline.js';
 import { argvFacts, envFacts, providerFromPaths } from '../src/attest/corroborate.js';
-import { findRows } from '../src/attest/net-table.js';
+import { NetTable, findRows } from '../src/attest/net-table.js';
 import { clientRowKeys, encodings, findRow, isLoopback } from '../src/attest/proc-net.js';
 import { isInitLike, isRunner } from '../src/attest/transparent.js';
 
@@ -170,4 +172,27 @@ test('cleanValue drops control characters and caps bytes without splitting a cha
   const capped = cleanValue('é'.repeat(200)); // 2 bytes each
   assert.equal(Buffer.byteLength(capped), 256);
   assert.equal(cleanValue('ab€', 4), 'ab'); // € is 3 bytes
+});
+
+test('NetTable reads a whole file into its buffer, grows for a large one and gives the room back after', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'm4a-net-table-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const small = join(dir, 'small');
+  const large = join(dir, 'large');
+  writeFileSync(small, 'row 1\nrow 2\n');
+  const big = Buffer.alloc(5 << 20, 'x');
+  big.write('end', big.length - 3);
+  writeFileSync(large, big);
+  const table = new NetTable(16);
+  assert.equal(table.read(join(dir, 'missing')), false);
+  assert.equal(table.length, 0);
+  assert.equal(table.read(small), true);
+  assert.equal(table.bytes.toString('latin1'), 'row 1\nrow 2\n');
+  assert.equal(table.read(large), true);
+  assert.equal(table.length, big.length);
+  assert.ok(table.bytes.equals(big));
+  assert.ok(table.capacity >= 5 << 20);
+  assert.equal(table.read(small), true);
+  assert.equal(table.bytes.toString('latin1'), 'row 1\nrow 2\n');
+  assert.ok(table.capacity <= 1 << 20, `kept ${table.capacity} bytes`);
 });

@@ -19,6 +19,11 @@ export class NetTable {
     this.buf = Buffer.allocUnsafe(initialBytes);
   }
 
+  /** Bytes the buffer holds room for (tests). */
+  get capacity(): number {
+    return this.buf.length;
+  }
+
   get bytes(): Buffer {
     return this.buf.subarray(0, this.length);
   }
@@ -40,7 +45,10 @@ export class NetTable {
           this.buf = grown;
         }
         const n = readSync(fd, this.buf, this.length, this.buf.length - this.length, null);
-        if (n === 0) return true;
+        if (n === 0) {
+          this.shrink();
+          return true;
+        }
         this.length += n;
       }
     } catch {
@@ -49,6 +57,14 @@ export class NetTable {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** A table that was once very large (a burst of sockets) does not keep its buffer for good. */
+  private shrink(): void {
+    if (this.buf.length <= 4 << 20 || this.length * 4 > this.buf.length) return;
+    const smaller = Buffer.allocUnsafe(Math.max(1 << 20, this.length * 2));
+    this.buf.copy(smaller, 0, 0, this.length);
+    this.buf = smaller;
   }
 }
 
