@@ -10,8 +10,11 @@ export const STREAM_LIMITS = {
   maxInFlight: 64,
   /** Unsent output of one connection past which the door stops reading it, and pushing to it. */
   maxQueuedBytes: 4 * 1_048_576,
-  /** Connections that have not said hello yet (the oldest is closed past it). */
-  maxUnauthenticated: 256,
+  /** Connections that have not said hello yet (the oldest is closed past it). Only this OS user
+   *  can connect (the socket is 0600), so this bounds a runaway program, not a stranger: as high as
+   *  HTTP's per-peer bound, so a burst of legitimate connections (1,250 sessions at once in the
+   *  waiters benchmark) is not cut before it can say hello. */
+  maxUnauthenticated: 4_096,
   /** A connection without a successful hello by then is closed. */
   helloTimeoutMs: 5_000,
   /** A string request id. */
