@@ -44,7 +44,8 @@ export async function durability(ctx: Ctx): Promise<ScenarioResult> {
   };
   const body = JSON.stringify({ to: 'bench-r0', subject: 'durability', body: 'x'.repeat(200) });
   add(
-    'm4a (SQLite WAL, synchronous=FULL)',
+    // M4A_SQLITE_SYNC=full runs the daemon on the old path (SQLite's sync inside COMMIT).
+    process.env.M4A_SQLITE_SYNC === 'full' ? 'm4a (SQLite WAL, synchronous=FULL)' : 'm4a (SQLite WAL, synchronous=NORMAL + fsync of the log before each acknowledgement)',
     await traced(
       d.pid,
       async () =>

@@ -2,7 +2,8 @@
 // 'postgres://…' / 'postgresql://…' (a database several daemons share; see docs/scaling.md).
 // Async so a store that must connect first (PostgreSQL) fits the same call.
 import { createMemoryStore } from './memory/memory-store.js';
-import { openSqliteStore } from './sqlite/sqlite-store.js';
+import { openSqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.js';
+import { CHECKPOINT_DEFAULTS } from './sqlite/checkpointer.js';
 import { isPostgresSpec } from './postgres/spec.js';
 import type { Store } from './types.js';
 import type { FsyncFn as SqliteFsync } from './sqlite/durable-sync.js';
@@ -22,9 +23,12 @@ export interface OpenStoreOptions {
   sqliteFsync?: SqliteFsync;
 }
 
-/** M4A_SQLITE_SYNC=full selects SQLite's own sync on the event loop (the benchmark compares it). */
-function sqliteSync(env: NodeJS.ProcessEnv = process.env): 'barrier' | 'full' {
-  return env.M4A_SQLITE_SYNC === 'full' ? 'full' : 'barrier';
+/** M4A_SQLITE_SYNC=full selects SQLite's own sync on the event loop; =barrier-inline our barrier
+ *  with SQLite's checkpoints inside COMMIT (sqlite/checkpointer.ts). For the benchmark's comparisons. */
+function sqliteSync(env: NodeJS.ProcessEnv = process.env): Pick<SqliteStoreOptions, 'sync' | 'checkpoint'> {
+  if (env.M4A_SQLITE_SYNC === 'full') return { sync: 'full' };
+  if (env.M4A_SQLITE_SYNC === 'barrier-inline') return { sync: 'barrier', checkpoint: { ...CHECKPOINT_DEFAULTS, afterCommits: Number.MAX_SAFE_INTEGER } };
+  return { sync: 'barrier' };
 }
 
 export async function openStore(spec: string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -32,7 +36,7 @@ export async function openStore(spec: string, opts: OpenStoreOptions = {}): Prom
   if (spec.startsWith('sqlite:')) {
     const path = spec.slice('sqlite:'.length);
     if (path === '') throw new Error(`store spec '${spec}' names no file`);
-    return openSqliteStore({ path, sync: sqliteSync(), ...(opts.sqliteFsync ? { fsync: opts.sqliteFsync } : {}) });
+    return openSqliteStore({ path, ...sqliteSync(), ...(opts.sqliteFsync ? { fsync: opts.sqliteFsync } : {}) });
   }
   if (isPostgresSpec(spec)) {
     // Loaded only when asked for: a SQLite daemon never loads the PostgreSQL client.
@@ -48,7 +52,7 @@ export async function openStore(spec: string, opts: OpenStoreOptions = {}): Prom
     }
     return store;
   }
-  if (spec.endsWith('.db')) return openSqliteStore({ path: spec, sync: sqliteSync(), ...(opts.sqliteFsync ? { fsync: opts.sqliteFsync } : {}) });
+  if (spec.endsWith('.db')) return openSqliteStore({ path: spec, ...sqliteSync(), ...(opts.sqliteFsync ? { fsync: opts.sqliteFsync } : {}) });
   throw new Error(
     `unknown store spec '${spec.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@')}': use 'memory', 'sqlite:/path/file.db', a path ending in .db or 'postgres://user@host/db'`,
   );

@@ -17,13 +17,15 @@ import type { CheckpointReport, CheckpointWorkerData } from './checkpoint-worker
 export interface CheckpointOptions {
   /** Commits after which the worker starts (0: at the first commit). */
   afterCommits: number;
-  /** How often the worker looks for new commits. */
+  /** How often the worker looks at the log's length. */
   intervalMs: number;
-  /** A log this long (in pages) is copied to its end and started over. */
+  /** Frames (pages) not yet copied that make a pass (SQLite's wal_autocheckpoint is 1000). */
+  passFrames: number;
+  /** A log this long is copied to its end and started over. */
   restartFrames: number;
 }
 
-export const CHECKPOINT_DEFAULTS: CheckpointOptions = { afterCommits: 200, intervalMs: 100, restartFrames: 4096 };
+export const CHECKPOINT_DEFAULTS: CheckpointOptions = { afterCommits: 200, intervalMs: 50, passFrames: 1000, restartFrames: 4096 };
 
 /** Commits are held at most this long for a catch-up the thread does not answer. */
 const CATCH_UP_TIMEOUT_MS = 1000;
@@ -118,7 +120,7 @@ export class Checkpointer {
   private start(): void {
     let w: Worker;
     try {
-      w = spawnWorker({ path: this.path, commits: this.shared, intervalMs: this.opts.intervalMs });
+      w = spawnWorker({ path: this.path, commits: this.shared, intervalMs: this.opts.intervalMs, passFrames: this.opts.passFrames, restartFrames: this.opts.restartFrames });
     } catch {
       this.state = 'failed';
       return;

@@ -47,6 +47,11 @@ export class DurableSync {
     private readonly onDurable: (mark: number) => void = () => undefined,
   ) {}
 
+  /** The error of a failed fsync: from then on nothing may be committed or acknowledged. */
+  failure(): Error | null {
+    return this.failed;
+  }
+
   /** A write transaction committed (call right after its COMMIT, before awaiting `after`). */
   noteCommit(): void {
     this.committed++;

@@ -136,6 +136,9 @@ export class SqliteWriter implements CommitGate {
   }
 
   private commitNow<R>(fn: () => R, immediate: boolean): R {
+    // After a failed fsync nothing more is written: it could never be acknowledged.
+    const failed = this.sync?.failure();
+    if (failed) throw failed;
     const r = (immediate ? this.inTxImmediate(fn) : this.inTx(fn)) as R;
     this.commits++;
     this.sync?.noteCommit();
