@@ -177,6 +177,38 @@ describe('a room of parked readers woken by one send', () => {
     );
   });
 
+  it('readers that park again as soon as they are answered (as a pushed subscription does) miss nothing', async () => {
+    const heads = await Promise.all(
+      readers.map(async (r) => (JSON.parse((await post(port, r, '/mail/inbox', { include_acked: true, limit: 256 })).text) as { next_cursor: string }).next_cursor),
+    );
+    const parked0 = d.engine.parkedWaits();
+    const second: Promise<{ status: number; text: string }>[] = [];
+    let parkedAgain!: () => void;
+    const allParkedAgain = new Promise<void>((r) => (parkedAgain = r));
+    let left = readers.length;
+    // Each reader's next wait starts the moment its first answer arrives: early readers park again
+    // while the batch still answers the later ones.
+    const first = readers.map((r, i) =>
+      post(port, r, '/mail/inbox', { after: heads[i], wait_secs: 30 }).then((a) => {
+        const page = JSON.parse(a.text) as { next_cursor: string };
+        second[i] = post(port, r, '/mail/inbox', { after: page.next_cursor, wait_secs: 30 });
+        if (--left === 0) parkedAgain();
+        return page;
+      }),
+    );
+    await until('every reader parked', () => d.engine.parkedWaits() === parked0 + READERS);
+    const one = await sender.send({ to: '#crowd', subject: 'first', body: '' });
+    for (const p of await Promise.all(first)) assert.ok(p.next_cursor);
+    await allParkedAgain;
+    await until('every reader parked again', () => d.engine.parkedWaits() === parked0 + READERS);
+    const two = await sender.send({ to: '#crowd', subject: 'second', body: '' });
+    for (const [i, a] of (await Promise.all(second)).entries()) {
+      const ids = (JSON.parse(a.text) as { messages: { message_id: string }[] }).messages.map((m) => m.message_id);
+      assert.deepEqual(ids, [two.message_id], `reader ${i}`);
+    }
+    assert.notEqual(one.message_id, two.message_id);
+  });
+
   it("a sibling session woken in the same batch never gets the other session's mail", async () => {
     const sib = await d.account('sib');
     await d.operator.admin.memberAdd('crowd', 'sib');

@@ -78,6 +78,9 @@ export class InboxReader {
     const key = shownKey(c.account.id, c.session?.lineage ?? null);
     const q = { after, pendingOnly: !req.include_acked, limit, threadId: thread };
 
+    // The readers a commit woke are answered before this read queries and parks (wake-batch.ts).
+    const busy = this.d.wakes.busy();
+    if (busy) await busy;
     const [first, st] = await Promise.all([this.d.scope(c), this.d.notices.state(key)]);
     let scope = first;
     let waited = false;
@@ -90,10 +93,14 @@ export class InboxReader {
       // query is sure to see: woken readers are then answered in batches (wake-batch.ts).
       const bound = this.d.head() >= 0 ? Math.max(after ?? 0, shown ?? 0, this.d.head()) : null;
       const parked = remaining > 0 ? this.d.waits.park(owner, c.account.id, readKeys(scope), remaining, door.signal) : null;
-      let rows: PagedMessage[];
+      let rows: PagedMessage[] = [];
       let old: PagedMessage[] = [];
+      // A parked wait after a cursor at or past every commit the engine has seen would query for
+      // nothing: a later commit wakes it (it registered first), so it parks without the query (a
+      // room's pushed subscriptions re-park together after every send).
+      const caughtUp = parked !== null && after !== null && this.d.head() >= 0 && after >= this.d.head();
       try {
-        rows = await this.d.store.page(scope, q);
+        if (!caughtUp) rows = await this.d.store.page(scope, q);
         if (parked && shown !== null) {
           old = rows.filter((m) => m.seq <= shown);
           let fresh = rows.slice(old.length);

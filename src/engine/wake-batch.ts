@@ -49,6 +49,7 @@ export class WakeBatcher {
   private maxSeq = 0;
   private pending: Pending[] = [];
   private scheduled = false;
+  private answering: Promise<void> | null = null;
   /** Queries saved: readers answered minus key fetches made (for tests and benchmarks). */
   readonly stats = { batches: 0, readers: 0, fetches: 0, fallbacks: 0, presented: 0, reused: 0 };
 
@@ -124,7 +125,20 @@ export class WakeBatcher {
       if (rows.length === 0) p.resolve({ rows, acked: new Map(), unread: 0, pages: null });
       else answered.push({ p, rows: rows.slice(0, p.ctx.limit) });
     }
-    if (answered.length > 0) await this.answer(answered);
+    if (answered.length === 0) return;
+    if (answered.length <= ANSWER_SLICE) return this.answer(answered);
+    const done = this.answer(answered).catch(() => undefined);
+    this.answering = done;
+    await done;
+    if (this.answering === done) this.answering = null;
+  }
+
+  /** While a batch is answered over several turns: settles when its last reader has been answered.
+   *  A new read waits for it (inbox-reader.ts), so the woken are answered before anyone reads and
+   *  parks again (a pushed subscription re-reads as soon as its event is taken: without this, each
+   *  slice's re-reads would run before the next slice is answered). */
+  busy(): Promise<void> | null {
+    return this.answering;
   }
 
   /** Acks and unread of every answered reader from one store call (readerFacts), one page memo for
@@ -144,13 +158,16 @@ export class WakeBatcher {
       for (const { p } of answered) p.resolve(null);
       return;
     }
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
     for (let i = 0; i < answered.length; i += ANSWER_SLICE) {
-      if (i > 0) await new Promise((r) => setImmediate(r));
+      if (i > 0) await turn();
       for (let j = i; j < Math.min(i + ANSWER_SLICE, answered.length); j++) {
         const { p, rows } = answered[j] as { p: Pending; rows: StoredMessage[] };
         const f = facts[j] as ReaderFacts;
         p.resolve({ rows, acked: f.acked, unread: f.unread, pages });
       }
     }
+    // The last slice's answers are written before the reads held by busy() run.
+    if (answered.length > ANSWER_SLICE) await turn();
   }
 }
