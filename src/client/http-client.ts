@@ -2,7 +2,8 @@
 // given the daemon's socket, falling back to HTTP (stream-route.ts). It imports only the wire
 // layer, so it can become its own package. Named errors from the daemon come back as MailError
 // with their inputs, whichever door carried them.
-import { Agent, request } from 'node:http';
+import type { Agent } from 'node:http';
+import { createRequire } from 'node:module';
 import { AGENT_SESSION_HEADER } from '../wire/capabilities.js';
 import { MailError, errorFromBody } from '../wire/errors.js';
 import type * as W from '../wire/ops.js';
@@ -58,8 +59,16 @@ export type ApprovalRequestInput = Omit<T.ApprovalRequest, 'reviewer'> & { revie
 
 const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
+/** node:http, loaded on the first HTTP request: a client that talks over the stream door (a cold
+ *  `m4a send`) never pays for loading it. */
+let httpModule: typeof import('node:http') | null = null;
+const http = (): typeof import('node:http') => (httpModule ??= createRequire(import.meta.url)('node:http') as typeof import('node:http'));
+
 export class MailClient {
-  private agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  private agentMade: Agent | null = null;
+  private get agent(): Agent {
+    return (this.agentMade ??= new (http().Agent)({ keepAlive: true, maxSockets: 8 }));
+  }
   private base: URL;
   private ownerChecked: boolean;
   private stream: StreamRoute | null;
@@ -142,7 +151,7 @@ export class MailClient {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     return new Promise((resolve, reject) => {
-      const req = request(
+      const req = http().request(
         {
           agent: this.agent,
           host: this.base.hostname.replace(/^\[|\]$/g, ''),
@@ -177,7 +186,7 @@ export class MailClient {
   /** GET /health: needs no secret, so it is safe before the port owner is known. */
   health(timeoutMs = 2000): Promise<Health> {
     return new Promise((resolve, reject) => {
-      const req = request(
+      const req = http().request(
         {
           agent: this.agent,
           host: this.base.hostname.replace(/^\[|\]$/g, ''),
@@ -328,7 +337,7 @@ export class MailClient {
   };
 
   close(): void {
-    this.agent.destroy();
+    this.agentMade?.destroy();
     this.stream?.close();
   }
 }
