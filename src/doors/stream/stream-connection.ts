@@ -10,6 +10,7 @@ import { StreamId, StreamRequest, type MailEventFrame } from '../../wire/stream.
 import type { Attestation, PeerCredentials } from '../../attest/types.js';
 import type { Logger } from '../../engine/log.js';
 import type { MailSubscription } from '../../engine/mail-push.js';
+import { jsonOf } from '../../engine/shared-page.js';
 import { toMailError } from '../http/respond.js';
 import { LineFramer } from './line-framer.js';
 
@@ -151,7 +152,8 @@ export class StreamConnection {
         this.socket.uncork();
       });
     }
-    this.socket.write(JSON.stringify(frame) + '\n');
+    // A page a wake batch shared between readers is serialised once for all of them (shared-page.ts).
+    this.socket.write(jsonOf(frame) + '\n');
   }
 
   /** Reads lines while the bounds allow; pauses the socket when one of them holds. */
