@@ -202,8 +202,12 @@ describe('the a2a step against a hostile remote agent', () => {
       const gap = Date.parse(mirrored[i + 2]!.at) - Date.parse(mirrored[i]!.at);
       assert.ok(gap >= 900, `entries ${i} and ${i + 2} are ${gap} ms apart: two changes within a second`);
     }
-    const mails = (await x.alice.inbox({})).messages.filter((m) => m.thread_id === t.thread_id);
-    assert.equal(mails.length, failed.history.length - 1, 'one mail to the requester per entry, nothing more');
+    // A change's row is written before its mail (engine/tasks.ts), so the last mail may commit a
+    // moment after the state reads failed: wait for it, then check nothing more came.
+    const inThread = async () => (await x.alice.inbox({})).messages.filter((m) => m.thread_id === t.thread_id);
+    await until('the failure is mail too', async () => (await inThread()).length >= failed.history.length - 1, 5_000);
+    await sleep(300);
+    assert.equal((await inThread()).length, failed.history.length - 1, 'one mail to the requester per entry, nothing more');
     // Following stopped: the stream closed, and nothing more is asked.
     await until('the stream closed', () => x.remote.streams[0]!.closedAt !== null);
     const calls = x.remote.calls.length;
