@@ -169,6 +169,9 @@ describe('stream client protocol (stand-in daemon)', () => {
     assert.deepEqual(await c.post('/mcp', JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })), { status: 202, text: '' });
     const mcp = fake.frames.find((f) => f.op === 'mcp')!;
     assert.equal(mcp.agent_session, 'conv-7');
+    // The daemon meets the session at hello: it must hear the conversation there too (pi and omp
+    // resuming a conversation were not linked to it when the hello left it out).
+    assert.equal(fake.frames.find((f) => f.op === 'hello')!.agent_session, 'conv-7');
     assert.deepEqual(mcp.input, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     fake.handlers.mcp = () => ({ error: { code: 'unattested', message: 'no process', reason: 'gone' } });
     const refused = await c.post('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }));

@@ -126,7 +126,7 @@ export class StreamTransport {
       }
       this.pending.set(id, p);
       this.updateRef();
-      this.open().then(
+      this.open(o.agentSession).then(
         ({ sock, hello }) => {
           if (!this.pending.has(id)) return; // gave up meanwhile
           if (sock.destroyed) return this.finish(id, new StreamUnavailable(this.o.path, 'the connection closed', false));
@@ -208,9 +208,11 @@ export class StreamTransport {
     this.updateRef();
   }
 
-  private open(): Promise<{ sock: Socket; hello: StreamHello }> {
+  /** `agentSession`: the conversation the request that opens the connection names; the hello
+   *  carries it, since the daemon meets the session at hello (as HTTP meets it with the header). */
+  private open(agentSession?: string): Promise<{ sock: Socket; hello: StreamHello }> {
     if (this.ready) return this.ready;
-    const r = this.connectOnce();
+    const r = this.connectOnce(agentSession);
     this.ready = r;
     r.catch(() => {
       if (this.ready === r) this.ready = null;
@@ -218,7 +220,7 @@ export class StreamTransport {
     return r;
   }
 
-  private connectOnce(): Promise<{ sock: Socket; hello: StreamHello }> {
+  private connectOnce(agentSession: string | undefined): Promise<{ sock: Socket; hello: StreamHello }> {
     const problem = socketProblem(this.o.path);
     if (problem) return Promise.reject(new StreamUnavailable(this.o.path, problem, true));
     const sock = connect({ path: this.o.path });
@@ -245,7 +247,7 @@ export class StreamTransport {
         sock.off('error', early);
         sock.on('error', () => undefined); // 'close' follows and fails what is in flight
         const input = { token: this.o.token, ...(this.o.clientName ? { client: this.o.clientName } : {}) };
-        this.helloOn(sock, input).then(
+        this.helloOn(sock, input, agentSession).then(
           (hello) => {
             clearTimeout(timer);
             resolve({ sock, hello });
@@ -261,7 +263,7 @@ export class StreamTransport {
     });
   }
 
-  private helloOn(sock: Socket, input: Record<string, string>): Promise<StreamHello> {
+  private helloOn(sock: Socket, input: Record<string, string>, agentSession: string | undefined): Promise<StreamHello> {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       this.pending.set(id, {
@@ -272,7 +274,7 @@ export class StreamTransport {
         },
         sock,
       });
-      sock.write(frame(id, 'hello', input, undefined));
+      sock.write(frame(id, 'hello', input, agentSession));
     });
   }
 
