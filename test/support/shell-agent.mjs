@@ -13,5 +13,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   child.stdout.on('data', (c) => (stdout += c));
   child.stderr.on('data', (c) => (stderr += c));
   child.on('close', (code) => process.stdout.write(JSON.stringify({ id, code, stdout, stderr }) + '\n'));
+  // A command that exits without reading its input (git refusing before it reads) closes the pipe:
+  // that EPIPE is the command's business, not a crash of the agent.
+  child.stdin.on('error', () => undefined);
   child.stdin.end(input ?? '');
 });
