@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { MailClient } from '../../src/client/http-client.js';
+import { MailError } from '../../src/wire/errors.js';
 import type { MessageOut } from '../../src/wire/ops.js';
 import { admin, freshSchema, noteFailure, percentile, pgSkip, sleep, terminateBackends } from './support/pg.js';
 
@@ -262,8 +263,17 @@ describe('postgres: two daemon processes sharing one database', { skip: pgSkip }
       for (const id of acknowledged) assert.ok(ids.has(id), `acknowledged send ${id} is there`);
       // LISTEN came back on both daemons: a wait on B still answers a send on A at once.
       let after: string | undefined;
-      for (;;) {
-        const r = await reader.inbox({ include_acked: true, limit: 200, ...(after ? { after } : {}) });
+      for (let refused = 0; ;) {
+        // A pooled connection the kills left dead may still refuse one read (store_unavailable:
+        // the store retries a read once); a client retries it, as walk() does.
+        let r;
+        try {
+          r = await reader.inbox({ include_acked: true, limit: 200, ...(after ? { after } : {}) });
+        } catch (err) {
+          if (!(err instanceof MailError && err.code === 'store_unavailable') || ++refused > 20) throw err;
+          await sleep(50);
+          continue;
+        }
         if (r.messages.length === 0) break;
         after = r.next_cursor ?? after;
       }
