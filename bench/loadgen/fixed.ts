@@ -1,8 +1,8 @@
 // Fixed concurrency: `concurrency` keep-alive connections, each sending the next request as soon as
 // the previous one is answered, for a duration or a count. Connections are opened and used once
 // (attested) before timing starts.
-import { Poster, keepAlive, progressReporter } from './http.js';
-import { msSince, nowNs, summarize, type Summary } from '../lib/stats.js';
+import { Poster, keepAlive } from './http.js';
+import { closedLoop, type LoopResult } from './closed-loop.js';
 
 export interface FixedSpec {
   mode: 'fixed';
@@ -17,14 +17,7 @@ export interface FixedSpec {
   warmupPerConnection?: number;
 }
 
-export interface FixedResult {
-  count: number;
-  errors: number;
-  firstError?: string;
-  elapsedMs: number;
-  rps: number;
-  latency: Summary;
-}
+export type FixedResult = LoopResult;
 
 export async function runFixed(s: FixedSpec): Promise<FixedResult> {
   const poster = new Poster(keepAlive(s.concurrency), s.port, s.token);
@@ -41,41 +34,10 @@ export async function runFixed(s: FixedSpec): Promise<FixedResult> {
       }),
     );
   }
-  const cap = s.count ?? Infinity;
-  const lat: number[] = [];
-  let errors = 0;
-  let firstError: string | undefined;
-  let started = 0;
-  const total = s.count ?? Math.round((s.durationMs ?? 0) / 100);
-  const tick = progressReporter(total, s.count ? 'requests' : 'ds');
-  const t0 = nowNs();
-  const stopAt = s.durationMs !== undefined ? Date.now() + s.durationMs : Infinity;
-  const worker = async (): Promise<void> => {
-    while (started < cap && Date.now() < stopAt) {
-      started++;
-      const t = nowNs();
-      try {
-        const r = await poster.post(s.path, nextBody());
-        if (r.status !== 200) {
-          errors++;
-          firstError ??= `${r.status} ${r.text.slice(0, 200)}`;
-        } else lat.push(msSince(t));
-      } catch (e) {
-        errors++;
-        firstError ??= String(e);
-      }
-      tick(s.count ? lat.length : Math.round(msSince(t0) / 100));
-    }
-  };
-  await Promise.all(Array.from({ length: s.concurrency }, worker));
-  const elapsedMs = msSince(t0);
+  const r = await closedLoop(s, s.concurrency, async () => {
+    const r = await poster.post(s.path, nextBody());
+    return r.status === 200 ? undefined : `${r.status} ${r.text.slice(0, 200)}`;
+  });
   poster.close();
-  return {
-    count: lat.length,
-    errors,
-    ...(firstError ? { firstError } : {}),
-    elapsedMs: Math.round(elapsedMs),
-    rps: Math.round((lat.length / elapsedMs) * 1000),
-    latency: summarize(lat),
-  };
+  return r;
 }

@@ -2,8 +2,7 @@
 // (not timed), each keeping `inFlight` requests in flight (1: the HTTP senders' shape, the fair
 // comparison; more: requests pipelined on one connection, labelled so), for a duration or a count.
 import { StreamConn, openMany } from './stream-conn.js';
-import { progressReporter } from './http.js';
-import { msSince, nowNs, summarize } from '../lib/stats.js';
+import { closedLoop } from './closed-loop.js';
 import type { FixedResult } from './fixed.js';
 
 export interface StreamFixedSpec {
@@ -30,42 +29,17 @@ export async function runStreamFixed(s: StreamFixedSpec): Promise<FixedResult & 
   // Warm up: every connection used (its session registered), JIT warm.
   const warm = s.warmupPerConnection ?? 3;
   for (let i = 0; i < warm; i++) await Promise.all(conns.map((c) => c.call(s.op, nextInput())));
-  const cap = s.count ?? Infinity;
-  const lat: number[] = [];
-  let errors = 0;
-  let firstError: string | undefined;
-  let started = 0;
-  const total = s.count ?? Math.round((s.durationMs ?? 0) / 100);
-  const tick = progressReporter(total, s.count ? 'requests' : 'ds');
-  const t0 = nowNs();
-  const stopAt = s.durationMs !== undefined ? Date.now() + s.durationMs : Infinity;
-  const lane = async (c: StreamConn): Promise<void> => {
-    while (started < cap && Date.now() < stopAt) {
-      started++;
-      const t = nowNs();
-      try {
-        // No per-request timer on the hot path: the harness bounds the whole process in time.
-        await c.call(s.op, nextInput(), 0);
-        lat.push(msSince(t));
-      } catch (e) {
-        errors++;
-        firstError ??= String(e);
-        if (/closed/.test(String(e))) return;
-      }
-      tick(s.count ? lat.length : Math.round(msSince(t0) / 100));
-    }
-  };
-  await Promise.all(conns.flatMap((c) => Array.from({ length: inFlight }, () => lane(c))));
-  const elapsedMs = msSince(t0);
+  // Lane i keeps one request in flight on connection ⌊i / inFlight⌋. No per-request timer on the
+  // hot path: the harness bounds the whole process in time.
+  const r = await closedLoop(
+    s,
+    conns.length * inFlight,
+    async (i) => {
+      await (conns[Math.floor(i / inFlight)] as StreamConn).call(s.op, nextInput(), 0);
+      return undefined;
+    },
+    (e) => /closed/.test(String(e)),
+  );
   for (const c of conns) c.close();
-  return {
-    count: lat.length,
-    errors,
-    ...(firstError ? { firstError } : {}),
-    elapsedMs: Math.round(elapsedMs),
-    rps: Math.round((lat.length / elapsedMs) * 1000),
-    latency: summarize(lat),
-    connections: s.connections,
-    inFlight,
-  };
+  return { ...r, connections: s.connections, inFlight };
 }
