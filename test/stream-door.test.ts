@@ -94,6 +94,11 @@ describe('stream door', () => {
     const denied = await s.call('account.add', { id: 'gemini' });
     assert.equal(denied.error.code, 'permission_denied');
     const op = await helloRaw(sock, d.operatorToken);
+    // The operator's hello meets no session (over HTTP its admin requests register none either).
+    assert.equal(op.hello.session, null);
+    const listed = await s.call('directory', { detail: true, include_ended: true });
+    const opAccount = listed.result.accounts.find((a: any) => a.id === op.hello.account);
+    assert.deepEqual(opAccount?.sessions ?? [], [], 'no session of the operator from its hello');
     const added = await op.call('account.add', { id: 'gemini' });
     assert.equal(added.result.account.id, 'gemini');
     assert.ok(added.result.secret);

@@ -73,13 +73,15 @@ export class StreamOps {
     if (!this.o.attestor.attestPeer) throw new MailError('unattested', 'process attestation is not implemented on this platform', { reason: 'unsupported_platform' });
     const r = await this.o.attestor.attestPeer({ pid: conn.peer.pid, uid: conn.peer.uid, acceptedAtHrMs: conn.acceptedAtHrMs });
     if (!r.ok) throw attestationRefusal(r);
-    const caller = await this.o.engine.callerFor(account, r.attestation, agentSession(req));
+    // The session is met here, as HTTP meets it on an agent request; the operator credential (the
+    // CLI's admin commands) is met by none until it makes one, as over HTTP.
+    const caller = account.permissions.operator ? null : await this.o.engine.callerFor(account, r.attestation, agentSession(req));
     if (conn.closed) throw new MailError('malformed', 'the client closed the connection during hello', { field: '(request)', reason: 'client_gone' });
     conn.authenticate({ token: q.token, attestation: r.attestation });
     this.o.log.debug({ account: account.id, pid: conn.peer.pid, client: q.client }, 'stream connection said hello');
     return {
       account: account.id,
-      session: caller.session?.id ?? null,
+      session: caller?.session?.id ?? null,
       version: this.o.version,
       max_in_flight: STREAM_LIMITS.maxInFlight,
       max_line_bytes: STREAM_LIMITS.maxLineBytes,
