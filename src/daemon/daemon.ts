@@ -31,6 +31,7 @@ import { AdapterRegistry } from '../wake/adapters.js';
 import { WakeDispatcher } from '../wake/dispatcher.js';
 import { A2aPushSender } from '../doors/a2a/a2a-push-sender.js';
 import { PushConfigs } from '../doors/a2a/a2a-push.js';
+import { ConnectionBudget } from '../doors/connection-budget.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   /** The fsync of the SQLite store's durability barrier (tests observe it). */
@@ -143,7 +144,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const admin = new AdminOps(engine, webAuth);
     const web = new WebDoor({ engine, admin, auth: webAuth, log, chains });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
-    const maxConnections = connectionBudget();
+    const budget = new ConnectionBudget(connectionBudget());
     const door = new HttpDoor({
       engine,
       admin,
@@ -156,11 +157,11 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.onStopRequest ? { onStopRequest: o.onStopRequest } : {}),
       ...(o.gate ? { gate: o.gate } : {}),
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
-      maxConnections,
+      budget,
     });
     const port = await door.listen(cfg.host, cfg.port);
     ownPorts.push(port);
-    const lan = cfg.webLan ? new WebLanListener(web, log, door.gate, { maxConnections, ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}) }) : null;
+    const lan = cfg.webLan ? new WebLanListener(web, log, door.gate, { budget, ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}) }) : null;
     let webLanUrl: string | null = null;
     if (lan && cfg.webLan) {
       const at = parseLanAddress(cfg.webLan);
@@ -178,7 +179,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
             o.streamAddon === false || !attestor.attestPeer,
             log,
             (peercred) =>
-              new StreamDoor({ engine, admin, wake: chains, attestor, log, version: VERSION, onStopRequest: o.onStopRequest, peercred, maxConnections, limits: o.streamLimits }),
+              new StreamDoor({ engine, admin, wake: chains, attestor, log, version: VERSION, onStopRequest: o.onStopRequest, peercred, budget, limits: o.streamLimits }),
           );
     const socketPath = streamDoor ? join(cfg.dataDir, FILES.socket) : null;
     const infoPath = join(cfg.dataDir, FILES.daemonInfo);

@@ -13,6 +13,7 @@ import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
 import { ConnectionGate, DEFAULT_GATE, type GateOptions } from './connection-gate.js';
 import { listenOn } from './listen.js';
+import type { ConnectionBudget } from '../connection-budget.js';
 import { OriginGuard } from './origin-guard.js';
 import { clientGoneSignal, isClientGone, sendError, sendJson } from './respond.js';
 import { WebDoor } from '../web/web-door.js';
@@ -37,9 +38,9 @@ export interface HttpDoorOptions {
   gate?: GateOptions;
   /** How long a connection may take to send a request's headers (default 5 s). */
   headersTimeoutMs?: number;
-  /** Connections beyond this are closed at once (below the process's open-file limit, so the
-   *  store and the other listener still get descriptors). */
-  maxConnections?: number;
+  /** Connections beyond the daemon's budget, shared with its other listeners, are closed at once
+   *  (below the process's open-file limit, so the store still gets descriptors). */
+  budget?: ConnectionBudget;
 }
 
 export class HttpDoor {
@@ -63,7 +64,7 @@ export class HttpDoor {
       this.handle(req, res),
     );
     this.gate.attach(this.server);
-    if (o.maxConnections) this.server.maxConnections = o.maxConnections;
+    o.budget?.attach(this.server);
   }
 
   get busy(): number {

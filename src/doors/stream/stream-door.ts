@@ -3,6 +3,7 @@
 // through the addon the daemon loaded); hello presents the credential, and the peer's session is
 // attested once, from that pid, for the connection's life. Connections that have not said hello are
 // bounded (the oldest is closed past the cap) and closed 5 s after connect.
+import type { ConnectionBudget } from '../connection-budget.js';
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { STREAM_LIMITS } from '../../wire/stream.js';
@@ -14,8 +15,8 @@ import { clearStaleSocket } from './socket-file.js';
 export interface StreamDoorOptions extends StreamOpsOptions {
   /** SO_PEERCRED of a connected socket's fd (the addon). */
   peercred: (fd: number) => PeerCredentials;
-  /** Connections beyond this are closed at once (as the HTTP door's). */
-  maxConnections?: number;
+  /** The daemon's connection budget, shared with its other listeners. */
+  budget?: ConnectionBudget;
   /** Tests lower the hello deadline and the unauthenticated cap. */
   limits?: Partial<StreamLimits & { maxUnauthenticated: number }>;
 }
@@ -65,7 +66,7 @@ export class StreamDoor {
     };
     // Half-open: a client that ends its side after its last request still gets its answers.
     this.server = createServer({ allowHalfOpen: true }, (s) => this.accept(s));
-    if (o.maxConnections) this.server.maxConnections = o.maxConnections;
+    o.budget?.attach(this.server);
   }
 
   /** Requests in flight on every connection. */

@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { MailError } from '../../wire/errors.js';
 import type { Logger } from '../../engine/log.js';
 import type { ConnectionGate } from '../http/connection-gate.js';
+import type { ConnectionBudget } from '../connection-budget.js';
 import { listenOn } from '../http/listen.js';
 import { OriginGuard } from '../http/origin-guard.js';
 import { sendError } from '../http/respond.js';
@@ -19,7 +20,7 @@ export class WebLanListener {
     private log: Logger,
     /** The loopback door's gate: one bound on unproven connections for both listeners. */
     gate: ConnectionGate,
-    o: { headersTimeoutMs?: number; maxConnections?: number } = {},
+    o: { headersTimeoutMs?: number; budget?: ConnectionBudget } = {},
   ) {
     const headersTimeout = o.headersTimeoutMs ?? 5_000;
     this.server = createServer({ requestTimeout: 120_000, headersTimeout, connectionsCheckingInterval: Math.min(1_000, headersTimeout) }, (req, res) => {
@@ -33,7 +34,7 @@ export class WebLanListener {
       void this.web.handle(req, res, path);
     });
     gate.attach(this.server);
-    if (o.maxConnections) this.server.maxConnections = o.maxConnections;
+    o.budget?.attach(this.server);
   }
 
   async listen(host: string, port: number): Promise<number> {

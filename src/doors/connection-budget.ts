@@ -1,0 +1,31 @@
+// One connection budget for every listener of the daemon (HTTP, the browser's LAN door, the stream
+// door). Each listener's own maxConnections would let them together hold more descriptors than the
+// process may open, so a flood on one door (a runaway program on the stream socket) could leave the
+// store and the other doors without any; counted here, the sum stays under the limit.
+import type { Server, Socket } from 'node:net';
+
+export class ConnectionBudget {
+  private open = 0;
+
+  constructor(readonly max: number) {}
+
+  get size(): number {
+    return this.open;
+  }
+
+  /** Counts the socket until it closes; past the budget it is closed at once (false). */
+  admit(socket: Socket): boolean {
+    if (this.open >= this.max) {
+      socket.destroy();
+      return false;
+    }
+    this.open++;
+    socket.once('close', () => this.open--);
+    return true;
+  }
+
+  /** Every connection the server accepts is admitted first (before its other listeners run). */
+  attach(server: Server): void {
+    server.prependListener('connection', (socket: Socket) => void this.admit(socket));
+  }
+}
