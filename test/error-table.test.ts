@@ -40,6 +40,11 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   lease_lost: [409, 'tool_error'],
   too_many_leases: [429, 'tool_error'],
   lease_exhausted: [409, 'tool_error'],
+  unknown_team: [404, 'tool_error'],
+  not_team_member: [403, 'tool_error'],
+  not_granted: [403, 'tool_error'],
+  no_recipients: [409, 'tool_error'],
+  contact_refused: [403, 'tool_error'],
   internal: [500, 'tool_error'],
 };
 

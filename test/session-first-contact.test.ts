@@ -17,6 +17,7 @@ const account: AccountRecord = {
   secretDigest: '00',
   createdAt: 0,
   bornSeq: 0,
+  contactPolicy: 'open',
 };
 
 const facts = { pid: 4242, startTime: 99, ppid: 1, uid: 0, exe: '/usr/bin/node' };

@@ -14,6 +14,8 @@ import type * as IM from '../wire/import-omp-mail.js';
 import type * as T from '../wire/tasks.js';
 import type * as L from '../wire/leases.js';
 import type * as LT from '../wire/lease-tool.js';
+import type * as TM from '../wire/teams.js';
+import type * as CT from '../wire/contacts.js';
 import type { Address } from '../wire/address.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
@@ -315,6 +317,30 @@ export class MailClient {
       this.call(pathOf('reserve'), { action: 'claim', ...input, ...(mode ? { shared: mode === 'shared' } : {}) }),
   };
 
+  /** Teams (docs/teams.md): a member's view; a leader with team.manage_members adds and removes
+   *  members; one with timer.schedule_team sets a team reminder. */
+  readonly team = {
+    show: (team: string): Promise<TM.TeamActionResponse> => this.call(pathOf('team'), { action: 'show', team }),
+    memberAdd: (team: string, account: string): Promise<TM.TeamActionResponse> => this.call(pathOf('team'), { action: 'member-add', team, account }),
+    memberRemove: (team: string, account: string): Promise<TM.TeamActionResponse> => this.call(pathOf('team'), { action: 'member-remove', team, account }),
+    remind: (input: TM.TeamTimerRequest): Promise<TM.TeamTimerResponse> => this.call(pathOf('timer.team'), input),
+  };
+
+  /** Who may write to this account, and contact requests (docs/teams.md). */
+  readonly contacts = {
+    list: (): Promise<CT.ContactsListResponse> => this.call(pathOf('contacts.list')),
+    add: (account: string): Promise<CT.ContactAddResponse> => this.call(pathOf('contacts.add'), { account }),
+    remove: (account: string): Promise<{ ok: true }> => this.call(pathOf('contacts.remove'), { account }),
+    accept: (account: string): Promise<CT.ContactAddResponse> => this.call(pathOf('contacts.accept'), { account }),
+    decline: (account: string): Promise<CT.ContactDeclineResponse> => this.call(pathOf('contacts.decline'), { account }),
+    setPolicy: (policy: CT.ContactPolicy): Promise<CT.PolicyOut> => this.call(pathOf('policy.set'), { policy }),
+  };
+
+  /** Quiet hours: without mode, reads the current one. */
+  attention(input: CT.AttentionRequest = {}): Promise<CT.AttentionOut> {
+    return this.call(pathOf('attention'), input);
+  }
+
   readonly admin = {
     accountAdd: (input: A.AccountAddRequest): Promise<{ account: A.AccountOut; secret: string }> => this.call(pathOf('account.add'), input),
     accountRotate: (id: string): Promise<{ account: A.AccountOut; secret: string }> => this.call(pathOf('account.rotate'), { id }),
@@ -327,6 +353,16 @@ export class MailClient {
     roomList: (): Promise<A.RoomListResponse> => this.call(pathOf('room.list')),
     memberAdd: (room: string, account: string): Promise<{ ok: true }> => this.call(pathOf('room.member.add'), { room, account }),
     memberRemove: (room: string, account: string): Promise<{ ok: true }> => this.call(pathOf('room.member.remove'), { room, account }),
+    teamCreate: (input: TM.TeamCreateRequest): Promise<TM.TeamOut> => this.call(pathOf('team.create'), input),
+    teamMemberAdd: (team: string, account: string): Promise<TM.TeamOut> => this.call(pathOf('team.member.add'), { team, account }),
+    teamMemberRemove: (team: string, account: string): Promise<TM.TeamOut> => this.call(pathOf('team.member.remove'), { team, account }),
+    teamLeaderAdd: (team: string, account: string): Promise<TM.TeamOut> => this.call(pathOf('team.leader.add'), { team, account }),
+    teamLeaderRemove: (team: string, account: string): Promise<TM.TeamOut> => this.call(pathOf('team.leader.remove'), { team, account }),
+    teamGrant: (input: TM.TeamGrantRequest): Promise<TM.TeamOut> => this.call(pathOf('team.grant'), input),
+    teamRevoke: (input: TM.TeamGrantRequest): Promise<TM.TeamOut> => this.call(pathOf('team.revoke'), input),
+    teamList: (): Promise<TM.TeamListResponse> => this.call(pathOf('team.list')),
+    teamShow: (input: TM.TeamShowRequest): Promise<TM.TeamShowResponse> => this.call(pathOf('team.show'), input),
+    policySet: (account: string, policy: CT.ContactPolicy): Promise<CT.PolicyOut> => this.call(pathOf('account.policy'), { account, policy }),
     listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call(pathOf('listener.set'), { account, url }),
     listenerRemove: (account: string): Promise<{ ok: true }> => this.call(pathOf('listener.remove'), { account }),
     wakeSet: (input: WK.WakeSetInput): Promise<{ chain: WK.WakeChainOut; webhook_signing_key?: string }> => this.call(pathOf('wake.set'), input),

@@ -31,6 +31,9 @@ import { MailPost } from './mail-post.js';
 import { MailReads } from './mail-reads.js';
 import { TimerOps } from './timer-ops.js';
 import { MailPush, type MailSubscription, type SubscribeOptions } from './mail-push.js';
+import { TeamBook } from './teams.js';
+import { ContactBook } from './contacts.js';
+import { AttentionBook } from './attention.js';
 
 export interface EngineOptions {
   store: Store;
@@ -97,6 +100,10 @@ export class MailEngine {
   readonly approvals: ApprovalBook;
   /** Leases: file reservations, and pooled tasks' claims (leases.ts). */
   readonly leases: LeaseBook;
+  /** Teams (teams.ts), contact policies (contacts.ts) and quiet hours (attention.ts). */
+  readonly teams: TeamBook;
+  readonly contacts: ContactBook;
+  readonly attention: AttentionBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -132,6 +139,7 @@ export class MailEngine {
       doorbell: o.doorbell,
       idempotencyWindowMs,
       scope,
+      teams: { send: (c, req, parent) => this.teams.send(c, req, parent) },
     });
     this.timerOps = new TimerOps({ store: this.store, clock: o.clock, ids: this.ids, log: this.log, pollMs: o.timerPollMs, send: (c, req) => this.post.send(c, req) });
     this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses });
@@ -153,6 +161,9 @@ export class MailEngine {
     // A pooled task's claim is a lease; its end returns the task to the pool (pool.ts).
     this.leases.onEnded((l) => this.tasks.pool.leaseEnded(l));
     this.leases.registerTaskClaim(async (c, req) => (await this.tasks.pool.claim(c, { task_id: req.resource, ...(req.ttl_secs ? { ttl_secs: req.ttl_secs } : {}) })).lease!);
+    this.teams = new TeamBook();
+    this.contacts = new ContactBook();
+    this.attention = new AttentionBook();
     const reader = new InboxReader({
       store: this.store,
       clock: o.clock,

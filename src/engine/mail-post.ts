@@ -3,7 +3,7 @@
 // approvals send through deliver as well (their `post`), so their mail follows the same rules.
 import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
-import { formatAddress, parseCompactAddress, type Address } from '../wire/address.js';
+import { formatAddress, isTeamAddress, parseCompactAddress, type Address } from '../wire/address.js';
 import { utf8Bytes } from '../wire/text.js';
 import { LIMITS } from '../wire/limits.js';
 import type * as W from '../wire/ops.js';
@@ -32,6 +32,8 @@ export interface PostDeps {
   doorbell: Doorbell | undefined;
   idempotencyWindowMs: number;
   scope(c: Caller): Promise<ReaderScope>;
+  /** team: and leader: mail, expanded into one copy per recipient (teams.ts), each through deliver. */
+  teams: { send(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> };
 }
 
 /** Where a reply goes: the sender (the session that wrote it, or its account), the room for room
@@ -60,7 +62,12 @@ export class MailPost {
     const priority = req.priority ?? 'normal';
     if (priority === 'urgent') need(c, 'urgent');
     const parent = req.reply_to ? (await this.answerable(c, req.reply_to, await this.d.scope(c))).message : null;
-    return (await this.deliver(c, req, parent)).answer;
+    return this.dispatch(c, req, parent);
+  }
+
+  /** One recipient through deliver; team: and leader: through the team's expansion. */
+  private async dispatch(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> {
+    return isTeamAddress(req.to) ? this.d.teams.send(c, req, parent) : (await this.deliver(c, req, parent)).answer;
   }
 
   /** Answers a message: to its sender (room mail: to the room unless to_sender), in its thread,
@@ -72,14 +79,14 @@ export class MailPost {
     const to = replyTarget(m, mine, req.to_sender ?? false);
     // The sender's account may have been removed and its name given to someone else since: the
     // message then predates the account of the name, and the answer is meant for nobody there.
-    if (to.kind !== 'room' && to.participant === m.fromAccount) {
+    if ((to.kind === 'direct' || to.kind === 'session') && to.participant === m.fromAccount) {
       const sender = await this.d.store.getAccount(m.fromAccount);
       if (!sender || !sentBy(sender, m))
         throw new MailError('unknown_participant', `the account that sent ${m.id} was removed; ${m.fromAccount} now names another account`, { participant: m.fromAccount });
     }
     const send: W.SendRequest = { to, subject: replySubject(m.subject), body: req.body, reply_to: m.id };
     if (req.idempotency_key !== undefined) send.idempotency_key = req.idempotency_key;
-    const sent = (await this.deliver(c, send, m)).answer;
+    const sent = await this.dispatch(c, send, m);
     const ack = mine && req.ack !== false;
     if (ack) await this.d.store.ack(scope, [{ seq: m.seq, toKey: m.toKey }], this.d.clock.now());
     return { ...sent, acked: ack };
@@ -90,6 +97,7 @@ export class MailPost {
   async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, task: TaskMark | null = null): Promise<{ answer: W.SendResponse; message: StoredMessage }> {
     const priority = req.priority ?? 'normal';
     const now = this.d.clock.now();
+    if (isTeamAddress(req.to)) throw new MailError('internal', 'team: and leader: mail is expanded before deliver');
     const target = await resolveRecipient(this.d.store, this.d.sessions, req.to, parent, now, c.account);
     const refs = req.refs ?? [];
     const fingerprint = req.idempotency_key

@@ -3,7 +3,7 @@
 // a pi or omp conversation to resume, or (for a reply to that session's own message) goes to its
 // account, or is refused with session_ended.
 import { MailError } from '../wire/errors.js';
-import { formatAddress, type Address } from '../wire/address.js';
+import { formatAddress, type SingleAddress } from '../wire/address.js';
 import { keyOfAccount, keyOfLineage, keyOfRoom, type AccountRecord, type MailKey, type SessionRecord, type Store, type StoredMessage } from '../store/types.js';
 import type { SessionBook } from './sessions.js';
 import { FULL_ID, PREFIX, findSession } from './names.js';
@@ -23,7 +23,7 @@ export interface Recipient {
 
 /** A room takes posts from its members only, unless it is open; the operator, who administers
  *  rooms, may post into any. (Like a mailing list; an everyone-room has every account as member.) */
-export async function resolveRecipient(store: Store, book: SessionBook, to: Address, parent: StoredMessage | null, now: number, from: AccountRecord): Promise<Recipient> {
+export async function resolveRecipient(store: Store, book: SessionBook, to: SingleAddress, parent: StoredMessage | null, now: number, from: AccountRecord): Promise<Recipient> {
   if (to.kind === 'room') {
     const room = await store.getRoom(to.room);
     if (!room) throw new MailError('unknown_room', `no room #${to.room}`, { room: to.room });

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
 import { clipUtf8 } from '../wire/text.js';
-import { parseCompactAddress, type Address } from '../wire/address.js';
+import { isTeamAddress, parseCompactAddress, type Address } from '../wire/address.js';
 import type * as W from '../wire/ops.js';
 import type * as T from '../wire/tasks.js';
 import { ASSIGNEE_STATES, TASK_LIMITS, isTerminal, type TaskState } from '../wire/tasks.js';
@@ -92,6 +92,7 @@ export class TaskBook {
   }
 
   async create(c: Caller, req: T.TaskCreateRequest): Promise<T.TaskOut> {
+    if (isTeamAddress(req.to)) throw new MailError('malformed', 'a task goes to one account, session or room, not to team: or leader:', { field: 'to', reason: 'one assignee' });
     if (req.to.kind !== 'room' && (req.max_attempts !== undefined || req.retry_delay_secs !== undefined))
       throw new MailError('malformed', 'max_attempts and retry_delay_secs are for a task to a room', {
         field: req.max_attempts !== undefined ? 'max_attempts' : 'retry_delay_secs',

@@ -2,6 +2,8 @@
 // PostgreSQL (many daemons) fit behind the same interface. No SQL or handle crosses it.
 // Stores report outcomes (a tagged result or null); the engine owns the named errors.
 import type { TaskState } from '../wire/tasks.js';
+import type { TeamCapability } from '../wire/teams.js';
+import type { ContactPolicy } from '../wire/contacts.js';
 
 export type AccountKind = 'agent' | 'human' | 'service';
 
@@ -24,10 +26,12 @@ export interface AccountRecord {
   /** The store's head seq when this account was created (set by the store). A message from this id
    *  at or below it was sent by a removed account of the same name, not by this one. */
   bornSeq: number;
+  /** Who may write to it (engine/contacts.ts): 'open' until set. */
+  contactPolicy: ContactPolicy;
 }
 
-/** What addAccount takes: the store sets bornSeq. */
-export type NewAccount = Omit<AccountRecord, 'bornSeq'>;
+/** What addAccount takes: the store sets bornSeq; the policy starts 'open' unless given. */
+export type NewAccount = Omit<AccountRecord, 'bornSeq' | 'contactPolicy'> & { contactPolicy?: ContactPolicy };
 
 export interface Corroborated {
   provider?: string | undefined;
@@ -407,11 +411,47 @@ export interface RoomRecord {
   /** Anyone may post, not only members (the engine's rule; members only by default). */
   open: boolean;
   createdAt: number;
+  /** A team (engine/teams.ts): its members can be leaders. A plain room is never one. */
+  team: boolean;
+  /** The members marked leader, each with the capabilities granted to it (sorted), in account
+   *  order; always [] for a plain room. A leader is always a member: removing the membership ends
+   *  the leadership and its grants. */
+  leaders: TeamLeader[];
 }
 
 export interface RoomOptions {
   everyone?: boolean;
   open?: boolean;
+  /** Create it as a team (never with everyone). */
+  team?: boolean;
+}
+
+export interface TeamLeader {
+  account: string;
+  grants: TeamCapability[];
+}
+
+export type TeamAction = 'create' | 'member.add' | 'member.remove' | 'leader.add' | 'leader.remove' | 'grant' | 'revoke';
+
+/** One recorded change of a team, written in the transaction of the change itself. */
+export interface TeamChange {
+  room: string;
+  at: number;
+  /** The account that made it: the operator, or a leader with team.manage_members. */
+  by: string;
+  action: TeamAction;
+  account: string | null;
+  capability: TeamCapability | null;
+}
+
+export interface TeamChangeRecord extends TeamChange {
+  /** Store-assigned, increasing in the order changes were recorded. */
+  id: number;
+}
+
+export interface ContactRecord {
+  contact: string;
+  addedAt: number;
 }
 
 /** The engine's records that belong to a participant being removed, deleted in the removal's
@@ -470,8 +510,8 @@ export interface Store extends TaskStore, LeaseStore {
   findAccountByDigest(digest: string): Promise<AccountRecord | null>;
   listAccounts(): Promise<AccountRecord[]>;
   setAccountSecret(id: string, digest: string): Promise<boolean>;
-  /** Removes the account and everything of it, in one transaction: memberships, listener,
-   *  sessions and names; the mail delivered to it (direct and session mail) with its acks, ack
+  /** Removes the account and everything of it, in one transaction: memberships (with any team
+   *  leadership), contacts (its own and its place on others' lists), listener, sessions and names; the mail delivered to it (direct and session mail) with its acks, ack
    *  floors and counters; its acks of room mail; the idempotency keys of mail it sent (that mail
    *  stays: it is its recipients'); the tasks assigned to it and the approvals it was to review
    *  (the tasks it requested stay, their assignees', without their idempotency keys); and the
@@ -490,8 +530,34 @@ export interface Store extends TaskStore, LeaseStore {
   getRoom(name: string): Promise<RoomRecord | null>;
   listRooms(): Promise<RoomRecord[]>;
   roomsOf(account: string): Promise<string[]>;
-  addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'>;
-  removeMember(room: string, account: string): Promise<boolean>;
+  /** With `change`, the change is recorded (teamChanges) in the same transaction, only when the
+   *  membership was added. */
+  addMember(room: string, account: string, change?: TeamChange): Promise<'ok' | 'exists' | 'no_room' | 'no_account'>;
+  /** Ends the membership and with it any leadership and grants of it; with `change`, records it in
+   *  the same transaction, only when there was a membership. */
+  removeMember(room: string, account: string, change?: TeamChange): Promise<boolean>;
+
+  // ---- teams (engine/teams.ts): roles on a team's memberships
+
+  /** Marks a member leader (or not); ending leadership revokes its grants. Records the change in
+   *  the same transaction unless 'unchanged'. not_team: the room is a plain room. */
+  setLeader(room: string, account: string, leader: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_member'>;
+  /** Grants (or revokes) a leader's capability, recording the change unless 'unchanged'. */
+  setGrant(room: string, account: string, capability: TeamCapability, granted: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'>;
+  /** The team's recorded changes, newest first, id < before (null: from the newest), at most limit.
+   *  Removing the room deletes them. */
+  teamChanges(room: string, before: number | null, limit: number): Promise<TeamChangeRecord[]>;
+
+  // ---- contact policies (engine/contacts.ts)
+
+  /** false: no such account. */
+  setContactPolicy(account: string, policy: ContactPolicy): Promise<boolean>;
+  /** Both must exist (no_account otherwise); removing either account removes the contact. */
+  addContact(account: string, contact: string, at: number): Promise<'ok' | 'exists' | 'no_account'>;
+  removeContact(account: string, contact: string): Promise<boolean>;
+  /** The account's contacts, in contact order. */
+  listContacts(account: string): Promise<ContactRecord[]>;
+  hasContact(account: string, contact: string): Promise<boolean>;
 
   setListener(account: string, url: string): Promise<boolean>;
   removeListener(account: string): Promise<boolean>;
@@ -590,6 +656,14 @@ export const STORE_METHODS = {
   roomsOf: 'read',
   addMember: 'write',
   removeMember: 'write',
+  setLeader: 'write',
+  setGrant: 'write',
+  teamChanges: 'read',
+  setContactPolicy: 'write',
+  addContact: 'write',
+  removeContact: 'write',
+  listContacts: 'read',
+  hasContact: 'read',
   setListener: 'write',
   removeListener: 'write',
   getListener: 'read',

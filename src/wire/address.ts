@@ -2,10 +2,25 @@
 //   direct  {"kind":"direct","participant":"claude"}                 claude
 //   session {"kind":"session","participant":"claude","session":"s-…"} claude/s-…
 //   room    {"kind":"room","room":"reviewers"}                         #reviewers
+//   team    {"kind":"team","team":"reviewers"}                         team:reviewers
+//   leader  {"kind":"leader","team":"reviewers"}                       leader:reviewers
+// team: and leader: are expanded at send time (engine/teams.ts) into one copy per other member
+// (or leader) of the team; a copy keeps `team:NAME` as the address it was written to. Account ids
+// never contain ':', so neither form can be an account.
 import { LIMITS } from './limits.js';
 import { selectorProblem, utf8Bytes } from './text.js';
 
-export type Address = { kind: 'direct'; participant: string } | { kind: 'session'; participant: string; session: string } | { kind: 'room'; room: string };
+export type Address =
+  | { kind: 'direct'; participant: string }
+  | { kind: 'session'; participant: string; session: string }
+  | { kind: 'room'; room: string }
+  | { kind: 'team'; team: string }
+  | { kind: 'leader'; team: string };
+
+/** The addresses that name one recipient (an account, a session or a room), not a team's roster. */
+export type SingleAddress = Exclude<Address, { kind: 'team' | 'leader' }>;
+
+export const isTeamAddress = (a: Address): a is Extract<Address, { kind: 'team' | 'leader' }> => a.kind === 'team' || a.kind === 'leader';
 
 export function formatAddress(a: Address): string {
   switch (a.kind) {
@@ -15,6 +30,10 @@ export function formatAddress(a: Address): string {
       return `${a.participant}/${a.session}`;
     case 'room':
       return `#${a.room}`;
+    case 'team':
+      return `team:${a.team}`;
+    case 'leader':
+      return `leader:${a.team}`;
   }
 }
 
@@ -34,6 +53,11 @@ export function parseCompactAddress(s: string): ParsedAddress {
   if (s.startsWith('#')) {
     const room = s.slice(1);
     return partProblem(room, 'room name') ?? { ok: true, address: { kind: 'room', room } };
+  }
+  for (const kind of ['team', 'leader'] as const) {
+    if (!s.startsWith(`${kind}:`)) continue;
+    const team = s.slice(kind.length + 1);
+    return partProblem(team, 'team name') ?? { ok: true, address: { kind, team } };
   }
   const slash = s.indexOf('/');
   if (slash === -1) return partProblem(s, 'account id') ?? { ok: true, address: { kind: 'direct', participant: s } };

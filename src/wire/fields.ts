@@ -71,12 +71,14 @@ function missingTo(iss: { input?: unknown }): string | undefined {
 }
 
 /** How an address is written, said once for every schema that takes one. */
-const ADDRESS_RULE = 'codex (account), codex/web-ui, codex/@alias, codex/s-1a2b3c4d (session) or #room: any address you were shown';
+const ADDRESS_RULE = 'codex (account), codex/web-ui, codex/@alias, codex/s-1a2b3c4d (session), #room, team:NAME or leader:NAME: any address you were shown';
 
 const TaggedAddress = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('direct'), participant: Selector }),
   z.strictObject({ kind: z.literal('session'), participant: Selector, session: Selector }),
   z.strictObject({ kind: z.literal('room'), room: Selector }),
+  z.strictObject({ kind: z.literal('team'), team: Selector }),
+  z.strictObject({ kind: z.literal('leader'), team: Selector }),
 ]);
 
 /** An address in either form; always parsed to the tagged form. Each part of the compact form

@@ -11,6 +11,8 @@ import * as IM from './import-omp-mail.js';
 import * as T from './tasks.js';
 import * as L from './leases.js';
 import * as LT from './lease-tool.js';
+import * as TM from './teams.js';
+import * as CT from './contacts.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
 export * from './operation-facts.js';
@@ -65,6 +67,15 @@ export const OPERATION_SCHEMAS = {
   'timer.list': { input: W.EmptyRequest, output: WK.TimerListResponse },
   'timer.snooze': { input: WK.TimerSnoozeRequest, output: WK.TimerOut },
   'timer.clear': { input: WK.TimerIdRequest, output: WK.OkResponse },
+  'timer.team': { input: TM.TeamTimerRequest, output: TM.TeamTimerResponse },
+  team: { input: TM.TeamActionRequest, output: TM.TeamActionResponse },
+  'contacts.list': { input: W.EmptyRequest, output: CT.ContactsListResponse },
+  'contacts.add': { input: CT.ContactRequest, output: CT.ContactAddResponse },
+  'contacts.remove': { input: CT.ContactRequest, output: WK.OkResponse },
+  'contacts.accept': { input: CT.ContactRequest, output: CT.ContactAddResponse },
+  'contacts.decline': { input: CT.ContactRequest, output: CT.ContactDeclineResponse },
+  'policy.set': { input: CT.PolicySetRequest, output: CT.PolicyOut },
+  attention: { input: CT.AttentionRequest, output: CT.AttentionOut },
   receipts: { input: WK.ReceiptsRequest, output: WK.ReceiptsResponse },
 
   // ---- the operator's registry (/admin/*); most also for an operator person in the browser
@@ -78,6 +89,16 @@ export const OPERATION_SCHEMAS = {
   'room.list': { input: A.RoomRequest.partial(), output: A.RoomListResponse },
   'room.member.add': { input: A.MemberRequest, output: A.OkResponse },
   'room.member.remove': { input: A.MemberRequest, output: A.OkResponse },
+  'team.create': { input: TM.TeamCreateRequest, output: TM.TeamOut },
+  'team.member.add': { input: TM.TeamMemberRequest, output: TM.TeamOut },
+  'team.member.remove': { input: TM.TeamMemberRequest, output: TM.TeamOut },
+  'team.leader.add': { input: TM.TeamMemberRequest, output: TM.TeamOut },
+  'team.leader.remove': { input: TM.TeamMemberRequest, output: TM.TeamOut },
+  'team.grant': { input: TM.TeamGrantRequest, output: TM.TeamOut },
+  'team.revoke': { input: TM.TeamGrantRequest, output: TM.TeamOut },
+  'team.list': { input: W.EmptyRequest, output: TM.TeamListResponse },
+  'team.show': { input: TM.TeamShowRequest, output: TM.TeamShowResponse },
+  'account.policy': { input: CT.AdminPolicySetRequest, output: CT.PolicyOut },
   'listener.set': { input: A.ListenerSetRequest, output: A.OkResponse },
   'listener.remove': { input: A.ListenerRemoveRequest, output: A.OkResponse },
   'user.create': { input: WW.UserCreateRequest, output: WW.UserCreateResponse },

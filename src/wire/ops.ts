@@ -18,6 +18,7 @@ export const SendRequest = z.strictObject({
   refs: Refs.optional().describe(`≤ ${LIMITS.refsCount} pointers (files, commits), kept verbatim`),
   idempotency_key: Selector.optional().describe('retries within 24 h return the first'),
   priority: Priority.optional().describe('urgent needs the urgent permission'),
+  request_contact: z.boolean().optional().describe("if the recipient's contact policy refuses you, hold the message and ask it"),
 });
 
 export const ReplyRequest = z.strictObject({
@@ -37,6 +38,11 @@ export const SendResponse = z.object({
   duplicate: z.boolean().describe('true when an idempotency key matched an earlier send'),
   quiet: z.string().optional().describe('present when the loop guard stored the message without waking anyone, and why'),
   not_running: z.literal(true).optional().describe('the recipient (a pi or omp session) is not running: the mail waits until it resumes'),
+  /** team: and leader: sends: one copy per recipient account (message_id is the first one's). */
+  expanded: z.array(z.object({ to: z.string(), message_id: z.string() })).optional().describe('team: or leader: mail: the copy each member got'),
+  refused: z.array(z.object({ recipient: z.string(), policy: z.string() })).optional().describe('team members whose contact policy refused the copy'),
+  /** Held for a contact request: delivered when the recipient accepts, returned once if it declines. */
+  held: z.object({ recipient: z.string(), policy: z.string() }).optional().describe('held until the recipient accepts your contact request'),
 });
 
 export const ReplyResponse = SendResponse.extend({ acked: z.boolean().describe('the answered message is acknowledged') });

@@ -8,7 +8,7 @@ import { MailEngine, type Caller } from '../../src/engine/mail-engine.js';
 import { AdminOps } from '../../src/engine/admin-ops.js';
 import { ManualClock, type Ids } from '../../src/engine/clock.js';
 import { MailError, type ErrorCode } from '../../src/wire/errors.js';
-import type { Address } from '../../src/wire/address.js';
+import { formatAddress, type Address } from '../../src/wire/address.js';
 import type * as W from '../../src/wire/ops.js';
 import type { Store } from '../../src/store/types.js';
 import type { Attestation } from '../../src/attest/types.js';
@@ -43,7 +43,7 @@ export function addressOf(t: Target): Address {
   const r = READERS.find((x) => x.name === t.reader)!;
   return { kind: 'session', participant: r.account, session: sessionIdOf(r.name) };
 }
-export const compact = (a: Address) => (a.kind === 'direct' ? a.participant : a.kind === 'room' ? `#${a.room}` : `${a.participant}/${a.session}`);
+export const compact = (a: Address) => formatAddress(a);
 /** A target as a message item shows it to reader r: short, and left out when it is r's account. */
 export const shown = (t: Target, r: Reader): string | undefined =>
   t.kind === 'account' ? (t.account === r.account ? undefined : t.account) : t.kind === 'room' ? `#${t.room}` : printed.get(t.reader);
