@@ -1,6 +1,9 @@
 // Contact policies and contact requests (docs/teams.md). Being worked on: issue #17.
 import { MailError } from '../wire/errors.js';
 import type * as CT from '../wire/contacts.js';
+import type * as W from '../wire/ops.js';
+import type { StoredMessage } from '../store/types.js';
+import type { Recipient } from './recipients.js';
 import type { Caller } from './mail-engine.js';
 
 const todo = (): never => {
@@ -8,6 +11,14 @@ const todo = (): never => {
 };
 
 export class ContactBook {
+  /** Throws contact_refused when the recipient's policy refuses the caller. */
+  admit(_c: Caller, _target: Recipient, _parent: StoredMessage | null): Promise<void> {
+    return Promise.resolve();
+  }
+  /** A refused send with request_contact: held for a contact request. */
+  hold(_c: Caller, _req: W.SendRequest, _parent: StoredMessage | null, refused: Error): Promise<W.SendResponse> {
+    return Promise.reject(refused);
+  }
   list(_c: Caller): Promise<CT.ContactsListResponse> {
     return Promise.resolve(todo());
   }

@@ -12,7 +12,7 @@ import type { Clock, Ids } from './clock.js';
 import type { Logger } from './log.js';
 import { senderAddress } from './present.js';
 import type { ShortAddresses } from './short-address.js';
-import { resolveRecipient } from './recipients.js';
+import { resolveRecipient, type Recipient } from './recipients.js';
 import type { SessionBook } from './sessions.js';
 import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import type { TaskMark } from './tasks.js';
@@ -34,6 +34,21 @@ export interface PostDeps {
   scope(c: Caller): Promise<ReaderScope>;
   /** team: and leader: mail, expanded into one copy per recipient (teams.ts), each through deliver. */
   teams: { send(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> };
+  /** The recipient's contact policy (contacts.ts): admit throws contact_refused; a send with
+   *  request_contact that was refused is held for a contact request instead (hold). */
+  contacts: {
+    admit(c: Caller, target: Recipient, parent: StoredMessage | null): Promise<void>;
+    hold(c: Caller, req: W.SendRequest, parent: StoredMessage | null, refused: MailError): Promise<W.SendResponse>;
+  };
+}
+
+/** How deliver stores a copy that is not simply "the message to req.to". */
+export interface DeliverOptions {
+  /** The address it was written to, kept as the message's toAddress (a team copy: `team:NAME`);
+   *  the copy still lands in the resolved recipient's mailbox. */
+  writtenTo?: string;
+  /** The thread it joins when it answers nothing (the copies of one team send share one). */
+  threadId?: string;
 }
 
 /** Where a reply goes: the sender (the session that wrote it, or its account), the room for room
@@ -67,7 +82,13 @@ export class MailPost {
 
   /** One recipient through deliver; team: and leader: through the team's expansion. */
   private async dispatch(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> {
-    return isTeamAddress(req.to) ? this.d.teams.send(c, req, parent) : (await this.deliver(c, req, parent)).answer;
+    if (isTeamAddress(req.to)) return this.d.teams.send(c, req, parent);
+    try {
+      return (await this.deliver(c, req, parent)).answer;
+    } catch (err) {
+      if (req.request_contact && err instanceof MailError && err.code === 'contact_refused') return this.d.contacts.hold(c, req, parent, err);
+      throw err;
+    }
   }
 
   /** Answers a message: to its sender (room mail: to the room unless to_sender), in its thread,
@@ -94,11 +115,19 @@ export class MailPost {
 
   /** Stores a checked send (`parent`: the message `reply_to` names, already checked; `task`: a
    *  task's change this message carries). */
-  async deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, task: TaskMark | null = null): Promise<{ answer: W.SendResponse; message: StoredMessage }> {
+  async deliver(
+    c: Caller,
+    req: W.SendRequest,
+    parent: StoredMessage | null,
+    task: TaskMark | null = null,
+    opts: DeliverOptions = {},
+  ): Promise<{ answer: W.SendResponse; message: StoredMessage }> {
     const priority = req.priority ?? 'normal';
     const now = this.d.clock.now();
     if (isTeamAddress(req.to)) throw new MailError('internal', 'team: and leader: mail is expanded before deliver');
     const target = await resolveRecipient(this.d.store, this.d.sessions, req.to, parent, now, c.account);
+    await this.d.contacts.admit(c, target, parent);
+    if (opts.writtenTo !== undefined) target.address = opts.writtenTo;
     const refs = req.refs ?? [];
     const fingerprint = req.idempotency_key
       ? createHash('sha256')
@@ -114,7 +143,7 @@ export class MailPost {
       outcome = await this.d.store.appendMessage(
         {
           id,
-          threadId: parent ? parent.threadId : id,
+          threadId: parent ? parent.threadId : (opts.threadId ?? id),
           fromAccount: c.account.id,
           fromSession: c.session?.id ?? null,
           fromKind: c.account.kind,
