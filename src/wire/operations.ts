@@ -24,8 +24,8 @@ export interface OperationSchemas {
 }
 
 /** Over MCP an address is a plain string, and the correlation (a string for scripts, never read by
- *  the mailbox) is left out; both stay over HTTP. */
-const McpSend = W.SendRequest.omit({ correlation: true }).extend({ to: W.AddressString });
+ *  the mailbox) and request_contact (m4a send --request-contact) are left out; both stay over HTTP. */
+const McpSend = W.SendRequest.omit({ correlation: true, request_contact: true }).extend({ to: W.AddressString });
 
 export const OPERATION_SCHEMAS = {
   // ---- mail: agents (MCP tools and /mail/*), most also for persons in the browser

@@ -137,13 +137,21 @@ describe('fuzz: HTTP routes and MCP', () => {
     d = await startTestDaemon({ clock: fastWaitClock() });
     const alice = await d.account('alice', { urgent: true });
     aliceSecret = alice.secret;
-    clearTimers = async () => {
-      for (const t of (await alice.client.timers()).timers) await alice.client.timerClear(t.id);
-    };
     const bob = await d.account('bob');
+    // Team reminders reach bob: his are cleared before a run too.
+    clearTimers = async () => {
+      for (const who of [alice, bob]) for (const t of (await who.client.timers()).timers) await who.client.timerClear(t.id);
+    };
     await d.operator.admin.roomAdd('lobby');
     await d.operator.admin.memberAdd('lobby', 'alice');
     await d.operator.admin.memberAdd('lobby', 'bob');
+    // A team alice leads with both grants, and one she is a plain member of.
+    await d.operator.admin.teamCreate({ name: 'fzteam', members: ['alice', 'bob'] });
+    await d.operator.admin.teamLeaderAdd('fzteam', 'alice');
+    await d.operator.admin.teamGrant({ team: 'fzteam', leader: 'alice', capability: 'team.manage_members' });
+    await d.operator.admin.teamGrant({ team: 'fzteam', leader: 'alice', capability: 'timer.schedule_team' });
+    await d.operator.admin.teamCreate({ name: 'fzplain', members: ['alice', 'bob'] });
+    await d.operator.admin.teamLeaderAdd('fzplain', 'bob');
     const me = (await alice.client.whoami()).address;
     const m1 = await bob.client.send({ to: 'alice', subject: 'hello', body: 'body' });
     const m2 = await alice.client.send({ to: '#lobby', subject: 'room', body: 'r' });
@@ -174,7 +182,18 @@ describe('fuzz: HTTP routes and MCP', () => {
       { kind: 'session', participant: 'alice', session: me.split('/')[1] },
       { kind: 'direct', participant: 'bob', extra: 1 },
       { kind: 'email', to: 'x' },
+      'team:fzteam',
+      'leader:fzteam',
+      'leader:fzplain',
+      'team:lobby',
+      'team:nowhere',
+      'team:',
+      'leader:',
+      { kind: 'team', team: 'fzteam' },
+      { kind: 'leader', team: 'fzplain', extra: 1 },
     ];
+    const teams = ['fzteam', 'fzplain', 'lobby', 'nowhere', '', 't'.repeat(129)];
+    const future = new Date(Date.now() + 3600_000).toISOString();
     const selectors = ['fz1', 'fz2', 'lobby', 'nobody', 'ok.name_1@x+y-z', '-x', '.x', 'a..b', 'a b', 'k'.repeat(128), 'k'.repeat(129), 'é', ''];
     const text = ['', 'plain', 'line\nbreak', 'tab\there'];
     const refs = [
@@ -258,6 +277,31 @@ describe('fuzz: HTTP routes and MCP', () => {
         base: () => ({ in_secs: 3600, note: 'fuzz' }),
         more: [{ in_secs: 60, note: 'acct', account: true }],
         fields: { in_secs: [0, 1, 59.5, 3600, 366 * 24 * 3600 + 1, -5], note: [...text, 'n'.repeat(513)], account: bool },
+      },
+      '/mail/timer/team': {
+        base: () => ({ team: 'fzteam', in_secs: 3600, note: 'fuzz' }),
+        more: [{ team: 'fzplain', in_secs: 60, note: 'n', include_self: true }],
+        fields: { team: teams, in_secs: [0, 1, 3600, 366 * 24 * 3600 + 1, -5, 1.5], note: [...text, 'n'.repeat(513)], include_self: bool },
+      },
+      '/team': {
+        base: () => ({ action: 'show', team: 'fzteam' }),
+        more: [
+          { action: 'member-add', team: 'fzteam', account: 'fz1' },
+          { action: 'member-remove', team: 'fzteam', account: 'fz1' },
+          { action: 'member-remove', team: 'fzplain', account: 'bob' },
+        ],
+        fields: { action: ['show', 'member-add', 'member-remove', 'grant', ''], team: teams, account: ['bob', 'alice', 'fz1', ...selectors] },
+      },
+      '/mail/contacts/list': { base: () => ({}), fields: {} },
+      '/mail/contacts/add': { base: () => ({ account: 'bob' }), fields: { account: ['bob', 'alice', 'nobody', ...selectors] } },
+      '/mail/contacts/remove': { base: () => ({ account: 'bob' }), fields: { account: ['bob', 'nobody', ...selectors] } },
+      '/mail/contacts/accept': { base: () => ({ account: 'bob' }), fields: { account: ['bob', 'nobody', ...selectors] } },
+      '/mail/contacts/decline': { base: () => ({ account: 'bob' }), fields: { account: ['bob', 'nobody', ...selectors] } },
+      '/mail/policy': { base: () => ({ policy: 'open' }), fields: { policy: ['open', 'contacts_only', 'block_all', 'closed', ''] } },
+      '/mail/attention': {
+        base: () => ({}),
+        more: [{ mode: 'dnd' }, { mode: 'open' }, { mode: 'focus', until: future, account: true }],
+        fields: { mode: ['dnd', 'focus', 'open', 'away', ''], until: [future, '2000-01-01T00:00:00Z', '2026-13-01T00:00:00Z', '18:00', 'x'], account: bool },
       },
       '/mail/status': {
         base: () => ({ working_on: 'fuzzing' }),
@@ -508,6 +552,28 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/room/list': { base: () => ({}), fields: { name: selectors } },
       '/admin/room/member/add': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
       '/admin/room/member/remove': { base: () => ({ room: 'fzroom', account: 'fz1' }), fields: { room: selectors, account: selectors } },
+      '/admin/team/create': {
+        base: () => ({ name: 'fzt1', members: ['bob'] }),
+        fields: { name: selectors, members: [[], ['bob'], ['bob', 'bob'], ['nobody'], Array.from({ length: 257 }, (_, i) => `m${i}`)], open: bool },
+      },
+      '/admin/team/member/add': { base: () => ({ team: 'fzteam', account: 'fz1' }), fields: { team: teams, account: selectors } },
+      '/admin/team/member/remove': { base: () => ({ team: 'fzteam', account: 'fz1' }), fields: { team: teams, account: selectors } },
+      '/admin/team/leader/add': { base: () => ({ team: 'fzteam', account: 'bob' }), fields: { team: teams, account: ['bob', 'alice', ...selectors] } },
+      '/admin/team/leader/remove': { base: () => ({ team: 'fzteam', account: 'bob' }), fields: { team: teams, account: ['bob', ...selectors] } },
+      '/admin/team/grant': {
+        base: () => ({ team: 'fzteam', leader: 'bob', capability: 'team.manage_members' }),
+        fields: { team: teams, leader: ['bob', 'alice', ...selectors], capability: ['team.manage_members', 'timer.schedule_team', 'team.admin', ''] },
+      },
+      '/admin/team/revoke': {
+        base: () => ({ team: 'fzteam', leader: 'bob', capability: 'timer.schedule_team' }),
+        fields: { team: teams, leader: ['bob', ...selectors], capability: ['team.manage_members', 'timer.schedule_team', ''] },
+      },
+      '/admin/team/list': { base: () => ({}), fields: {} },
+      '/admin/team/show': { base: () => ({ team: 'fzteam' }), more: [{ team: 'fzteam', changes: 2 }], fields: { team: teams, changes: [0, 1, 1000, 1001, -1, 1.5] } },
+      '/admin/account/policy': {
+        base: () => ({ account: 'bob', policy: 'open' }),
+        fields: { account: ['bob', 'alice', 'mailbox', 'nobody', ...selectors], policy: ['open', 'contacts_only', 'block_all', ''] },
+      },
       '/admin/listener': {
         base: () => ({ account: 'fz1', url: 'http://127.0.0.1:9/bell' }),
         fields: { account: selectors, url: ['http://localhost:9/', 'http://example.com/', 'http://[::1]:9/', 'http://127.0.0.1:99999/', 'x'.repeat(2049), ''] },
@@ -714,10 +780,17 @@ describe('fuzz: HTTP routes and MCP', () => {
             const asked = approvalIdOf(r.json);
             if (asked) approvals.add(asked);
             const moved = (await taskLedger(store, approvals)) - ledger;
-            if (spec.path === '/mail/send' || spec.path === '/mail/reply') assert.equal(head, prior + (r.json.duplicate ? 0 : 1), `${where}: one send stores one message`);
+            if (spec.path === '/mail/send' || spec.path === '/mail/reply') {
+              // A team send stores one copy per recipient; a held send at most its contact request.
+              if (r.json.held) assert.ok(head - prior <= 1, `${where}: a held send stores at most the request`);
+              else
+                assert.equal(head, prior + (r.json.duplicate ? 0 : Array.isArray(r.json.expanded) ? r.json.expanded.length : 1), `${where}: one send stores one message per copy`);
+            } else if (spec.path === '/mail/contacts/add' || spec.path === '/mail/contacts/accept')
+              assert.equal(head, prior + r.json.delivered.length, `${where}: accepting delivers the held mail`);
+            else if (spec.path === '/mail/contacts/decline') assert.equal(head, prior + r.json.returned, `${where}: declining returns the held mail`);
             else if (spec.path === '/admin/import/omp-mail') assert.equal(head, prior + r.json.messages_created, `${where}: an import stores what it counts`);
             else if (spec.tasks) assert.equal(head, prior + moved, `${where}: every task change and approval step is one message`);
-            else assert.equal(head, prior, `${where}: only send, reply, an import, tasks and approvals store mail`);
+            else assert.equal(head, prior, `${where}: only send, reply, contacts, an import, tasks and approvals store mail`);
             if (!spec.tasks) assert.equal(moved, 0, `${where}: only task and approval operations change tasks`);
           } else {
             const code = assertEnvelope(r, where);
@@ -826,7 +899,7 @@ describe('fuzz: HTTP routes and MCP', () => {
               assert.notEqual(out.error.code, 'internal', `${where}: internal error in a tool call`);
               assert.equal(ERROR_TABLE[out.error.code as keyof typeof ERROR_TABLE].mcp, 'tool_error', `${where}: ${out.error.code} must not be a tool result`);
               refusals++;
-            } else if (typeof out.message_id === 'string' && typeof out.duplicate === 'boolean' && !out.duplicate) created++;
+            } else if (typeof out.message_id === 'string' && typeof out.duplicate === 'boolean' && !out.duplicate) created += Array.isArray(out.expanded) ? out.expanded.length : 1;
             else if (approvalIdOf(out)) approvals.add(approvalIdOf(out)!);
           }
           const moved = (await taskLedger(store, approvals)) - ledger;
