@@ -137,7 +137,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         const rec = account('alice', { kind: 'human', bindProvider: 'claude', createdAt: 123 });
         assert.equal(await store.addAccount(rec), 'ok');
         assert.equal(await store.addAccount(account('alice', { label: 'other' })), 'exists');
-        assert.deepEqual(await store.getAccount('alice'), { ...rec, bornSeq: 0 });
+        assert.deepEqual(await store.getAccount('alice'), { ...rec, bornSeq: 0, contactPolicy: 'open' });
         assert.equal(await store.getAccount('nobody'), null);
       });
 
@@ -367,7 +367,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
       it('adds a room once', async () => {
         assert.equal(await store.addRoom('lobby', 5), 'ok');
         assert.equal(await store.addRoom('lobby', 6), 'exists');
-        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [], everyone: false, open: false });
+        assert.deepEqual(await store.getRoom('lobby'), { name: 'lobby', createdAt: 5, members: [], everyone: false, open: false, team: false, leaders: [] });
         assert.equal(await store.getRoom('nowhere'), null);
       });
 
@@ -412,9 +412,9 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         assert.deepEqual(await store.roomsOf('nobody'), []);
         assert.deepEqual((await store.getRoom('zeta'))?.members, ['alice', 'carol']);
         assert.deepEqual(await store.listRooms(), [
-          { name: 'alpha', createdAt: 1, members: ['alice'], everyone: false, open: false },
-          { name: 'mid', createdAt: 1, members: ['bob'], everyone: false, open: false },
-          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'], everyone: false, open: false },
+          { name: 'alpha', createdAt: 1, members: ['alice'], everyone: false, open: false, team: false, leaders: [] },
+          { name: 'mid', createdAt: 1, members: ['bob'], everyone: false, open: false, team: false, leaders: [] },
+          { name: 'zeta', createdAt: 1, members: ['alice', 'carol'], everyone: false, open: false, team: false, leaders: [] },
         ]);
       });
 
@@ -432,7 +432,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.addAccount(account('alice'));
         await store.addRoom('lobby', 1);
         assert.equal(await store.addRoom('all', 5, { everyone: true }), 'ok');
-        assert.deepEqual(await store.getRoom('all'), { name: 'all', createdAt: 5, members: ['alice', 'bob'], everyone: true, open: false });
+        assert.deepEqual(await store.getRoom('all'), { name: 'all', createdAt: 5, members: ['alice', 'bob'], everyone: true, open: false, team: false, leaders: [] });
         assert.equal(await store.addRoom('all', 6, { everyone: false }), 'exists');
         assert.equal((await store.getRoom('all'))?.everyone, true);
         assert.equal(await store.addAccount(account('carol')), 'ok');
@@ -443,9 +443,9 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
         await store.addAccount(account('dave'));
         assert.deepEqual(await store.roomsOf('dave'), ['all', 'news']);
         assert.deepEqual(await store.listRooms(), [
-          { name: 'all', createdAt: 5, members: ['alice', 'bob', 'carol', 'dave'], everyone: true, open: false },
-          { name: 'lobby', createdAt: 1, members: [], everyone: false, open: false },
-          { name: 'news', createdAt: 7, members: ['alice', 'bob', 'carol', 'dave'], everyone: true, open: false },
+          { name: 'all', createdAt: 5, members: ['alice', 'bob', 'carol', 'dave'], everyone: true, open: false, team: false, leaders: [] },
+          { name: 'lobby', createdAt: 1, members: [], everyone: false, open: false, team: false, leaders: [] },
+          { name: 'news', createdAt: 7, members: ['alice', 'bob', 'carol', 'dave'], everyone: true, open: false, team: false, leaders: [] },
         ]);
         // The store still lets a member go (refusing that is the engine's rule).
         assert.equal(await store.removeMember('all', 'bob'), true);

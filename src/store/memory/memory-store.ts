@@ -42,11 +42,17 @@ import {
   type StoredMessage,
   type TaskQuery,
   type TaskRecord,
+  type TeamChange,
+  type TeamChangeRecord,
+  type ContactRecord,
 } from '../types.js';
+import type { TeamCapability } from '../../wire/teams.js';
+import type { ContactPolicy } from '../../wire/contacts.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { binaryCompare } from './binary-compare.js';
 import { MemoryLeases } from './memory-leases.js';
 import { MemoryTasks } from './memory-tasks.js';
+import { MemoryTeams } from './memory-teams.js';
 import { countUnread, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
 
 interface Room {
@@ -121,6 +127,7 @@ class MemoryStore implements Store {
   private readonly records = new Map<string, Map<string, RecordRow>>();
   private readonly tasks = new MemoryTasks();
   private readonly leases = new MemoryLeases();
+  private readonly teams = new MemoryTeams();
   private seq = 0;
 
   async close(): Promise<void> {}
@@ -139,9 +146,10 @@ class MemoryStore implements Store {
     this.forget(rec.id, sweep);
     this.purgeMail((key) => isKeyOfAccount(key, rec.id), sweep);
     this.tasks.purgeAccount(rec.id);
+    this.teams.forgetAccount(rec.id);
     // addAccount and removeAccount take no time: the end of a lease they end is the wall clock's.
     this.leases.endAccountLeases(rec.id, Date.now());
-    this.accounts.set(rec.id, copyAccount({ ...rec, bornSeq: this.seq }));
+    this.accounts.set(rec.id, copyAccount({ ...rec, contactPolicy: rec.contactPolicy ?? 'open', bornSeq: this.seq }));
     for (const [name, room] of this.rooms) if (room.everyone) this.join(name, room, rec.id);
     return 'ok';
   }
@@ -169,7 +177,8 @@ class MemoryStore implements Store {
 
   async removeAccount(id: string, sweep?: RecordSweep): Promise<Removal | null> {
     if (!this.accounts.delete(id)) return null;
-    for (const room of this.rooms.values()) room.members.delete(id);
+    for (const [name, room] of this.rooms) if (room.members.delete(id)) this.teams.memberRemoved(name, id);
+    this.teams.forgetAccount(id);
     this.listeners.delete(id);
     for (const [k, s] of this.sessions) if (s.account === id) this.sessions.delete(k);
     for (const n of this.names.get(id)?.values() ?? []) if (n.kind === 'slug') this.slugs.delete(lineageKey(id, n.lineage));
@@ -244,12 +253,14 @@ class MemoryStore implements Store {
     const everyone = opts.everyone ?? false;
     const room: Room = { createdAt: at, everyone, open: opts.open ?? false, members: new Map() };
     this.rooms.set(name, room);
+    this.teams.roomCreated(name, opts.team ?? false);
     if (everyone) for (const account of this.accounts.keys()) this.join(name, room, account);
     return 'ok';
   }
 
   async removeRoom(name: string, sweep?: RecordSweep): Promise<Removal | null> {
     if (!this.rooms.delete(name)) return null;
+    this.teams.roomRemoved(name);
     const gone = this.purgeMail((key) => key === keyOfRoom(name), sweep);
     if (sweep) this.sweepOwned(sweep);
     return { messages: gone };
@@ -264,7 +275,9 @@ class MemoryStore implements Store {
 
   async getRoom(name: string): Promise<RoomRecord | null> {
     const r = this.rooms.get(name);
-    return r ? { name, members: [...r.members.keys()].sort(), everyone: r.everyone, open: r.open, createdAt: r.createdAt } : null;
+    if (!r) return null;
+    const team = this.teams.isTeam(name);
+    return { name, members: [...r.members.keys()].sort(), everyone: r.everyone, open: r.open, createdAt: r.createdAt, team, leaders: this.teams.leadersOf(name) };
   }
 
   async listRooms(): Promise<RoomRecord[]> {
@@ -279,11 +292,13 @@ class MemoryStore implements Store {
       .sort();
   }
 
-  async addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
+  async addMember(room: string, account: string, change?: TeamChange): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
     const r = this.rooms.get(room);
     if (!r) return 'no_room';
     if (!this.accounts.has(account)) return 'no_account';
-    return this.join(room, r, account) ? 'ok' : 'exists';
+    if (!this.join(room, r, account)) return 'exists';
+    if (change) this.teams.record(change);
+    return 'ok';
   }
 
   /** Makes the account a member; false if it already is one. */
@@ -297,8 +312,54 @@ class MemoryStore implements Store {
     return true;
   }
 
-  async removeMember(room: string, account: string): Promise<boolean> {
-    return this.rooms.get(room)?.members.delete(account) ?? false;
+  async removeMember(room: string, account: string, change?: TeamChange): Promise<boolean> {
+    if (!this.rooms.get(room)?.members.delete(account)) return false;
+    this.teams.memberRemoved(room, account);
+    if (change) this.teams.record(change);
+    return true;
+  }
+
+  // ---- teams and contacts (memory-teams.ts)
+
+  async setLeader(room: string, account: string, leader: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_member'> {
+    const r = this.rooms.get(room);
+    if (!r) return 'no_room';
+    if (!this.teams.isTeam(room)) return 'not_team';
+    if (!r.members.has(account)) return 'not_member';
+    return this.teams.setLeader(room, account, leader, change);
+  }
+
+  async setGrant(room: string, account: string, capability: TeamCapability, granted: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'> {
+    if (!this.rooms.has(room)) return 'no_room';
+    return this.teams.setGrant(room, account, capability, granted, change);
+  }
+
+  async teamChanges(room: string, before: number | null, limit: number): Promise<TeamChangeRecord[]> {
+    return this.teams.teamChanges(room, before, limit);
+  }
+
+  async setContactPolicy(account: string, policy: ContactPolicy): Promise<boolean> {
+    const a = this.accounts.get(account);
+    if (!a) return false;
+    a.contactPolicy = policy;
+    return true;
+  }
+
+  async addContact(account: string, contact: string, at: number): Promise<'ok' | 'exists' | 'no_account'> {
+    if (!this.accounts.has(account) || !this.accounts.has(contact)) return 'no_account';
+    return this.teams.addContact(account, contact, at);
+  }
+
+  async removeContact(account: string, contact: string): Promise<boolean> {
+    return this.teams.removeContact(account, contact);
+  }
+
+  async listContacts(account: string): Promise<ContactRecord[]> {
+    return this.teams.listContacts(account);
+  }
+
+  async hasContact(account: string, contact: string): Promise<boolean> {
+    return this.teams.hasContact(account, contact);
   }
 
   async putRecord(r: RecordRow): Promise<void> {
