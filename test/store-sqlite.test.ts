@@ -128,11 +128,11 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 8);
+      assert.equal(MIGRATIONS.length, 9);
     } finally {
       version.close();
     }
-    assert.deepEqual(await store.getAccount('alice'), { ...a, bornSeq: 0 });
+    assert.deepEqual(await store.getAccount('alice'), { ...a, bornSeq: 0, contactPolicy: 'open' });
     assert.deepEqual(await store.getSession('alice', 's1'), {
       account: 'alice',
       id: 's1',
@@ -161,7 +161,7 @@ describe('sqlite store', () => {
       (await store.lineageSessions('alice', 's1')).map((s) => s.id),
       ['s1', 's2'],
     );
-    assert.deepEqual(await store.listRooms(), [{ name: 'lobby', createdAt: 7, members: ['alice'], everyone: false, open: false }]);
+    assert.deepEqual(await store.listRooms(), [{ name: 'lobby', createdAt: 7, members: ['alice'], everyone: false, open: false, team: false, leaders: [] }]);
     assert.deepEqual(await store.getMessage(mail.id), { ...mail, seq: 1 });
     const me = scope('alice', 's1', ['lobby']);
     assert.equal(await store.unread(me), 1);

@@ -266,6 +266,38 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX tasks_by_pool_offer ON tasks(pool_room, state, created_at, id) WHERE pool_room IS NOT NULL;
   CREATE INDEX tasks_by_pool ON tasks(pool_room, last_seq, id) WHERE pool_room IS NOT NULL;
   `,
+  // 9: teams and contact policies (teams.ts, contacts.ts). A team is a room with team = 1; its
+  // roles live on the membership rows, so ending a membership ends the leadership with it. Grants
+  // are a sorted JSON array on the row rather than a child table: there are two capabilities, they
+  // are always read with the leader, and a child table would need its own delete on every path that
+  // ends a membership. team_changes: AUTOINCREMENT so an id is never handed out again, even after
+  // the room's rows were deleted. contacts: both directions go with either account
+  // (contacts_by_contact finds the other direction).
+  `
+  ALTER TABLE rooms ADD COLUMN team INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE members ADD COLUMN leader INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE members ADD COLUMN grants TEXT NOT NULL DEFAULT '[]';
+  ALTER TABLE accounts ADD COLUMN contact_policy TEXT NOT NULL DEFAULT 'open';
+
+  CREATE TABLE team_changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    room TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    by_account TEXT NOT NULL,
+    action TEXT NOT NULL,
+    account TEXT,
+    capability TEXT
+  );
+  CREATE INDEX team_changes_by_room ON team_changes(room, id);
+
+  CREATE TABLE contacts (
+    account TEXT NOT NULL,
+    contact TEXT NOT NULL,
+    added_at INTEGER NOT NULL,
+    PRIMARY KEY (account, contact)
+  ) WITHOUT ROWID;
+  CREATE INDEX contacts_by_contact ON contacts(contact, account);
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

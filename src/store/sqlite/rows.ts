@@ -15,6 +15,7 @@ import type {
   SessionRecord,
   StoredMessage,
 } from '../types.js';
+import type { ContactPolicy } from '../../wire/contacts.js';
 
 export interface AccountRow {
   id: string;
@@ -28,6 +29,7 @@ export interface AccountRow {
   secret_digest: string;
   created_at: number;
   born_seq: number;
+  contact_policy: string;
 }
 
 export function toAccount(r: AccountRow): AccountRecord {
@@ -45,6 +47,7 @@ export function toAccount(r: AccountRow): AccountRecord {
     secretDigest: r.secret_digest,
     createdAt: r.created_at,
     bornSeq: r.born_seq,
+    contactPolicy: r.contact_policy as ContactPolicy,
   };
 }
 
@@ -61,6 +64,7 @@ export function accountParams(a: NewAccount, bornSeq: number): AccountRow {
     secret_digest: a.secretDigest,
     created_at: a.createdAt,
     born_seq: bornSeq,
+    contact_policy: a.contactPolicy ?? 'open',
   };
 }
 

@@ -41,7 +41,12 @@ import {
   type StoredMessage,
   type TaskQuery,
   type TaskRecord,
+  type TeamChange,
+  type TeamChangeRecord,
+  type ContactRecord,
 } from '../types.js';
+import type { TeamCapability } from '../../wire/teams.js';
+import type { ContactPolicy } from '../../wire/contacts.js';
 import { CommitListeners } from '../commit-listeners.js';
 import { countUnread, floorStep, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
 import type { GroupCommit } from './group-commit.js';
@@ -57,6 +62,7 @@ import { prefixUpperBound } from './prefix.js';
 import { forgetAccount, preparePurge, purgeAccountMail, purgeAccountTasks, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
 import { prepareTaskStatements, SqliteTasks } from './tasks.js';
 import { prepareLeaseStatements, SqliteLeases } from './leases.js';
+import { prepareTeamStatements, SqliteTeams } from './teams.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
@@ -99,6 +105,7 @@ export class SqliteStore implements Store {
   private readonly pages: PageStatements;
   private readonly tasks: SqliteTasks;
   private readonly leases: SqliteLeases;
+  private readonly teams: SqliteTeams;
   private readonly writer: SqliteWriter;
   private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
   private readonly commits = new CommitListeners();
@@ -116,6 +123,7 @@ export class SqliteStore implements Store {
       this.writer = new SqliteWriter(this.db, opts.path, mode, () => this.head(), opts.fsync, opts.checkpoint);
       this.tasks = new SqliteTasks(prepareTaskStatements(this.db), (fn) => this.writer.tx(fn));
       this.leases = new SqliteLeases(this.db, prepareLeaseStatements(this.db), this.writer);
+      this.teams = new SqliteTeams(prepareTeamStatements(this.db), (fn) => this.writer.tx(fn));
     } catch (err) {
       this.db.close();
       throw isCorruptionError(err) ? storeCorrupt(opts.path, `is damaged (SQLite: ${(err as Error).message})`) : err;
@@ -183,6 +191,7 @@ export class SqliteStore implements Store {
       forgetAccount(this.purge, rec.id, sweep);
       purgeAccountMail(this.purge, rec.id, sweep);
       purgeAccountTasks(this.purge, rec.id);
+      this.teams.forgetAccountIn(rec.id);
       this.leases.endAccountLeases(rec.id);
       for (const r of this.st.everyoneRooms.all()) this.join(r.name, rec.id);
       return 'ok';
@@ -216,6 +225,7 @@ export class SqliteStore implements Store {
       this.st.deleteNamesOf.run(id);
       forgetAccount(this.purge, id, sweep);
       purgeAccountTasks(this.purge, id);
+      this.teams.forgetAccountIn(id);
       this.leases.endAccountLeases(id);
       return { messages: purgeAccountMail(this.purge, id, sweep) };
     });
@@ -226,8 +236,9 @@ export class SqliteStore implements Store {
   async addRoom(name: string, at: number, opts: RoomOptions = {}): Promise<'ok' | 'exists'> {
     const everyone = opts.everyone ?? false;
     return this.tx(() => {
-      if (this.st.insertRoom.run(name, at, everyone ? 1 : 0, opts.open ? 1 : 0).changes === 0) return 'exists';
+      if (this.st.insertRoom.run(name, at, everyone ? 1 : 0, opts.open ? 1 : 0, opts.team ? 1 : 0).changes === 0) return 'exists';
       purgeRoomMail(this.purge, name);
+      this.teams.forgetRoomIn(name);
       if (everyone) for (const a of this.st.listAccounts.all()) this.join(name, a.id);
       return 'ok';
     });
@@ -237,6 +248,7 @@ export class SqliteStore implements Store {
     return this.tx(() => {
       if (this.st.deleteRoom.run(name).changes === 0) return null;
       this.st.deleteMembersOfRoom.run(name);
+      this.teams.forgetRoomIn(name);
       sweepOwned(this.purge, sweep);
       return { messages: purgeRoomMail(this.purge, name, sweep) };
     });
@@ -250,13 +262,17 @@ export class SqliteStore implements Store {
     const r = this.st.getRoom.get(name);
     if (!r) return null;
     const members = this.st.membersOf.all(name).map((m) => m.account);
-    return { name: r.name, members, everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at };
+    const team = r.team === 1;
+    return { name: r.name, members, everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at, team, leaders: team ? this.teams.leadersOf(name) : [] };
   }
 
   async listRooms(): Promise<RoomRecord[]> {
     const rooms = new Map<string, RoomRecord>();
+    const leaders = this.teams.allLeaders();
     for (const r of this.st.listRooms.all()) {
-      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at });
+      const team = r.team === 1;
+      const room = { name: r.name, members: [], everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at, team };
+      rooms.set(r.name, { ...room, leaders: team ? (leaders.get(r.name) ?? []) : [] });
     }
     for (const m of this.st.allMembers.all()) rooms.get(m.room)?.members.push(m.account);
     return [...rooms.values()];
@@ -266,11 +282,13 @@ export class SqliteStore implements Store {
     return this.st.roomsOf.all(account).map((r) => r.room);
   }
 
-  async addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
+  async addMember(room: string, account: string, change?: TeamChange): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
     return this.tx(() => {
       if (!this.st.getRoom.get(room)) return 'no_room';
       if (!this.st.getAccount.get(account)) return 'no_account';
-      return this.join(room, account) ? 'ok' : 'exists';
+      if (!this.join(room, account)) return 'exists';
+      if (change) this.teams.recordIn(change);
+      return 'ok';
     });
   }
 
@@ -283,8 +301,47 @@ export class SqliteStore implements Store {
     return true;
   }
 
-  async removeMember(room: string, account: string): Promise<boolean> {
-    return this.tx(() => this.st.deleteMember.run(room, account).changes > 0);
+  /** The row carries the leadership and grants, so they end with it. */
+  async removeMember(room: string, account: string, change?: TeamChange): Promise<boolean> {
+    return this.tx(() => {
+      if (this.st.deleteMember.run(room, account).changes === 0) return false;
+      if (change) this.teams.recordIn(change);
+      return true;
+    });
+  }
+
+  // ---- teams and contacts (teams.ts)
+
+  setLeader(room: string, account: string, leader: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_member'> {
+    return this.teams.setLeader(room, account, leader, change);
+  }
+
+  setGrant(room: string, account: string, capability: TeamCapability, granted: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'> {
+    return this.teams.setGrant(room, account, capability, granted, change);
+  }
+
+  teamChanges(room: string, before: number | null, limit: number): Promise<TeamChangeRecord[]> {
+    return this.teams.teamChanges(room, before, limit);
+  }
+
+  setContactPolicy(account: string, policy: ContactPolicy): Promise<boolean> {
+    return this.teams.setContactPolicy(account, policy);
+  }
+
+  addContact(account: string, contact: string, at: number): Promise<'ok' | 'exists' | 'no_account'> {
+    return this.teams.addContact(account, contact, at);
+  }
+
+  removeContact(account: string, contact: string): Promise<boolean> {
+    return this.teams.removeContact(account, contact);
+  }
+
+  listContacts(account: string): Promise<ContactRecord[]> {
+    return this.teams.listContacts(account);
+  }
+
+  hasContact(account: string, contact: string): Promise<boolean> {
+    return this.teams.hasContact(account, contact);
   }
 
   // ---- records

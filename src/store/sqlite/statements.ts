@@ -17,6 +17,7 @@ interface RoomRow {
   created_at: number;
   everyone: number;
   is_open: number;
+  team: number;
 }
 
 export interface RecordDbRow {
@@ -43,9 +44,9 @@ export function prepareStatements(db: Database.Database) {
 
     insertAccount: p(
       `INSERT INTO accounts (id, kind, label, perm_send, perm_read, perm_urgent, perm_operator,
-         bind_provider, secret_digest, created_at, born_seq)
+         bind_provider, secret_digest, created_at, born_seq, contact_policy)
        VALUES (@id, @kind, @label, @perm_send, @perm_read, @perm_urgent, @perm_operator,
-         @bind_provider, @secret_digest, @created_at, @born_seq)
+         @bind_provider, @secret_digest, @created_at, @born_seq, @contact_policy)
        ON CONFLICT (id) DO NOTHING`,
     ),
     getAccount: p<AccountRow>('SELECT * FROM accounts WHERE id = ?'),
@@ -57,12 +58,12 @@ export function prepareStatements(db: Database.Database) {
     deleteSessionsOf: p('DELETE FROM sessions WHERE account = ?'),
     deleteNamesOf: p('DELETE FROM names WHERE account = ?'),
 
-    insertRoom: p('INSERT INTO rooms (name, created_at, everyone, is_open) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING'),
+    insertRoom: p('INSERT INTO rooms (name, created_at, everyone, is_open, team) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING'),
     setRoomOpen: p('UPDATE rooms SET is_open = ? WHERE name = ?'),
     deleteRoom: p('DELETE FROM rooms WHERE name = ?'),
     deleteMembersOfRoom: p('DELETE FROM members WHERE room = ?'),
-    getRoom: p<RoomRow>('SELECT name, created_at, everyone, is_open FROM rooms WHERE name = ?'),
-    listRooms: p<RoomRow>('SELECT name, created_at, everyone, is_open FROM rooms ORDER BY name'),
+    getRoom: p<RoomRow>('SELECT name, created_at, everyone, is_open, team FROM rooms WHERE name = ?'),
+    listRooms: p<RoomRow>('SELECT name, created_at, everyone, is_open, team FROM rooms ORDER BY name'),
     everyoneRooms: p<{ name: string }>('SELECT name FROM rooms WHERE everyone = 1 ORDER BY name'),
     membersOf: p<{ account: string }>('SELECT account FROM members WHERE room = ? ORDER BY account'),
     allMembers: p<{ room: string; account: string }>('SELECT room, account FROM members ORDER BY room, account'),
