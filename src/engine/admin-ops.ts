@@ -124,7 +124,9 @@ export class AdminOps {
 
   async memberAdd(c: Caller, room: string, account: string): Promise<{ ok: true }> {
     this.operatorOnly(c);
-    const r = await this.e.store.addMember(room, account);
+    // A team's membership changed through the room commands is recorded like any team change.
+    const team = (await this.e.store.getRoom(room))?.team === true;
+    const r = await this.e.store.addMember(room, account, team ? { room, at: this.e.clock.now(), by: c.account.id, action: 'member.add', account, capability: null } : undefined);
     if (r === 'no_room') throw new MailError('unknown_room', `no room #${room}`, { room });
     if (r === 'no_account') throw new MailError('unknown_participant', `no account ${account}`, { participant: account });
     this.e.roomsChanged(account);
@@ -136,7 +138,7 @@ export class AdminOps {
     const r = await this.e.store.getRoom(room);
     if (!r) throw new MailError('unknown_room', `no room #${room}`, { room });
     if (r.everyone) throw new MailError('malformed', `#${room} includes every account; remove the room instead`, { field: 'room', reason: 'everyone room' });
-    await this.e.store.removeMember(room, account);
+    await this.e.store.removeMember(room, account, r.team ? { room, at: this.e.clock.now(), by: c.account.id, action: 'member.remove', account, capability: null } : undefined);
     this.e.roomsChanged(account);
     // A member who leaves gives back the room's pooled tasks it holds.
     await this.e.tasks.pool.releaseHeldBy(account, room);

@@ -68,13 +68,22 @@ export class TimerOps {
     const account = await this.d.store.getAccount(MAILBOX_ACCOUNT);
     if (!account) throw new MailError('unknown_participant', 'the mailbox account is missing', { participant: MAILBOX_ACCOUNT });
     const set = new Date(t.createdAt).toISOString();
-    await this.d.send({ account, session: null }, { to, subject: `Reminder: ${t.note}`, body: `Reminder ${t.id}, set at ${set}:\n${t.note}`, idempotency_key: idempotencyKey });
+    const origin = t.team !== undefined ? ` (team ${t.team}, set by ${t.setBy ?? 'a leader'})` : '';
+    await this.d.send(
+      { account, session: null },
+      { to, subject: `Reminder: ${t.note}`, body: `Reminder ${t.id}${origin}, set at ${set}:\n${t.note}`, idempotency_key: idempotencyKey },
+    );
   }
 
   async remind(c: Caller, req: WK.TimerSetRequest): Promise<WK.TimerOut> {
     need(c, 'read');
     if (!req.account && !c.session) throw new MailError('permission_denied', 'only an attested session has its own timers; pass account: true', { need: 'session' });
     return this.timers.set({ account: c.account.id, session: c.session ? { id: c.session.id, lineage: c.session.lineage } : null }, req.in_secs, req.note, !!req.account);
+  }
+
+  /** One account-wide timer per account, set by a team's leader (team-timers.ts checks who may). */
+  setForTeam(accounts: readonly string[], inSecs: number, note: string, origin: { team: string; by: string }): Promise<WK.TimerOut[]> {
+    return this.timers.setForTeam(accounts, inSecs, note, origin);
   }
 
   async list(c: Caller): Promise<{ timers: WK.TimerOut[] }> {

@@ -29,6 +29,9 @@ export interface TimerRecord {
   due: number;
   note: string;
   createdAt: number;
+  /** A team reminder (team-timers.ts): the team, and the leader who set it for this account. */
+  team?: string;
+  setBy?: string;
 }
 
 export interface TimerOwner {
@@ -55,23 +58,41 @@ export class TimerBook {
   ) {}
 
   async set(o: TimerOwner, inSecs: number, note: string, accountWide: boolean): Promise<TimerOut> {
-    const existing = await this.store.listRecords(REC.timer, `${o.account}|`, TIMERS_PER_ACCOUNT);
-    if (existing.length >= TIMERS_PER_ACCOUNT)
-      throw new MailError('rate_limited', `account ${o.account} has ${TIMERS_PER_ACCOUNT} timers; clear some first`, { limit: TIMERS_PER_ACCOUNT });
-    const now = this.clock.now();
+    await this.roomFor(o.account);
     const own = accountWide ? null : o.session;
-    const t: TimerRecord = {
+    const t = this.make(o.account, own, inSecs, note);
+    await this.save(t);
+    this.rearm();
+    return present(t);
+  }
+
+  /** A team reminder: one account-wide timer per account, naming the team and who set it. Every
+   *  account is checked first, so a full one refuses the whole request before any is made. */
+  async setForTeam(accounts: readonly string[], inSecs: number, note: string, origin: { team: string; by: string }): Promise<TimerOut[]> {
+    for (const a of accounts) await this.roomFor(a);
+    const made = accounts.map((a) => ({ ...this.make(a, null, inSecs, note), team: origin.team, setBy: origin.by }));
+    await Promise.all(made.map((t) => this.save(t)));
+    this.rearm();
+    return made.map(present);
+  }
+
+  private async roomFor(account: string): Promise<void> {
+    const existing = await this.store.listRecords(REC.timer, `${account}|`, TIMERS_PER_ACCOUNT);
+    if (existing.length >= TIMERS_PER_ACCOUNT)
+      throw new MailError('rate_limited', `account ${account} has ${TIMERS_PER_ACCOUNT} timers; clear some first`, { limit: TIMERS_PER_ACCOUNT, account });
+  }
+
+  private make(account: string, own: TimerOwner['session'], inSecs: number, note: string): TimerRecord {
+    const now = this.clock.now();
+    return {
       id: `t-${randomBytes(6).toString('hex')}`,
-      account: o.account,
+      account,
       lineage: own?.lineage ?? null,
       session: own?.id ?? null,
       due: now + inSecs * 1000,
       note,
       createdAt: now,
     };
-    await this.save(t);
-    this.rearm();
-    return present(t);
   }
 
   async list(account: string): Promise<TimerOut[]> {
