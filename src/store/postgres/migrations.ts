@@ -275,6 +275,34 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX tasks_by_pool_offer ON tasks (pool_room, state, created_at, id) WHERE pool_room IS NOT NULL;
   CREATE INDEX tasks_by_pool ON tasks (pool_room, last_seq, id) WHERE pool_room IS NOT NULL;
   `,
+  // 9: teams and contact policies, as SQLite migration 9 (grants: the same sorted JSON text, so
+  // migrate-store copies the rows as they are). team_changes.id is a bigserial: increasing in the
+  // order ids were taken, never handed out again.
+  `
+  ALTER TABLE rooms ADD COLUMN team integer NOT NULL DEFAULT 0;
+  ALTER TABLE members ADD COLUMN leader integer NOT NULL DEFAULT 0;
+  ALTER TABLE members ADD COLUMN grants text NOT NULL DEFAULT '[]';
+  ALTER TABLE accounts ADD COLUMN contact_policy text NOT NULL DEFAULT 'open';
+
+  CREATE TABLE team_changes (
+    id bigserial PRIMARY KEY,
+    room text COLLATE "C" NOT NULL,
+    at bigint NOT NULL,
+    by_account text COLLATE "C" NOT NULL,
+    action text NOT NULL,
+    account text COLLATE "C",
+    capability text
+  );
+  CREATE INDEX team_changes_by_room ON team_changes (room, id);
+
+  CREATE TABLE contacts (
+    account text COLLATE "C" NOT NULL,
+    contact text COLLATE "C" NOT NULL,
+    added_at bigint NOT NULL,
+    PRIMARY KEY (account, contact)
+  );
+  CREATE INDEX contacts_by_contact ON contacts (contact, account);
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

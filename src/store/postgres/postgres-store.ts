@@ -5,7 +5,7 @@
 //   commit-feed.ts     every daemon's commits announced in seq order (LISTEN/NOTIFY, catch-up, poll)
 //   host-heartbeat.ts  hosts publish that they are alive, so a dead host's sessions end
 //   with-retry.ts      a read whose connection was killed runs once more
-//   registry.ts, sessions.ts, mail.ts, tasks.ts, leases.ts   the operations themselves, with locks.ts and purge.ts
+//   registry.ts, sessions.ts, mail.ts, tasks.ts, leases.ts, teams.ts   the operations themselves, with locks.ts and purge.ts
 //
 // Failure. Every operation has a statement timeout and a connect timeout, so while the database is
 // down operations reject (the engine answers store_unavailable) instead of hanging; the pool
@@ -36,7 +36,10 @@ import type {
   StoreMethod,
   TaskQuery,
   TaskRecord,
+  TeamChange,
 } from '../types.js';
+import type { TeamCapability } from '../../wire/teams.js';
+import type { ContactPolicy } from '../../wire/contacts.js';
 import { STORE_READS } from '../types.js';
 import { AppendBatch } from './append-batch.js';
 import { CommitFeed } from './commit-feed.js';
@@ -48,6 +51,7 @@ import type { Sql } from './pg-sql.js';
 import { PgRegistry } from './registry.js';
 import { PgSessions } from './sessions.js';
 import { PgTasks } from './tasks.js';
+import { PgTeams } from './teams.js';
 import { parsePostgresSpec, redact } from './spec.js';
 import { withRetry } from './with-retry.js';
 
@@ -134,6 +138,7 @@ export class PostgresStore implements Store {
   private readonly mail: PgMail;
   private readonly tasks: PgTasks;
   private readonly leases: PgLeases;
+  private readonly teams: PgTeams;
   private closed = false;
 
   constructor(
@@ -150,6 +155,7 @@ export class PostgresStore implements Store {
     this.mail = new PgMail(sql);
     this.tasks = new PgTasks(sql);
     this.leases = new PgLeases(sql);
+    this.teams = new PgTeams(sql);
   }
 
   /** The NOTIFY channel: one per schema, so schemas sharing a database do not wake each other. */
@@ -250,11 +256,38 @@ export class PostgresStore implements Store {
   roomsOf(account: string) {
     return this.op('roomsOf', () => this.registry.roomsOf(account));
   }
-  addMember(room: string, account: string) {
-    return this.op('addMember', () => this.registry.addMember(room, account));
+  addMember(room: string, account: string, change?: TeamChange) {
+    return this.op('addMember', () => this.registry.addMember(room, account, change));
   }
-  removeMember(room: string, account: string) {
-    return this.op('removeMember', () => this.registry.removeMember(room, account));
+  removeMember(room: string, account: string, change?: TeamChange) {
+    return this.op('removeMember', () => this.registry.removeMember(room, account, change));
+  }
+
+  // ---- teams.ts: team roles and contact lists
+
+  setLeader(room: string, account: string, leader: boolean, change: TeamChange) {
+    return this.op('setLeader', () => this.teams.setLeader(room, account, leader, change));
+  }
+  setGrant(room: string, account: string, capability: TeamCapability, granted: boolean, change: TeamChange) {
+    return this.op('setGrant', () => this.teams.setGrant(room, account, capability, granted, change));
+  }
+  teamChanges(room: string, before: number | null, limit: number) {
+    return this.op('teamChanges', () => this.teams.teamChanges(room, before, limit));
+  }
+  setContactPolicy(account: string, policy: ContactPolicy) {
+    return this.op('setContactPolicy', () => this.teams.setContactPolicy(account, policy));
+  }
+  addContact(account: string, contact: string, at: number) {
+    return this.op('addContact', () => this.teams.addContact(account, contact, at));
+  }
+  removeContact(account: string, contact: string) {
+    return this.op('removeContact', () => this.teams.removeContact(account, contact));
+  }
+  listContacts(account: string) {
+    return this.op('listContacts', () => this.teams.listContacts(account));
+  }
+  hasContact(account: string, contact: string) {
+    return this.op('hasContact', () => this.teams.hasContact(account, contact));
   }
   setListener(account: string, url: string) {
     return this.op('setListener', () => this.registry.setListener(account, url));

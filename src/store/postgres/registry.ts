@@ -1,7 +1,7 @@
 // The registry of the PostgreSQL store: meta, accounts, rooms and their members, listeners, and the
 // generic records. Creating or removing a participant empties its keys in the same transaction
 // (purge.ts; an account's tasks, tasks.ts; its leases end, leases.ts) under the head lock (locks.ts).
-import { keyOfAccount, keyOfRoom, type AccountRecord, type NewAccount, type RecordRow, type RecordSweep, type Removal, type RoomOptions, type RoomRecord } from '../types.js';
+import { keyOfAccount, keyOfRoom, type AccountRecord, type NewAccount, type RecordRow, type RecordSweep, type Removal, type RoomOptions, type RoomRecord, type TeamChange } from '../types.js';
 import { accountParams, toAccount, type AccountRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
 import { endAccountLeases } from './leases.js';
@@ -9,8 +9,9 @@ import { lockHead, lockRegistry, memberLock } from './locks.js';
 import { pgArray, type Sql, type Tx } from './pg-sql.js';
 import { forgetAccount, purgeAccountMail, purgeRoomMail, sweepOwned } from './purge.js';
 import { purgeAccountTasks } from './tasks.js';
+import { allLeaders, forgetAccountContacts, forgetRoomChanges, leadersOf, recordTeamChange } from './teams.js';
 
-type RoomRow = { name: string; created_at: number; everyone: number; is_open: number };
+type RoomRow = { name: string; created_at: number; everyone: number; is_open: number; team: number };
 
 interface RecordDbRow {
   kind: string;
@@ -48,6 +49,7 @@ export class PgRegistry {
       await forgetAccount(tx, rec.id, sweep);
       await purgeAccountMail(tx, rec.id, sweep);
       await purgeAccountTasks(tx, rec.id);
+      await forgetAccountContacts(tx, rec.id);
       await endAccountLeases(tx, rec.id);
       for (const r of await tx<{ name: string }[]>`SELECT name FROM rooms WHERE everyone = 1 ORDER BY name`) {
         await this.join(tx, r.name, rec.id);
@@ -84,6 +86,7 @@ export class PgRegistry {
       await tx`DELETE FROM names WHERE account = ${id}`;
       await forgetAccount(tx, id, sweep);
       await purgeAccountTasks(tx, id);
+      await forgetAccountContacts(tx, id);
       await endAccountLeases(tx, id);
       return { messages: await purgeAccountMail(tx, id, sweep) };
     });
@@ -95,10 +98,12 @@ export class PgRegistry {
     const everyone = opts.everyone ?? false;
     return this.sql.begin(async (tx) => {
       await lockHead(tx);
-      const ins = await tx`INSERT INTO rooms (name, created_at, everyone, is_open) VALUES (${name}, ${at}, ${everyone ? 1 : 0}, ${opts.open ? 1 : 0})
+      const ins = await tx`INSERT INTO rooms (name, created_at, everyone, is_open, team)
+        VALUES (${name}, ${at}, ${everyone ? 1 : 0}, ${opts.open ? 1 : 0}, ${opts.team ? 1 : 0})
         ON CONFLICT (name) DO NOTHING RETURNING name`;
       if (ins.length === 0) return 'exists' as const;
       await purgeRoomMail(tx, name);
+      await forgetRoomChanges(tx, name);
       if (everyone) for (const a of await tx<{ id: string }[]>`SELECT id FROM accounts ORDER BY id`) await this.join(tx, name, a.id);
       return 'ok' as const;
     });
@@ -109,6 +114,7 @@ export class PgRegistry {
       await lockHead(tx);
       if ((await tx`DELETE FROM rooms WHERE name = ${name}`).count === 0) return null;
       await tx`DELETE FROM members WHERE room = ${name}`;
+      await forgetRoomChanges(tx, name);
       await sweepOwned(tx, sweep);
       return { messages: await purgeRoomMail(tx, name, sweep) };
     });
@@ -119,16 +125,20 @@ export class PgRegistry {
   }
 
   async getRoom(name: string): Promise<RoomRecord | null> {
-    const [r] = await this.sql<RoomRow[]>`SELECT name, created_at, everyone, is_open FROM rooms WHERE name = ${name}`;
+    const [r] = await this.sql<RoomRow[]>`SELECT name, created_at, everyone, is_open, team FROM rooms WHERE name = ${name}`;
     if (!r) return null;
     const members = (await this.sql<{ account: string }[]>`SELECT account FROM members WHERE room = ${name} ORDER BY account`).map((m) => m.account);
-    return { name: r.name, members, everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at };
+    const team = r.team === 1;
+    return { name: r.name, members, everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at, team, leaders: team ? await leadersOf(this.sql, name) : [] };
   }
 
   async listRooms(): Promise<RoomRecord[]> {
     const rooms = new Map<string, RoomRecord>();
-    for (const r of await this.sql<RoomRow[]>`SELECT name, created_at, everyone, is_open FROM rooms ORDER BY name`) {
-      rooms.set(r.name, { name: r.name, members: [], everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at });
+    const leaders = await allLeaders(this.sql);
+    for (const r of await this.sql<RoomRow[]>`SELECT name, created_at, everyone, is_open, team FROM rooms ORDER BY name`) {
+      const team = r.team === 1;
+      const room = { name: r.name, members: [], everyone: r.everyone === 1, open: r.is_open === 1, createdAt: r.created_at, team };
+      rooms.set(r.name, { ...room, leaders: team ? (leaders.get(r.name) ?? []) : [] });
     }
     for (const m of await this.sql<{ room: string; account: string }[]>`SELECT room, account FROM members ORDER BY room, account`) {
       rooms.get(m.room)?.members.push(m.account);
@@ -140,12 +150,14 @@ export class PgRegistry {
     return (await this.sql<{ room: string }[]>`SELECT room FROM members WHERE account = ${account} ORDER BY room`).map((r) => r.room);
   }
 
-  async addMember(room: string, account: string): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
+  async addMember(room: string, account: string, change?: TeamChange): Promise<'ok' | 'exists' | 'no_room' | 'no_account'> {
     return this.sql.begin(async (tx) => {
       await lockRegistry(tx);
       if ((await tx`SELECT 1 FROM rooms WHERE name = ${room}`).length === 0) return 'no_room' as const;
       if ((await tx`SELECT 1 FROM accounts WHERE id = ${account}`).length === 0) return 'no_account' as const;
-      return (await this.join(tx, room, account)) ? ('ok' as const) : ('exists' as const);
+      if (!(await this.join(tx, room, account))) return 'exists' as const;
+      if (change) await recordTeamChange(tx, change);
+      return 'ok' as const;
     });
   }
 
@@ -159,10 +171,13 @@ export class PgRegistry {
     return true;
   }
 
-  async removeMember(room: string, account: string): Promise<boolean> {
+  /** The row carries the leadership and grants, so they end with it. */
+  async removeMember(room: string, account: string, change?: TeamChange): Promise<boolean> {
     return this.sql.begin(async (tx) => {
       await lockRegistry(tx);
-      return (await tx`DELETE FROM members WHERE room = ${room} AND account = ${account}`).count > 0;
+      if ((await tx`DELETE FROM members WHERE room = ${room} AND account = ${account}`).count === 0) return false;
+      if (change) await recordTeamChange(tx, change);
+      return true;
     });
   }
 
