@@ -1,6 +1,7 @@
-// Moves a SQLite mailbox into PostgreSQL: every account, room, membership, listener, session, name,
-// record, task (a pooled one with its pool columns), approval, message (same id, same seq, so cursors
-// stay valid; with its task change), ack, ack floor, idempotency key (a column of its message) and
+// Moves a SQLite mailbox into PostgreSQL: every account (with its contact policy), room (a team's
+// flag), membership (with its leadership and grants), team change (same ids), contact, listener,
+// session, name, record, task (a pooled one with its pool columns), approval, message (same id,
+// same seq, so cursors stay valid; with its task change), ack, ack floor, idempotency key (a column of its message) and
 // lease epoch. Leases themselves stay behind: they are short-lived claims of sessions of the daemon
 // stopped for the move. One read snapshot of the SQLite file, one PostgreSQL transaction holding the
 // append lock (so running daemons neither interleave seqs nor see half of it). Running it again copies
@@ -27,7 +28,22 @@ export interface MigrateStoreReport {
   from: string;
   to: string;
   tables: Record<
-    'meta' | 'accounts' | 'rooms' | 'members' | 'listeners' | 'sessions' | 'names' | 'messages' | 'acks' | 'ackFloors' | 'records' | 'tasks' | 'approvals' | 'leaseEpochs',
+    | 'meta'
+    | 'accounts'
+    | 'rooms'
+    | 'members'
+    | 'teamChanges'
+    | 'contacts'
+    | 'listeners'
+    | 'sessions'
+    | 'names'
+    | 'messages'
+    | 'acks'
+    | 'ackFloors'
+    | 'records'
+    | 'tasks'
+    | 'approvals'
+    | 'leaseEpochs',
     MigrateStoreCounts
   >;
   /** The target's head seq afterwards. */
@@ -88,9 +104,14 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
 
     await run('meta', 'meta', all('SELECT key, value FROM meta ORDER BY key'));
     await run('accounts', 'accounts', all<AccountRow>('SELECT * FROM accounts ORDER BY id') as unknown as Record<string, unknown>[]);
-    await run('rooms', 'rooms', all('SELECT name, created_at, everyone, is_open FROM rooms ORDER BY name'));
+    await run('rooms', 'rooms', all('SELECT name, created_at, everyone, is_open, team FROM rooms ORDER BY name'));
     // acked is recomputed below from the acks (the same number the counter holds).
-    await run('members', 'members', all('SELECT room, account, 0 AS acked FROM members ORDER BY room, account'));
+    await run('members', 'members', all('SELECT room, account, 0 AS acked, leader, grants FROM members ORDER BY room, account'));
+    // Same ids, so the order and a `before` cursor stay; the target's sequence then starts past them.
+    await run('teamChanges', 'team_changes', all('SELECT id, room, at, by_account, action, account, capability FROM team_changes ORDER BY id'));
+    await tx`SELECT setval(x.s, x.m) FROM (SELECT pg_get_serial_sequence('team_changes', 'id')::regclass AS s, max(id) AS m FROM team_changes) AS x
+      WHERE x.m IS NOT NULL AND x.m > COALESCE(pg_sequence_last_value(x.s), 0)`;
+    await run('contacts', 'contacts', all('SELECT account, contact, added_at FROM contacts ORDER BY account, contact'));
     await run('listeners', 'listeners', all('SELECT account, url FROM listeners ORDER BY account'));
     // Registration order is the rowid order; the target numbers them in that order.
     await run('sessions', 'sessions', all<SessionRow>('SELECT * FROM sessions ORDER BY rowid') as unknown as Record<string, unknown>[]);

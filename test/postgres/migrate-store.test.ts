@@ -1,5 +1,5 @@
-// `m4a migrate-store --from sqlite:… --to postgres://…`: every account, room, membership,
-// listener, session, name, task, approval, message (same ids and seqs), ack and idempotency key moves over, the
+// `m4a migrate-store --from sqlite:… --to postgres://…`: every account (its contact policy), room
+// (a team with its leaders and grants), membership, team change, contact, listener, session, name, task, approval, message (same ids and seqs), ack and idempotency key moves over, the
 // PostgreSQL store then answers exactly like the SQLite one, and a second run doubles nothing.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -11,7 +11,8 @@ import { after, describe, it } from 'node:test';
 import { runMigrateStore } from '../../src/daemon/migrate-store.js';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { keyOfLineage, type Store } from '../../src/store/types.js';
+import { keyOfLineage, type Store, type TeamAction, type TeamChange, type TeamChangeRecord } from '../../src/store/types.js';
+import type { TeamCapability } from '../../src/wire/teams.js';
 import { A, R, account, item, message, q, scope, send, session } from '../support/store-conformance.js';
 import { approval, task, taskQuery } from '../support/task-conformance.js';
 import { freshSchema, noteFailure, pgSkip } from './support/pg.js';
@@ -27,6 +28,25 @@ async function fill(s: Store): Promise<void> {
   await s.addRoom('all', 6, { everyone: true });
   await s.addMember('lobby', 'alice');
   await s.addMember('lobby', 'bob');
+  // A team: leaders with and without grants, its recorded changes; contacts and a policy.
+  await s.addRoom('crew', 7, { team: true });
+  const change = (action: TeamAction, account: string | null, capability: TeamCapability | null = null): TeamChange => ({
+    room: 'crew',
+    at: 20,
+    by: 'operator',
+    action,
+    account,
+    capability,
+  });
+  for (const id of ['alice', 'bob', 'carol']) await s.addMember('crew', id, change('member.add', id));
+  await s.setLeader('crew', 'alice', true, change('leader.add', 'alice'));
+  await s.setLeader('crew', 'bob', true, change('leader.add', 'bob'));
+  await s.setGrant('crew', 'alice', 'team.manage_members', true, change('grant', 'alice', 'team.manage_members'));
+  await s.setGrant('crew', 'alice', 'timer.schedule_team', true, change('grant', 'alice', 'timer.schedule_team'));
+  await s.setContactPolicy('carol', 'contacts_only');
+  await s.addContact('carol', 'alice', 30);
+  await s.addContact('carol', 'bob', 31);
+  await s.addContact('alice', 'carol', 32);
   await s.setListener('bob', 'http://127.0.0.1:9/ring');
   await s.putRecord({ kind: 'timer', id: 't-1', value: '{"due":5}', updatedAt: 11 });
   await s.putRecord({ kind: 'timer', id: 't-2', value: '{"due":6}', updatedAt: 12 });
@@ -88,6 +108,8 @@ async function view(s: Store): Promise<unknown> {
   return {
     accounts: await s.listAccounts(),
     rooms: await s.listRooms(),
+    teamChanges: [await s.teamChanges('crew', null, 100), await s.teamChanges('crew', ((await s.teamChanges('crew', null, 2))[1] as TeamChangeRecord).id, 100)],
+    contacts: [await s.listContacts('alice'), await s.listContacts('bob'), await s.listContacts('carol')],
     sessions: await s.listSessions(),
     names: await s.listNames(),
     listeners: [await s.getListener('alice'), await s.getListener('bob')],
@@ -118,6 +140,13 @@ describe('postgres: migrate-store from SQLite', { skip: pgSkip }, () => {
       assert.equal(first.headSeq, 30);
       assert.deepEqual(first.tables.messages, { source: 30, copied: 30 });
       for (const [name, c] of Object.entries(first.tables)) assert.equal(c.copied, c.source, `${name}: all copied`);
+      assert.deepEqual(
+        [first.tables.teamChanges, first.tables.contacts],
+        [
+          { source: 7, copied: 7 },
+          { source: 3, copied: 3 },
+        ],
+      );
 
       const pg = await openPostgresStore({ spec, max: 2 });
       try {
@@ -144,8 +173,12 @@ describe('postgres: migrate-store from SQLite', { skip: pgSkip }, () => {
         for (const [name, c] of Object.entries(second.tables)) assert.equal(c.copied, 0, `${name}: nothing copied twice`);
         assert.deepEqual(await view(pg), before, 'still identical after the second run');
 
-        // New mail continues the sequence.
+        // New mail continues the sequence, and a new team change the ids.
         assert.equal((await send(pg, A('bob'))).seq, 31);
+        const last = (await pg.teamChanges('crew', null, 1))[0] as TeamChangeRecord;
+        assert.equal(await pg.setLeader('crew', 'carol', true, { room: 'crew', at: 40, by: 'operator', action: 'leader.add', account: 'carol', capability: null }), 'ok');
+        assert.ok(((await pg.teamChanges('crew', null, 1))[0] as TeamChangeRecord).id > last.id, 'a change made after the move is newer than every moved one');
+        assert.equal((await pg.getAccount('carol'))?.contactPolicy, 'contacts_only');
       } finally {
         await pg.close();
       }
