@@ -126,7 +126,11 @@ export interface StoreSnapshot {
 export async function storeSnapshot(store: Store, only?: Set<string>): Promise<StoreSnapshot> {
   const accounts = (await store.listAccounts()).map((a) => ({ ...a }));
   const listeners: Record<string, string | null> = {};
-  for (const a of accounts) listeners[a.id] = await store.getListener(a.id);
+  const contacts: Record<string, string[]> = {};
+  for (const a of accounts) {
+    listeners[a.id] = await store.getListener(a.id);
+    contacts[a.id] = (await store.listContacts(a.id)).map((c) => c.contact);
+  }
   const all = await store.listSessions();
   const sessions = only ? all.filter((s) => only.has(`${s.account}/${s.id}`)) : all;
   const unread: Record<string, number> = {};
@@ -138,6 +142,7 @@ export async function storeSnapshot(store: Store, only?: Set<string>): Promise<S
     head,
     accounts,
     listeners,
+    contacts,
     rooms: await store.listRooms(),
     names: (await store.listNames()).filter((n) => sessions.some((s) => s.account === n.account && s.lineage === n.lineage)),
     sessions: sessions.map((s) => ({ account: s.account, id: s.id, declared: s.declared, endedAt: s.endedAt, successor: s.successor })),
