@@ -6,6 +6,7 @@ import { Selector, text } from './fields.js';
 import { isWellFormed, utf8Bytes } from './text.js';
 import { AccountOut } from './admin.js';
 import { MessageOut } from './ops.js';
+import { TeamShowResponse } from './teams.js';
 
 export const PASSWORD_MIN_CHARS = 8;
 export const PASSWORD_MAX_BYTES = 1024;
@@ -45,7 +46,16 @@ export const LoginResponse = z.object({
   csrf: z.string().describe('send as X-M4A-CSRF on every later request of this login'),
 });
 
-export const WebMeResponse = z.object({ account: z.string(), label: z.string(), operator: z.boolean(), unread: z.number().int() });
+/** The operator's overview shows each team with this many of its latest changes. */
+export const WEB_TEAM_CHANGES = 5;
+
+export const WebMeResponse = z.object({
+  account: z.string(),
+  label: z.string(),
+  operator: z.boolean(),
+  unread: z.number().int(),
+  teams: z.array(z.string()).describe('the teams the person is a member of: compose offers team:NAME and leader:NAME'),
+});
 export const WebInboxRequest = z.strictObject({ after: z.string().max(64).nullable().optional(), wait_secs: z.number().finite().min(0).optional() });
 export const WebInboxResponse = z.object({
   messages: z.array(MessageOut),
@@ -56,6 +66,7 @@ export const WebInboxResponse = z.object({
 export const WebOverviewResponse = z.object({
   accounts: z.array(AccountOut),
   rooms: z.array(z.object({ name: z.string(), everyone: z.boolean(), open: z.boolean(), members: z.array(z.string()) })),
+  teams: z.array(TeamShowResponse).describe(`every team with its leaders, grants and latest ${WEB_TEAM_CHANGES} changes, newest first`),
   listeners: z.record(z.string(), z.string()),
   wake: z.array(z.unknown()),
 });

@@ -80,7 +80,7 @@ describe('browser door over HTTP', () => {
     assert.ok(!pw!.value.includes(PASSWORD));
 
     const me = await call(d.url, l, 'me');
-    assert.deepEqual(me.json, { account: 'alice', label: 'Alice', operator: false, unread: 0 });
+    assert.deepEqual(me.json, { account: 'alice', label: 'Alice', operator: false, unread: 0, teams: [] });
 
     for (const [account, password] of [
       ['alice', 'wrong password'],

@@ -4,7 +4,7 @@
 // and no route may create, hand out or take away an operator credential (operator-guard.ts).
 import type { z } from 'zod';
 import type * as W from '../../wire/ops.js';
-import type * as WW from '../../wire/web.js';
+import * as WW from '../../wire/web.js';
 import { OPERATIONS, OPERATION_NAMES, webPathOf, type OperationName, type OperationSpec } from '../../wire/operations.js';
 import { parseInput } from '../../wire/validate.js';
 import { MailError } from '../../wire/errors.js';
@@ -47,9 +47,23 @@ async function recent(e: MailEngine, c: Caller): Promise<{ messages: W.MessageOu
   return { messages: kept.reverse(), next_cursor: last?.next_cursor ?? null, unread: last?.unread ?? 0, truncated: pages === MAX_PAGES };
 }
 
+/** A plain room is not a team: the member's own view of it is refused so. */
+const unlessNoTeam = (e: unknown): null => {
+  if (e instanceof MailError && e.code === 'unknown_team') return null;
+  throw e;
+};
+
+/** The person's teams: of its rooms, those whose member view (the engine's m4a_team show) exists. */
+async function teamsOf(e: MailEngine, c: Caller): Promise<string[]> {
+  const rooms = (await e.whoami(c)).rooms.map((r) => r.slice(1));
+  const views = await Promise.all(rooms.map((team) => e.teams.action(c, { action: 'show', team }).catch(unlessNoTeam)));
+  return views.flatMap((v) => (v ? [v.name] : []));
+}
+
 /** POST /web/api/me */
 export async function webMe(e: MailEngine, c: Caller): Promise<WW.WebMeResponse> {
-  return { account: c.account.id, label: c.account.label, operator: c.account.permissions.operator, unread: (await e.unread(c)).unread };
+  const [unread, teams] = await Promise.all([e.unread(c), teamsOf(e, c)]);
+  return { account: c.account.id, label: c.account.label, operator: c.account.permissions.operator, unread: unread.unread, teams };
 }
 
 /** POST /web/api/inbox: without a cursor the newest mail; with one, a live update. */
@@ -60,10 +74,13 @@ export async function webInbox(e: MailEngine, c: Caller, i: z.output<typeof WW.W
 }
 
 /** POST /web/api/admin/overview: read only; the engine checks the operator permission. */
-export async function webOverview(x: { admin: AdminOps; wake?: WakeChains | undefined }, c: Caller): Promise<WW.WebOverviewResponse> {
+export async function webOverview(x: { engine: MailEngine; admin: AdminOps; wake?: WakeChains | undefined }, c: Caller): Promise<WW.WebOverviewResponse> {
   const [accounts, rooms, listeners] = [await x.admin.accountList(c), await x.admin.roomList(c), await x.admin.listenerList(c)];
+  // Each team with its latest changes; one removed between the list and its show is left out.
+  const listed = (await x.engine.teams.list(c)).teams;
+  const shown = await Promise.all(listed.map((t) => x.engine.teams.show(c, { team: t.name, changes: WW.WEB_TEAM_CHANGES }).catch(unlessNoTeam)));
   const wake = x.wake ? (await x.wake.list(c)).chains : [];
-  return { accounts: accounts.accounts, rooms: rooms.rooms, listeners, wake };
+  return { accounts: accounts.accounts, rooms: rooms.rooms, teams: shown.flatMap((t) => (t ? [t] : [])), listeners, wake };
 }
 
 const WEB_OPERATIONS = new Map(

@@ -88,6 +88,18 @@ describe('C: the browser door cannot mint an operator credential', () => {
       '/admin/user/create': { id: 'person-b', password: PASSWORD },
       '/admin/user/passwd': { id: 'person-b', password: 'another password' },
       '/admin/user/revoke-sessions': { id: 'person-b' },
+      // Teams: the operator page shows them (web.overview) and changes none.
+      '/admin/team/create': { name: 'crew', members: ['codex'] },
+      '/admin/team/member/add': { team: 'crew', account: 'codex' },
+      '/admin/team/member/remove': { team: 'crew', account: 'codex' },
+      '/admin/team/leader/add': { team: 'crew', account: 'codex' },
+      '/admin/team/leader/remove': { team: 'crew', account: 'codex' },
+      '/admin/team/grant': { team: 'crew', leader: 'codex', capability: 'team.manage_members' },
+      '/admin/team/revoke': { team: 'crew', leader: 'codex', capability: 'team.manage_members' },
+      '/admin/team/list': {},
+      '/admin/team/show': { team: 'crew' },
+      // A contact policy is set with the operator's credential on the machine, not in the browser.
+      '/admin/account/policy': { account: 'codex', policy: 'block_all' },
     };
     const unclassified = ADMIN_PATHS.filter((p) => p !== '/admin/daemon/stop' && !(p in harmless));
     assert.deepEqual(unclassified, [], 'every operator route is classified for the browser door');

@@ -47,6 +47,10 @@ export interface GetAnswer {
 export interface SendAnswer {
   message_id: string;
   to: string;
+  /** team: and leader: mail: the copy each member got (message_id is the first one's). */
+  expanded?: { to: string; message_id: string }[];
+  /** Team members whose contact policy refused their copy. */
+  refused?: { recipient: string; policy: string }[];
 }
 
 export interface AckAnswer {
@@ -59,6 +63,8 @@ export interface Me {
   label: string;
   operator: boolean;
   unread: number;
+  /** The teams the person is a member of (`me` answers it; a login's answer does not). */
+  teams?: string[];
 }
 
 export interface LoginAnswer {
@@ -117,9 +123,31 @@ export interface Account {
 export type WakeStep =
   { kind: 'hooks' } | { kind: 'codex-app-server'; listen: string } | { kind: 'command'; argv: string[] } | { kind: 'webhook'; url: string } | { kind: 'a2a'; url: string };
 
+export type TeamCapability = 'timer.schedule_team' | 'team.manage_members';
+
+/** A recorded change of a team (docs/teams.md): who made it, when, and what. */
+export interface TeamChange {
+  at: string;
+  by: string;
+  action: 'create' | 'member.add' | 'member.remove' | 'leader.add' | 'leader.remove' | 'grant' | 'revoke';
+  account?: string;
+  capability?: TeamCapability;
+}
+
+/** A team as the overview has it: a room with leaders, their grants, and its latest changes. */
+export interface Team {
+  name: string;
+  members: string[];
+  leaders: { account: string; grants: TeamCapability[] }[];
+  open: boolean;
+  created_at: string;
+  changes: TeamChange[];
+}
+
 export interface Overview {
   accounts: Account[];
   rooms: { name: string; everyone: boolean; members: string[] }[];
+  teams: Team[];
   listeners: Record<string, string>;
   wake: { account: string; lineage: string | null; steps: WakeStep[]; rooms: boolean; debounce_ms: number }[];
 }

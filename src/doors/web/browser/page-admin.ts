@@ -1,4 +1,4 @@
-// The operator page: accounts, rooms, listeners and people. Wake chains run programs: this door
+// The operator page: accounts, rooms, teams (read only, team-panel.ts), listeners and people. Wake chains run programs: this door
 // shows them read-only and changes none, and it makes no operator credential (the daemon refuses
 // one), so the page offers none.
 import type { Account, AccountKind, ApiError, Overview, Permissions, Removed, WakeStep } from './answers.js';
@@ -6,6 +6,7 @@ import { api } from './api.js';
 import { $, announce, clear, errorText, field, formError, h, type Attrs, type Child } from './dom.js';
 import { pageTitle } from './nav.js';
 import { me } from './state.js';
+import { teamPanel } from './team-panel.js';
 
 function adminForm(id: string, title: string, fields: Child[], button: string, run: () => Promise<string | undefined>): HTMLFormElement {
   const send = h('button', { type: 'submit', text: button });
@@ -89,7 +90,7 @@ function accountRow(a: Account, listener: string | undefined): HTMLElement {
   ]);
 }
 
-function roomCard(r: Overview['rooms'][number]): HTMLElement {
+function roomCard(r: Overview['rooms'][number], team: boolean): HTMLElement {
   const removeRoom = (): void => {
     if (
       !confirm(
@@ -117,6 +118,7 @@ function roomCard(r: Overview['rooms'][number]): HTMLElement {
     h('h3', {}, [
       '#' + r.name,
       r.everyone ? h('span', { class: 'badge', text: 'everyone' }) : null,
+      team ? h('span', { class: 'badge', title: 'a team: its leaders and grants are under Teams', text: 'team' }) : null,
       h('button', { type: 'button', class: 'danger', 'aria-label': 'Remove room ' + r.name, text: 'Remove room', onclick: removeRoom }),
     ]),
     r.everyone ? h('p', { class: 'hint', text: 'Every account is a member.' }) : h('ul', { class: 'members' }, r.members.map(member)),
@@ -151,7 +153,9 @@ function refreshAdmin(note?: string): void {
       box.appendChild(h('div', { class: 'scroll' }, [h('table', {}, [headRow(['Account', 'Kind', 'Label', 'Permissions', 'Listener', '']), tb])]));
       box.appendChild(h('h2', { text: 'Rooms' }));
       if (!o.rooms.length) box.appendChild(h('p', { class: 'none', text: 'No rooms.' }));
-      for (const r of o.rooms) box.appendChild(roomCard(r));
+      const teams = new Set(o.teams.map((t) => t.name));
+      for (const r of o.rooms) box.appendChild(roomCard(r, teams.has(r.name)));
+      box.appendChild(teamPanel(o.teams));
       box.appendChild(h('h2', { text: 'Wake chains' }));
       box.appendChild(h('p', { class: 'hint', text: 'Read only: a chain runs programs, so it is set on the machine with m4a wake set.' }));
       if (!o.wake.length) box.appendChild(h('p', { class: 'none', text: 'No wake chains.' }));

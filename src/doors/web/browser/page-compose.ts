@@ -1,9 +1,12 @@
-// Writing a new message; the directory suggests addresses.
-import type { Directory } from './answers.js';
+// Writing a new message; the directory suggests addresses, and `me` the person's teams (team: and
+// leader:). A team send shows where its copies went instead of opening a thread.
+import type { Directory, Me } from './answers.js';
+import { api } from './api.js';
 import { announce, field, h } from './dom.js';
 import { loadDirectory } from './mail-data.js';
 import { mailForm } from './mail-form.js';
 import { go, pageTitle } from './nav.js';
+import { expansionCard, isTeamAddress, teamOptions } from './send-expansion.js';
 import { me } from './state.js';
 
 /** [address, what it is] for every room, account and live session the person could write to
@@ -34,7 +37,11 @@ export function pageCompose(main: HTMLElement, presetTo: string): void {
   const body = h('textarea', { name: 'body', rows: '10' });
   const send = h('button', { type: 'submit', text: 'Send' });
   const form = h('form', { class: 'card', id: 'compose-form' }, [
-    field('To', to, 'an account (codex), one session (codex/web-ui or codex/s-…) or a room (#reviewers); suggestions come from the directory'),
+    field(
+      'To',
+      to,
+      'an account (codex), one session (codex/web-ui or codex/s-…), a room (#reviewers) or a team of yours (team:core, leader:core); suggestions come from the directory',
+    ),
     list,
     field('Subject', subject),
     field('Message', body, 'plain text; Ctrl+Enter sends'),
@@ -49,14 +56,25 @@ export function pageCompose(main: HTMLElement, presetTo: string): void {
       return { to: to.value.trim(), subject: subject.value, body: body.value };
     },
     (r) => {
+      const asked = to.value.trim();
+      if (r.expanded || isTeamAddress(asked)) {
+        const n = (r.expanded ?? []).length;
+        form.replaceWith(expansionCard(asked, r));
+        return announce('Sent to ' + asked + ': ' + n + (n === 1 ? ' copy' : ' copies') + '.');
+      }
       announce('Sent to ' + r.to + '.');
       go('/web/thread/' + r.message_id);
     },
   );
   main.appendChild(form);
-  loadDirectory().then(
-    (dir) => {
-      for (const o of addressOptions(dir)) list.appendChild(h('option', { value: o[0], label: o[1] }));
+  // Asked afresh each time the form is drawn: the operator may have changed the person's teams.
+  const teams = api<Me>('me', {}).then(
+    (m) => m.teams ?? [],
+    (): string[] => [],
+  );
+  Promise.all([teams, loadDirectory().catch((): Directory => ({ accounts: [], rooms: [] }))]).then(
+    ([ts, dir]) => {
+      for (const o of [...teamOptions(ts), ...addressOptions(dir)]) list.appendChild(h('option', { value: o[0], label: o[1] }));
     },
     () => {
       /* completion is a convenience */
