@@ -162,17 +162,26 @@ export function registerWake(program: Command): void {
   );
 
   const timer = program.command('timer').description('durable reminders: they arrive as mail from mailbox and wake you like any mail');
-  common(timer.command('set').description('set a reminder for this session (or the account with --for-account)'))
+  common(timer.command('set').description('set a reminder for this session (or the account with --for-account, or each member of a team with --team)'))
     .requiredOption('--in <duration>', '90, 30s, 45m, 2h, 1d')
     .requiredOption('--note <text>', 'what to be reminded of (the subject)')
     .option('--for-account', 'remind the whole account, not this session')
-    .action((o: Common & { in: string; note: string; forAccount?: boolean }) =>
-      asMail(
+    .option('--team <name>', "one timer per other member of the team (a leader's timer.schedule_team grant)")
+    .option('--include-self', 'with --team: remind yourself too')
+    .action((o: Common & { in: string; note: string; forAccount?: boolean; team?: string; includeSelf?: boolean }) => {
+      const team = o.team;
+      if (team === undefined)
+        return asMail(
+          o,
+          (c) => c.remind(parseDuration(o.in), o.note, !!o.forAccount),
+          (t) => `timer ${t.id} for ${t.to} at ${t.due_at}: ${t.note}`,
+        );
+      return asMail(
         o,
-        (c) => c.remind(parseDuration(o.in), o.note, !!o.forAccount),
-        (t) => `timer ${t.id} for ${t.to} at ${t.due_at}: ${t.note}`,
-      ),
-    );
+        (c) => c.team.remind({ team, in_secs: parseDuration(o.in), note: o.note, ...(o.includeSelf ? { include_self: true } : {}) }),
+        (r) => [`team ${r.team}: ${r.timers.length} timer${r.timers.length === 1 ? '' : 's'}`, ...r.timers.map((t) => `  ${t.id} for ${t.to} at ${t.due_at}`)].join('\n'),
+      );
+    });
   common(timer.command('list').description("your account's timers, soonest first")).action((o: Common) =>
     asMail(
       o,
