@@ -15,7 +15,8 @@ import { messageId } from '../../src/doors/web/browser/answers.js';
 import type * as Page from '../../src/doors/web/browser/answers.js';
 import type * as W from '../../src/wire/ops.js';
 import type { AccountOut } from '../../src/wire/admin.js';
-import type { LoginResponse } from '../../src/wire/web.js';
+import type { LoginResponse, WebMeResponse } from '../../src/wire/web.js';
+import type { TeamShowResponse } from '../../src/wire/teams.js';
 import type { WakeStep } from '../../src/wire/wake.js';
 import type { ApprovalOut, TaskListResponse, TaskOut } from '../../src/wire/tasks.js';
 import type { LeaseListResponse, LeaseOut } from '../../src/wire/leases.js';
@@ -42,6 +43,8 @@ export type EngineAnswersFitThePage = [
   Fits<Page.Approval, ApprovalOut>,
   Fits<Page.Lease, LeaseOut>,
   Fits<Page.LeaseList, LeaseListResponse>,
+  Fits<Page.Me, WebMeResponse>,
+  Fits<Page.Team, TeamShowResponse>,
 ];
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
