@@ -105,7 +105,7 @@ export const OPERATION_FACTS = {
   },
   remind: {
     path: '/mail/remind',
-    summary: 'Remind yourself: in in_secs mail from mailbox arrives and wakes you; survives restarts.',
+    summary: 'Remind yourself: after in_secs, mail from mailbox wakes you; survives restarts.',
     callers: AGENT,
     readOnly: false,
     retrySafe: false,
@@ -115,8 +115,7 @@ export const OPERATION_FACTS = {
   // ---- tasks and approvals (docs/tasks.md): over MCP one tool each plus m4a_task_get
   task: {
     path: '/task',
-    summary:
-      'Hand work over and track it: action create (to, title, instructions), update (task_id, state, note, result; the assignee), cancel (the requester), list (role), claim (a task for a room you are in: task_id or pool).',
+    summary: "Hand work over and track it: create, update (the assignee), cancel (the requester), list, claim (a room's pooled task).",
     callers: AGENT,
     readOnly: false,
     retrySafe: false,
@@ -131,7 +130,7 @@ export const OPERATION_FACTS = {
   },
   'task.get': {
     path: '/task/get',
-    summary: 'A task with its history, result and children; with wait_secs and after_version, waits for its next change.',
+    summary: 'A task with its history, result and children; wait_secs waits for its next change.',
     callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,
@@ -155,7 +154,7 @@ export const OPERATION_FACTS = {
   },
   approval: {
     path: '/approval',
-    summary: 'Approvals the mailbox records and never executes: action request (reviewer, action, task_id?), decide (approval_id, decision, reason; the reviewer), get.',
+    summary: 'Approvals the mailbox records and never executes: request, decide (the reviewer), get.',
     callers: AGENT,
     readOnly: false,
     retrySafe: false,
@@ -249,7 +248,7 @@ export const OPERATION_FACTS = {
   },
   team: {
     path: '/team',
-    summary: 'Your team: show it, or with the team.manage_members grant add or remove a member (never a leader or yourself).',
+    summary: 'Show your team; with the team.manage_members grant, add or remove non-leader members.',
     callers: AGENT,
     readOnly: false,
     retrySafe: false,

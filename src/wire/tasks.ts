@@ -204,7 +204,7 @@ export const McpTaskRequest = z.strictObject({
   epoch: z.number().int().optional().describe("update of a claimed task: its lease's epoch"),
   title: z.string().optional().describe('create'),
   instructions: z.string().optional().describe('create'),
-  parent_task_id: z.string().optional().describe('create: a task this one is part of'),
+  parent_task_id: z.string().optional().describe('create: its parent task'),
   idempotency_key: z.string().optional().describe('create: a retry returns the first'),
   state: TaskState.optional().describe('update; list: only this state'),
   note: z.string().optional().describe('update: for input_required, the question; cancel: the reason'),

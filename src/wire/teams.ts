@@ -14,7 +14,7 @@ export type TeamCapability = z.infer<typeof TeamCapability>;
 /** Members a team is created with, at most. */
 export const TEAM_CREATE_MEMBERS_MAX = 256;
 
-const Team = Selector.describe('the team (a room name)');
+const Team = Selector.describe('team name');
 const Account = Selector.describe('an account id');
 
 export const TeamCreateRequest = z.strictObject({
@@ -50,9 +50,9 @@ export const TeamListResponse = z.object({ teams: z.array(TeamOut) });
 
 /** m4a_team: what a member may do with its own team through its agent credential. */
 export const TeamActionRequest = z.strictObject({
-  action: z.enum(['show', 'member-add', 'member-remove']).describe('member-add/-remove need the team.manage_members grant'),
+  action: z.enum(['show', 'member-add', 'member-remove']).describe('what to do'),
   team: Team,
-  account: Account.optional().describe('member-add, member-remove'),
+  account: Account.optional().describe('member-add/-remove'),
 });
 export const TeamActionResponse = TeamOut.extend({ you: z.enum(['member', 'leader']) });
 
