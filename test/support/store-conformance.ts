@@ -22,6 +22,7 @@ import {
   type StoredMessage,
 } from '../../src/store/types.js';
 import { runTaskConformance } from './task-conformance.js';
+import { runTeamConformance } from './team-conformance.js';
 
 // ---- fixtures (exported for store-specific tests)
 
@@ -1448,6 +1449,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
     });
 
     runTaskConformance(() => store);
+    runTeamConformance(() => store);
 
     it('matches a reference model over 500 random operations', async () => {
       await randomRun(store, 0x5eed);
