@@ -1,10 +1,13 @@
 // m4a admin …: the operator registry, through the operator credential in the data directory.
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
+import type { ContactPolicy } from '../wire/contacts.js';
+import { POLICIES } from './contact-commands.js';
 import { MailClient } from '../client/http-client.js';
 import { daemonSocket, dataDirFrom, operatorToken } from './daemon-target.js';
 import { ensureDaemon } from './autostart.js';
 import { UsageError } from './connect.js';
 import { fail, printJson, printText, table } from './output.js';
+import { registerAdminTeam } from './team-commands.js';
 
 /** The options every operator command takes (see `operatorCommon`). */
 export interface OperatorOptions {
@@ -157,6 +160,17 @@ export function registerAdmin(program: Command): void {
     ),
   );
 
+  const policy = admin.command('policy').description("an account's contact policy: who may write to it");
+  common(policy.command('set <account>').description("set an account's contact policy (people and reminders always reach it)"))
+    .addArgument(new Argument('<policy>', 'open, contacts_only or block_all').choices(POLICIES))
+    .action((acc: string, p: ContactPolicy, o: Common) =>
+      asOperator(
+        o,
+        (c) => c.admin.policySet(acc, p),
+        (r) => `${r.account}: policy ${r.policy}`,
+      ),
+    );
+
   const listener = admin.command('listener').description('doorbell URLs rung when mail arrives');
   common(listener.command('set <account> <url>').description('set a loopback URL for an account')).action((acc: string, url: string, o: Common) =>
     asOperator(
@@ -172,4 +186,6 @@ export function registerAdmin(program: Command): void {
       () => `listener for ${acc} removed`,
     ),
   );
+
+  registerAdminTeam(admin);
 }

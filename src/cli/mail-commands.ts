@@ -2,7 +2,7 @@
 // Each prints the daemon's answer as JSON with --json (the wire response: a stable schema).
 import type { Command } from 'commander';
 import type { MailClient } from '../client/http-client.js';
-import type { MessageOut } from '../wire/ops.js';
+import type { MessageOut, SendResponse } from '../wire/ops.js';
 import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
 import { fail, printJson, printText, EXIT } from './output.js';
 import { ago, bold, dim, green, messageBlock, shortAddress, table } from './format.js';
@@ -34,15 +34,30 @@ async function bodyArg(body: string | undefined): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+interface SendFlags extends Common {
+  replyTo?: string;
+  urgent?: boolean;
+  idempotencyKey?: string;
+  correlation?: string;
+  requestContact?: boolean;
+}
+
+/** --request-contact: a send the recipient's policy refused, held until it answers. */
+const heldNotice = (r: SendResponse): string | undefined =>
+  r.held
+    ? `held ${r.message_id} for ${r.held.recipient} (its policy: ${r.held.policy}): it is asked to accept you as a contact; delivered if it accepts, returned once if it declines`
+    : undefined;
+
 const list = (ms: MessageOut[], empty: string): string => (ms.length ? ms.map(messageBlock).join('\n\n') : dim(empty));
 
 export function registerMail(program: Command): void {
-  common(program.command('send <to> <subject> [body]').description('send mail: to is an account, account/session (id, slug or @alias) or #room; body - reads stdin'))
+  common(program.command('send <to> <subject> [body]').description('send mail: to is an account, account/session (id, slug or @alias), #room or team:NAME; body - reads stdin'))
     .option('--reply-to <id>', 'thread it under a message')
     .option('--urgent', 'urgent priority (needs permission)')
     .option('--idempotency-key <key>', 'a retry with the same key sends nothing new')
     .option('--correlation <text>', 'a free string the mailbox never reads')
-    .action(async (to: string, subject: string, body: string | undefined, o: Common & { replyTo?: string; urgent?: boolean; idempotencyKey?: string; correlation?: string }) => {
+    .option('--request-contact', "if the recipient's contact policy refuses you, hold the message and ask it to accept you")
+    .action(async (to: string, subject: string, body: string | undefined, o: SendFlags) => {
       const text = await bodyArg(body);
       await run(
         o,
@@ -55,8 +70,14 @@ export function registerMail(program: Command): void {
             ...(o.urgent ? { priority: 'urgent' as const } : {}),
             ...(o.idempotencyKey ? { idempotency_key: o.idempotencyKey } : {}),
             ...(o.correlation ? { correlation: o.correlation } : {}),
+            ...(o.requestContact ? { request_contact: true } : {}),
           }),
-        (r) => `${green('sent')} ${r.message_id} to ${r.to}${r.redirected ? ' (redirected)' : ''}${r.duplicate ? ' (already sent with this key)' : ''}`,
+        (r) =>
+          heldNotice(r) ??
+          `${green('sent')} ${r.message_id} to ${r.to}${r.redirected ? ' (redirected)' : ''}${r.duplicate ? ' (already sent with this key)' : ''}` +
+            // team: and leader: mail: the copy each member got, and who refused one.
+            (r.expanded ? `\n${r.expanded.map((x) => `  ${x.to}: ${x.message_id}`).join('\n')}` : '') +
+            (r.refused?.length ? `\n${r.refused.map((x) => `  ${x.recipient}: refused (${x.policy})`).join('\n')}` : ''),
       );
     });
 

@@ -7,6 +7,8 @@ import { REC } from './wake-records.js';
 
 /** Records keyed `<message id>|<recipient>…`: what happened to one message for one recipient. */
 const PER_RECIPIENT = [REC.attempt, REC.claim, REC.surfaced];
+/** Records keyed `<one party>|<the other>[|…]`: a contact request between two accounts. */
+const CONTACT_KINDS = [REC.contactRequest, REC.contactAsked, REC.contactHeld];
 /** As web-auth.ts names them: the password (id = account) and the login index (`account/…`). */
 const WEB_PASSWORD = 'web_password';
 const WEB_LOGIN_INDEX = 'web_session_of';
@@ -20,14 +22,24 @@ export function accountSweep(account: string): RecordSweep {
       { kind: REC.chain, prefix: `${account}/` },
       { kind: REC.timer, prefix: `${account}|` },
       { kind: REC.notice, prefix: lineageKeyPrefix(account) },
+      // Quiet periods (engine/attention.ts) and the wakes they hold.
+      { kind: REC.attention, id: account },
+      { kind: REC.attention, prefix: `${account}/` },
+      { kind: REC.held, prefix: `${account}|` },
+      { kind: REC.held, prefix: `${account}/` },
       { kind: WEB_PASSWORD, id: account },
       { kind: WEB_LOGIN_INDEX, prefix: `${account}/` },
       // The a2a delivery step's links to remote tasks and conversations (wake/a2a-links.ts).
       { kind: 'a2a_link', prefix: `${account}|` },
       { kind: 'a2a_conversation', prefix: `${account}|` },
+      // The kept answers of its team sends with an idempotency key (team-send.ts).
+      { kind: 'team_send', prefix: `${account}|` },
+      // Contact requests (contact-requests.ts): ids start with one party and name the other
+      // second, so the prefix sweeps them for the first and byRecipient for the second.
+      ...CONTACT_KINDS.map((kind) => ({ kind, prefix: `${account}|` })),
     ],
     byMessage: PER_RECIPIENT,
-    byRecipient: PER_RECIPIENT,
+    byRecipient: [...PER_RECIPIENT, ...CONTACT_KINDS],
   };
 }
 

@@ -162,9 +162,24 @@ export class MailEngine {
     // A pooled task's claim is a lease; its end returns the task to the pool (pool.ts).
     this.leases.onEnded((l) => this.tasks.pool.leaseEnded(l));
     this.leases.registerTaskClaim(async (c, req) => (await this.tasks.pool.claim(c, { task_id: req.resource, ...(req.ttl_secs ? { ttl_secs: req.ttl_secs } : {}) })).lease!);
-    this.teams = new TeamBook();
-    this.contacts = new ContactBook();
-    this.attention = new AttentionBook();
+    this.teams = new TeamBook({
+      store: this.store,
+      clock: o.clock,
+      idempotencyWindowMs,
+      deliver: (c, req, parent, opts) => this.post.deliver(c, req, parent, null, opts),
+      setTeamTimers: (accounts, inSecs, note, origin) => this.timerOps.setForTeam(accounts, inSecs, note, origin),
+      roomsChanged: (account) => this.roomsChanged(account),
+      releaseHeldBy: (account, room) => this.tasks.pool.releaseHeldBy(account, room),
+    });
+    this.contacts = new ContactBook({
+      store: this.store,
+      clock: o.clock,
+      ids: this.ids,
+      log: this.log,
+      deliver: (c, req, parent, messageId) => this.post.deliver(c, req, parent, null, messageId ? { messageId } : {}),
+      printAll: work.printAll,
+    });
+    this.attention = new AttentionBook({ store: this.store, clock: o.clock, log: this.log });
     const reader = new InboxReader({
       store: this.store,
       clock: o.clock,
@@ -177,7 +192,7 @@ export class MailEngine {
       scope,
       head: () => this.lastSeq,
     });
-    this.reads = new MailReads({ store: this.store, clock: o.clock, reader, notices: this.notices, loops: this.loops, receipts: this.receipts, addresses: this.addresses, scope });
+    this.reads = new MailReads({ store: this.store, clock: o.clock, reader, notices: this.notices, loops: this.loops, receipts: this.receipts, addresses: this.addresses, scope, attention: this.attention });
     this.push = new MailPush({ clock: o.clock, read: (c, req, door) => this.reads.read(c, req, door, true), headSeq: () => this.store.headSeq() });
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
@@ -358,6 +373,7 @@ export class MailEngine {
     this.sessions.forget(id);
     this.notices.forget(lineageKeyPrefix(id));
     this.receipts.forget(id);
+    this.attention.forgetAccount(id);
     this.waits.removed(id);
     this.addresses.clear();
   }
@@ -390,6 +406,7 @@ export class MailEngine {
   /** Shutdown: answer every parked wait, flush session touches. */
   async close(): Promise<void> {
     this.timerOps.close();
+    this.attention.close();
     await this.leases.close();
     this.push.close(); // before the waits close: no subscription parks again
     this.waits.closeAll();

@@ -49,6 +49,8 @@ export interface DeliverOptions {
   writtenTo?: string;
   /** The thread it joins when it answers nothing (the copies of one team send share one). */
   threadId?: string;
+  /** The id it was promised when it was held for a contact request (contacts.ts). */
+  messageId?: string;
 }
 
 /** Where a reply goes: the sender (the session that wrote it, or its account), the room for room
@@ -134,7 +136,7 @@ export class MailPost {
           .update(JSON.stringify([formatAddress(req.to), req.subject, req.body, req.reply_to ?? null, req.correlation ?? null, refs, priority]))
           .digest('hex')
       : null;
-    const id = this.d.ids.messageId();
+    const id = opts.messageId ?? this.d.ids.messageId();
     // The commit announces the message before the loop guard has judged it: wakers ask verdict().
     const judged = this.d.loops.judgingStarts(id);
     let quiet: string | null = null;

@@ -15,6 +15,16 @@ export const REC = {
   notice: 'notice',
   /** id: `<account>|<timer id>` → TimerRecord */
   timer: 'timer',
+  /** id: `<account>` or `<account>/<lineage>` → a quiet period (engine/attention.ts). */
+  attention: 'attention',
+  /** id: `<recipient>|<message id>` → HeldWake: a wake a quiet period holds until it ends. */
+  held: 'wake_held',
+  /** id: `<recipient>|<sender>` → a contact request (engine/contact-requests.ts). */
+  contactRequest: 'contact_request',
+  /** id: `<sender>|<recipient>`: the sender's index of the requests it made. */
+  contactAsked: 'contact_asked',
+  /** id: `<recipient>|<sender>|<message id>` → a message held for the request. */
+  contactHeld: 'contact_held',
 } as const;
 
 export interface ChainRecord {
@@ -35,6 +45,18 @@ export interface AttemptRecord {
   ok: boolean;
   detail: string;
 }
+
+export interface HeldWake {
+  messageId: string;
+  account: string;
+  /** Session mail: its lineage; direct and room mail: null (the dispatcher picks a session). */
+  lineage: string | null;
+  /** The scope of the period that held it (`<account>` or `<account>/<lineage>`). */
+  by: string;
+  at: number;
+}
+
+export const heldId = (recipient: string, messageId: string): string => `${recipient}|${messageId}`;
 
 /** A recipient of a message: an account (direct and room mail) or `account/lineage` (session mail). */
 export const recipientOf = (account: string, lineage: string | null): string => (lineage ? `${account}/${lineage}` : account);

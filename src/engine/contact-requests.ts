@@ -1,0 +1,314 @@
+// Contact requests (docs/teams.md, "Contact policies"). A send with request_contact that the
+// recipient's contacts_only policy refused is held as a record instead of being stored as mail; the
+// first held message of a (sender, recipient) pair opens a request and asks the recipient once.
+// Accepting delivers every held message as its sender wrote it; declining returns each once.
+//
+// Records (kinds in wake-records.ts; accountSweep deletes them with either account):
+//   contact_request `<recipient>|<sender>`            → RequestRecord (pending or declined)
+//   contact_asked   `<sender>|<recipient>`            → {} (the sender's index of its requests)
+//   contact_held    `<recipient>|<sender>|<message id>` → HeldRecord (message ids sort by time)
+import { MailError } from '../wire/errors.js';
+import { formatAddress } from '../wire/address.js';
+import { LIMITS } from '../wire/limits.js';
+import { clipUtf8 } from '../wire/text.js';
+import { HELD_PER_REQUEST_MAX, type ContactRequestOut } from '../wire/contacts.js';
+import type * as W from '../wire/ops.js';
+import type { AccountRecord, RecordRow, Store, StoredMessage } from '../store/types.js';
+import type { Clock, Ids } from './clock.js';
+import type { Logger } from './log.js';
+import { REC } from './wake-records.js';
+import { incarnationOf } from './incarnation.js';
+import { MAILBOX_ACCOUNT } from './timers.js';
+import { callerAddress, type Caller } from './mail-engine.js';
+
+export interface RequestDeps {
+  store: Store;
+  clock: Clock;
+  ids: Ids;
+  log: Logger;
+  /** mail-post.ts's deliver (admission, storing, wakes), under a promised message id if given. */
+  deliver(c: Caller, req: W.SendRequest, parent: StoredMessage | null, messageId?: string): Promise<{ answer: W.SendResponse; message: StoredMessage }>;
+  printAll(compacts: Iterable<string>): Promise<Map<string, string>>;
+}
+
+interface RequestRecord {
+  state: 'pending' | 'declined';
+  at: number;
+  /** incarnationOf each party when the request was made: a removed account's request never binds
+   *  a new account of the same name (the sweep deletes it; this covers a race with the removal). */
+  sender: string;
+  recipient: string;
+}
+
+interface HeldRecord {
+  messageId: string;
+  /** The send as it was asked for (request_contact left out). */
+  req: W.SendRequest;
+  /** The session that wrote it: the held message is delivered from it if it is still recorded. */
+  session: string | null;
+  at: number;
+  sender: string;
+  recipient: string;
+}
+
+/** More than a pair may hold, so a listing always sees past the limit. */
+const HELD_LIST = HELD_PER_REQUEST_MAX * 4;
+/** Requests listed per account. */
+const REQUESTS_LIST = 1000;
+
+const requestId = (recipient: string, sender: string): string => `${recipient}|${sender}`;
+const heldPrefix = (recipient: string, sender: string): string => `${recipient}|${sender}|`;
+const iso = (ms: number): string => new Date(ms).toISOString();
+const parse = <T>(row: RecordRow): T => JSON.parse(row.value) as T;
+
+export function declinedError(recipient: string, policy: string): MailError {
+  return new MailError('contact_refused', `${recipient} declined your contact request; it takes your mail again once it adds you as a contact`, {
+    recipient,
+    policy,
+    request: 'declined',
+  });
+}
+
+export class ContactRequests {
+  /** Callers minted here, for mail the recipient consented to: the request mail itself (the ask
+   *  is what the recipient is asked to consent to; from the sender, so it knows who asks and can
+   *  answer), and held messages being delivered on acceptance. admit() lets them through. */
+  private consent = new WeakSet<Caller>();
+
+  constructor(private d: RequestDeps) {}
+
+  consented(c: Caller): boolean {
+    return this.consent.has(c);
+  }
+
+  private consenting(c: Caller): Caller {
+    const minted: Caller = { account: c.account, session: c.session };
+    this.consent.add(minted);
+    return minted;
+  }
+
+  /** Holds a send that contacts_only refused; under block_all (or any other refusal) it stands. */
+  async hold(c: Caller, req: W.SendRequest, parent: StoredMessage | null, refused: MailError): Promise<W.SendResponse> {
+    const { policy, recipient: rid } = refused.details;
+    if (policy !== 'contacts_only' || typeof rid !== 'string') throw refused;
+    const recipient = await this.d.store.getAccount(rid);
+    if (!recipient) throw refused;
+    const s = c.account.id;
+    const r = recipient.id;
+    const parties = { sender: incarnationOf(c.account), recipient: incarnationOf(recipient) };
+    const request = await this.request(r, s, parties);
+    if (request?.state === 'declined') throw declinedError(r, policy);
+    const held = await this.held(r, s);
+    if (req.idempotency_key !== undefined) {
+      const same = held.find((h) => h.value.req.idempotency_key === req.idempotency_key);
+      if (same) {
+        if (JSON.stringify(same.value.req) !== JSON.stringify(withoutFlag(req)))
+          throw new MailError('idempotency_conflict', `idempotency key ${req.idempotency_key} was used for a different message`, { message_id: same.value.messageId });
+        return this.answer(c, same.value, parent, r, true);
+      }
+    }
+    if (held.length >= HELD_PER_REQUEST_MAX) throw tooMany(r);
+    const now = this.d.clock.now();
+    const record: HeldRecord = { messageId: this.d.ids.messageId(), req: withoutFlag(req), session: c.session?.id ?? null, at: now, ...parties };
+    const id = `${heldPrefix(r, s)}${record.messageId}`;
+    let opened = false;
+    if (!request) {
+      const value = JSON.stringify({ state: 'pending', at: now, ...parties } satisfies RequestRecord);
+      // First writer wins: of concurrent first holds, one asks.
+      opened = (await this.d.store.insertRecords([{ kind: REC.contactRequest, id: requestId(r, s), value, updatedAt: now }])).length === 1;
+      if (opened) await this.d.store.putRecord({ kind: REC.contactAsked, id: `${s}|${r}`, value: '{}', updatedAt: now });
+    }
+    await this.d.store.putRecord({ kind: REC.contactHeld, id, value: JSON.stringify(record), updatedAt: now });
+    const settled = await this.settle(c, recipient, id, record, parent, refused);
+    if (settled) return settled;
+    if (opened) await this.ask(c, recipient, record);
+    return this.answer(c, record, parent, r, false);
+  }
+
+  /** An accept or decline that listed the pair's held messages before this one was written has
+   *  missed it: settle it as they would have. Holds that raced past the limit give theirs back. */
+  private async settle(c: Caller, recipient: AccountRecord, id: string, record: HeldRecord, parent: StoredMessage | null, refused: MailError): Promise<W.SendResponse | null> {
+    const r = recipient.id;
+    const s = c.account.id;
+    const [contact, row, held] = await Promise.all([
+      this.d.store.hasContact(r, s),
+      this.d.store.getRecord(REC.contactRequest, requestId(r, s)),
+      this.d.store.listRecords(REC.contactHeld, heldPrefix(r, s), HELD_LIST),
+    ]);
+    const state = row ? parse<RequestRecord>(row).state : null;
+    const over = held.findIndex((x) => x.id === id) >= HELD_PER_REQUEST_MAX;
+    if (!contact && state === 'pending' && !over) return null;
+    // Whoever deletes the record delivers or returns it (deleteRecord is true for one caller).
+    if (!(await this.d.store.deleteRecord(REC.contactHeld, id))) return this.answer(c, record, parent, r, false);
+    if (contact) return (await this.d.deliver(this.consenting(c), record.req, parent, record.messageId)).answer;
+    if (over) throw tooMany(r);
+    throw state === 'declined' ? declinedError(r, 'contacts_only') : refused;
+  }
+
+  /** The one request mail of a pair: who asks, what waits, how to answer. */
+  private async ask(c: Caller, recipient: AccountRecord, first: HeldRecord): Promise<void> {
+    const s = c.account.id;
+    const body = [
+      `${s} asks to write to you: your contact policy (contacts_only) refused its mail.`,
+      `1 message waits for your answer: "${first.req.subject}". Later ones join this request (at most ${HELD_PER_REQUEST_MAX}); m4a contacts list counts them.`,
+      '',
+      `Accept (${s} becomes a contact and the waiting mail is delivered): m4a contacts accept ${s}`,
+      `Decline (the waiting mail goes back to ${s}, and its further requests are refused): m4a contacts decline ${s}`,
+    ].join('\n');
+    try {
+      await this.d.deliver(
+        this.consenting(c),
+        { to: { kind: 'direct', participant: recipient.id }, subject: clipUtf8(`Contact request from ${s}`, LIMITS.subjectBytes), body: clipUtf8(body, LIMITS.bodyBytes) },
+        null,
+      );
+    } catch (err) {
+      // The message is held and the request listed either way: a failed ask must not fail the send.
+      this.d.log.warn({ err: err instanceof Error ? err.message : String(err), sender: s, recipient: recipient.id }, 'contact request mail failed');
+    }
+  }
+
+  private async answer(c: Caller, h: HeldRecord, parent: StoredMessage | null, recipient: string, duplicate: boolean): Promise<W.SendResponse> {
+    const from = callerAddress(c);
+    const to = formatAddress(h.req.to);
+    const printed = await this.d.printAll([from, to]);
+    return {
+      message_id: h.messageId,
+      from: printed.get(from) ?? from,
+      thread_id: parent ? parent.threadId : h.messageId,
+      to: printed.get(to) ?? to,
+      redirected: false,
+      duplicate,
+      held: { recipient, policy: 'contacts_only' },
+    };
+  }
+
+  /** The pair's request, unless none or one made by removed accounts of these names. */
+  private async request(r: string, s: string, parties: { sender: string; recipient: string }): Promise<RequestRecord | null> {
+    const row = await this.d.store.getRecord(REC.contactRequest, requestId(r, s));
+    if (!row) return null;
+    const v = parse<RequestRecord>(row);
+    if (v.sender === parties.sender && v.recipient === parties.recipient) return v;
+    await this.forget(r, s);
+    return null;
+  }
+
+  private async held(r: string, s: string): Promise<{ id: string; value: HeldRecord }[]> {
+    return (await this.d.store.listRecords(REC.contactHeld, heldPrefix(r, s), HELD_LIST)).map((row) => ({ id: row.id, value: parse<HeldRecord>(row) }));
+  }
+
+  /** Delivers the pair's held messages, oldest first, as their sender (its account read again: a
+   *  removed sender, or a new account of its name, gets nothing delivered and its records go).
+   *  Each goes to the one caller whose deleteRecord removed it. Returns the ids delivered. */
+  async release(recipient: AccountRecord, s: string): Promise<string[]> {
+    const held = await this.held(recipient.id, s);
+    if (held.length === 0) return [];
+    const sender = await this.d.store.getAccount(s);
+    const delivered: string[] = [];
+    for (const { id, value: h } of held) {
+      if (!(await this.d.store.deleteRecord(REC.contactHeld, id))) continue;
+      if (!sender || h.sender !== incarnationOf(sender) || h.recipient !== incarnationOf(recipient)) continue;
+      const session = h.session ? await this.d.store.getSession(s, h.session) : null;
+      const c = this.consenting({ account: sender, session });
+      const parent = h.req.reply_to ? await this.d.store.getMessage(h.req.reply_to) : null;
+      const req: W.SendRequest = { ...h.req };
+      if (!parent) delete req.reply_to;
+      try {
+        await this.deliverHeld(c, req, parent, h, recipient.id);
+      } catch (err) {
+        // Still undelivered: held again, so a later accept delivers it.
+        await this.d.store.putRecord({ kind: REC.contactHeld, id, value: JSON.stringify(h), updatedAt: this.d.clock.now() });
+        throw err;
+      }
+      delivered.push(h.messageId);
+    }
+    return delivered;
+  }
+
+  /** Where it was written; if that session has ended since, to the recipient's account. */
+  private async deliverHeld(c: Caller, req: W.SendRequest, parent: StoredMessage | null, h: HeldRecord, recipient: string): Promise<void> {
+    try {
+      await this.d.deliver(c, req, parent, h.messageId);
+    } catch (err) {
+      if (!(err instanceof MailError) || (err.code !== 'session_ended' && err.code !== 'unknown_session')) throw err;
+      await this.d.deliver(c, { ...req, to: { kind: 'direct', participant: recipient } }, parent, h.messageId);
+    }
+  }
+
+  /** Marks the pair's request declined and returns each held message to its sender once, as mail
+   *  from `mailbox`. A pair with no pending request returns nothing. */
+  async decline(recipient: AccountRecord, s: string): Promise<number> {
+    const r = recipient.id;
+    const sender = await this.d.store.getAccount(s);
+    const parties = sender ? { sender: incarnationOf(sender), recipient: incarnationOf(recipient) } : null;
+    const request = parties ? await this.request(r, s, parties) : null;
+    const held = await this.held(r, s);
+    if (request) {
+      // Declined first, so a send racing this one is refused rather than joining what is returned.
+      await this.d.store.putRecord({ kind: REC.contactRequest, id: requestId(r, s), value: JSON.stringify({ ...request, state: 'declined' }), updatedAt: this.d.clock.now() });
+    }
+    const mailbox = await this.d.store.getAccount(MAILBOX_ACCOUNT);
+    let returned = 0;
+    for (const { id, value: h } of held) {
+      if (!(await this.d.store.deleteRecord(REC.contactHeld, id))) continue;
+      if (!sender || !mailbox || h.sender !== incarnationOf(sender) || h.recipient !== incarnationOf(recipient)) continue;
+      const quoted = h.req.body
+        .split('\n')
+        .map((l) => `> ${l}`)
+        .join('\n');
+      await this.d.deliver(
+        { account: mailbox, session: null },
+        {
+          to: { kind: 'direct', participant: s },
+          subject: clipUtf8(`Your message to ${r} was declined: ${h.req.subject}`, LIMITS.subjectBytes),
+          body: clipUtf8(`${r} declined your contact request; this message (${h.messageId}) was not delivered:\n\n${quoted}`, LIMITS.bodyBytes),
+        },
+        null,
+      );
+      returned++;
+    }
+    return returned;
+  }
+
+  /** The pair's request and the sender's index of it go (the recipient added the sender). */
+  async forget(r: string, s: string): Promise<void> {
+    await Promise.all([this.d.store.deleteRecord(REC.contactRequest, requestId(r, s)), this.d.store.deleteRecord(REC.contactAsked, `${s}|${r}`)]);
+  }
+
+  /** Requests others made of this account. */
+  async incoming(me: AccountRecord): Promise<ContactRequestOut[]> {
+    const rows = await this.d.store.listRecords(REC.contactRequest, `${me.id}|`, REQUESTS_LIST);
+    const out = await Promise.all(
+      rows.map(async (row) => {
+        const v = parse<RequestRecord>(row);
+        const s = row.id.slice(me.id.length + 1);
+        if (v.recipient !== incarnationOf(me)) return null;
+        return { account: s, at: iso(v.at), held: (await this.held(me.id, s)).length, state: v.state };
+      }),
+    );
+    return out.filter((x) => x !== null);
+  }
+
+  /** Requests this account made of others. */
+  async outgoing(me: AccountRecord): Promise<ContactRequestOut[]> {
+    const rows = await this.d.store.listRecords(REC.contactAsked, `${me.id}|`, REQUESTS_LIST);
+    const out = await Promise.all(
+      rows.map(async (row) => {
+        const r = row.id.slice(me.id.length + 1);
+        const req = await this.d.store.getRecord(REC.contactRequest, requestId(r, me.id));
+        const v = req ? parse<RequestRecord>(req) : null;
+        if (!v || v.sender !== incarnationOf(me)) return null;
+        return { account: r, at: iso(v.at), held: (await this.held(r, me.id)).length, state: v.state };
+      }),
+    );
+    return out.filter((x) => x !== null);
+  }
+}
+
+function withoutFlag(req: W.SendRequest): W.SendRequest {
+  const { request_contact: _flag, ...rest } = req;
+  return rest;
+}
+
+function tooMany(recipient: string): MailError {
+  return new MailError('rate_limited', `${HELD_PER_REQUEST_MAX} messages already wait for ${recipient}'s answer to your contact request`, { limit: HELD_PER_REQUEST_MAX });
+}
