@@ -17,6 +17,8 @@ import type { LoopGuard } from './loop-guard.js';
 import type { Receipts } from './receipts.js';
 import { sentBy } from './incarnation.js';
 import { callerAddress, need, type Caller } from './mail-engine.js';
+import type { AttentionBook } from './attention.js';
+import { noticeHeld } from './attention-notices.js';
 
 /** What reading needs from the mail engine. */
 export interface ReadDeps {
@@ -28,6 +30,8 @@ export interface ReadDeps {
   receipts: Receipts;
   addresses: ShortAddresses;
   scope(c: Caller): Promise<ReaderScope>;
+  /** Quiet hours: what they hold is not announced by a notice until they end. */
+  attention?: AttentionBook;
 }
 
 export class MailReads {
@@ -108,6 +112,18 @@ export class MailReads {
         return { items, nextSeq: page.next_cursor ? decodeCursor(page.next_cursor) : null };
       },
       quiet: (id) => this.d.loops.verdict(id),
+      ...(this.d.attention
+        ? {
+            held: noticeHeld({
+              attention: this.d.attention,
+              store: this.d.store,
+              account: c.account.id,
+              lineage: session.lineage,
+              scope: () => this.d.scope(c),
+              printAll: (compacts) => this.d.addresses.printAll(compacts),
+            }),
+          }
+        : {}),
     });
   }
 

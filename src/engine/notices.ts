@@ -12,6 +12,7 @@ import type * as H from '../wire/hooks.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './log.js';
 import { REC } from './wake-records.js';
+import { HELD_NOTICES_MAX, type NoticeHeld } from './attention-notices.js';
 
 export interface NoticeState {
   /** Highest seq shown: by an inbox page, a wait, or listed by a hook notice. */
@@ -25,6 +26,9 @@ export interface NoticeState {
   /** Highest seq a page filtered to one thread showed, for the last few threads (memory only): such
    *  a page says nothing of other threads, so it cannot move `shown`. */
   threads: Map<string, number>;
+  /** Mail a quiet period kept from a notice that moved `shown` past it (attention-notices.ts): told
+   *  by the first notice after the period. */
+  held: string[];
 }
 
 /** One fewer than Claude Code's own cap of 8, so our guard always decides first. */
@@ -48,11 +52,14 @@ export const shownKey = (account: string, lineage: string | null): string => key
 export interface NoticeDeps {
   page(afterSeq: number, waitSecs: number): Promise<{ items: H.NoticeItem[]; nextSeq: number | null }>;
   quiet(messageId: string): Promise<boolean>;
+  /** Quiet hours (engine/attention.ts): which mail a period holds, and held mail to tell after it. */
+  held?: NoticeHeld;
 }
 
 interface Saved {
   noticed: number;
   listening: boolean;
+  held?: string[];
 }
 
 export class NoticeBook {
@@ -78,7 +85,7 @@ export class NoticeBook {
   /** The state in memory (fresh if none): for readers that must not wait on the store. */
   get(key: string): NoticeState {
     let s = this.states.get(key);
-    if (!s) this.states.set(key, (s = { shown: 0, blocks: 0, lastToolNotice: 0, listening: false, hooked: false, threads: new Map() }));
+    if (!s) this.states.set(key, (s = { shown: 0, blocks: 0, lastToolNotice: 0, listening: false, hooked: false, threads: new Map(), held: [] }));
     return s;
   }
 
@@ -103,6 +110,7 @@ export class NoticeBook {
             const saved = JSON.parse(r.value) as Saved;
             st.shown = Math.max(st.shown, saved.noticed);
             st.listening = saved.listening;
+            st.held = saved.held ?? [];
           }
           return st;
         },
@@ -148,7 +156,7 @@ export class NoticeBook {
     for (const key of keys) {
       const st = this.states.get(key);
       if (!st) continue;
-      const value: Saved = { noticed: st.shown, listening: st.listening };
+      const value: Saved = { noticed: st.shown, listening: st.listening, ...(st.held.length > 0 ? { held: st.held } : {}) };
       rows.push({ kind: REC.notice, id: key, value: JSON.stringify(value), updatedAt: this.clock.now() });
     }
     this.writing = this.writing.then(async () => {
@@ -183,11 +191,11 @@ export class NoticeBook {
   async notice(key: string, req: H.NoticeRequest, deps: NoticeDeps): Promise<H.NoticeResponse> {
     const st = await this.state(key);
     st.hooked = true;
-    const before = { shown: st.shown, listening: st.listening };
+    const before = { shown: st.shown, listening: st.listening, held: st.held };
     try {
       return await this.rules(st, req, deps);
     } finally {
-      if (st.shown !== before.shown || st.listening !== before.listening) await this.save(key);
+      if (st.shown !== before.shown || st.listening !== before.listening || st.held !== before.held) await this.save(key);
     }
   }
 
@@ -203,13 +211,36 @@ export class NoticeBook {
     });
     if (req.event === 'tool' && now - st.lastToolNotice < TOOL_NOTICE_EVERY_MS) return answer([], false);
     const waits = req.event === 'stop' || req.event === 'live';
-    const page = await deps.page(st.shown, waits ? (req.wait_secs ?? 0) : 0);
-    // Mail the loop guard quieted is in the inbox but wakes nobody.
-    const quiet = await Promise.all(page.items.map((m) => deps.quiet(m.message_id)));
-    const mail = page.items.filter((_, i) => !quiet[i]);
+    // Quiet hours: mail a period held from earlier notices is told once no period is in force; a
+    // wait ends no later than the period, so what it holds is told at its end.
+    const quietHours = (await deps.held?.quiet()) ?? null;
+    const released = !quietHours && st.held.length > 0 && deps.held ? await deps.held.items(st.held) : [];
+    let waitSecs = waits && released.length === 0 ? (req.wait_secs ?? 0) : 0;
+    if (quietHours?.until != null) waitSecs = Math.min(waitSecs, Math.max(0, (quietHours.until - now) / 1000));
+    const deadline = now + waitSecs * 1000;
+    let page: { items: H.NoticeItem[]; nextSeq: number | null };
+    let mail: H.NoticeItem[];
+    let heldNow: string[] = [];
     const showAll = (): void => {
       if (page.nextSeq !== null) st.shown = Math.max(st.shown, page.nextSeq);
+      // Consumed: what was released is told now; what this page held waits for the period's end.
+      if (released.length > 0 || heldNow.length > 0) st.held = [...(released.length > 0 ? [] : st.held), ...heldNow].slice(-HELD_NOTICES_MAX);
     };
+    for (let round = 0; ; round++) {
+      page = await deps.page(st.shown, waitSecs);
+      // Mail the loop guard quieted is in the inbox but wakes nobody.
+      const quiet = await Promise.all(page.items.map((m) => deps.quiet(m.message_id)));
+      const items = page.items.filter((_, i) => !quiet[i]);
+      const held = quietHours && items.length > 0 ? await quietHours.holds(items.map((m) => m.message_id)) : [];
+      heldNow = items.filter((_, i) => held[i]).map((m) => m.message_id);
+      mail = [...released, ...items.filter((_, i) => !held[i])];
+      // Only held mail came: a waiting hook passes over it (kept in `held`) and waits on, so a
+      // listening Stop hook neither blocks for it nor returns at once to ask again.
+      const left = (deadline - this.clock.now()) / 1000;
+      if (mail.length > 0 || heldNow.length === 0 || !waits || left <= 0 || round >= 8) break;
+      showAll();
+      waitSecs = left;
+    }
     if (mail.length === 0) {
       // Only quieted mail (or none): pass over it silently, so a listening hook waits for real news.
       if (req.event !== 'peek') showAll();

@@ -16,7 +16,7 @@ export function recipientFor(scope: ReaderScope, toKey: MailKey): string {
 }
 
 /** Attempts the dispatcher records itself, not an adapter: their detail is safe for the sender. */
-const OWN_VERDICTS = new Set(['wait', 'loop-guard']);
+const OWN_VERDICTS = new Set(['wait', 'loop-guard', 'attention']);
 
 /** Surfaced facts this daemon knows are stored (re-reading a page writes nothing): a bounded set. */
 const KNOWN_MAX = 100_000;

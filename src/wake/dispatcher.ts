@@ -11,6 +11,7 @@ import type { WakeChains } from '../engine/wake-chains.js';
 import { senderAddress } from '../engine/present.js';
 import { attemptId, recipientOf, REC, type AttemptRecord, type ChainRecord } from '../engine/wake-records.js';
 import type { WakeAdapter, WakeRequest, WakeSession } from './types.js';
+import { HeldWakes } from './held-wakes.js';
 
 export interface DispatcherOptions {
   engine: MailEngine;
@@ -42,22 +43,46 @@ export class WakeDispatcher {
   private running = new Map<string, Promise<void>>();
   private controller = new AbortController();
   private unsubscribe: (() => void) | null = null;
+  private offAttention: (() => void) | null = null;
   private seq = 0;
+  /** Wakes quiet hours hold (held-wakes.ts). */
+  readonly held: HeldWakes;
   /** Counters for tests and `doctor`. */
   readonly stats = { considered: 0, awake: 0, runs: 0, signalled: 0, failed: 0 };
 
-  constructor(private o: DispatcherOptions) {}
+  constructor(private o: DispatcherOptions) {
+    this.held = new HeldWakes({
+      engine: o.engine,
+      record: (mail, recipient, a) => this.record(mail, recipient, a),
+      eventId: () => this.eventId(),
+      picked: async (t) => (await this.pickSession(t))?.record.lineage ?? null,
+      wake: async (t, m) => {
+        const chain = await this.o.chains.chainFor(t.account, t.lineage);
+        if (chain && (chain.rooms || !m.toKey.startsWith('r:')) && !this.controller.signal.aborted) this.enqueue(t, m, chain);
+      },
+      warn: (msg, err) => this.warn(msg, err),
+    });
+  }
 
   start(): void {
     this.unsubscribe = this.o.engine.store.onCommit((e) => {
       const woken = this.o.engine.wokenBy(e.seq);
       for (const key of e.keys) void this.consider(key, e.seq, woken).catch((err: unknown) => this.warn('wake dispatch failed', err));
     });
+    // Quiet hours: a period's end wakes what it held; at start, periods that ended meanwhile do.
+    const attention = this.o.engine.attention;
+    this.offAttention = attention.onEnd((account) => void this.held.release(account));
+    void attention
+      .start()
+      .then(() => this.held.releaseAll())
+      .catch((err: unknown) => this.warn('starting quiet hours failed', err));
   }
 
   async close(): Promise<void> {
     this.unsubscribe?.();
+    this.offAttention?.();
     this.controller.abort();
+    await this.held.idle();
     for (const p of this.pending.values()) p.armed?.();
     this.pending.clear();
     await Promise.allSettled([...this.running.values()]);
@@ -65,7 +90,11 @@ export class WakeDispatcher {
 
   /** Waits until nothing is debouncing or running (tests). */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+    for (;;) {
+      await this.held.idle();
+      if (this.running.size === 0) return;
+      await Promise.allSettled([...this.running.values()]);
+    }
   }
 
   private warn(msg: string, err: unknown): void {
@@ -167,6 +196,9 @@ export class WakeDispatcher {
     const chain = await this.o.chains.chainFor(p.target.account, p.target.lineage);
     if (!chain) return;
     const session = await this.pickSession(p.target);
+    // Quiet hours: what a period holds waits for its end (held-wakes.ts); urgent mail never does.
+    mail = await this.held.hold(mail, recipient, p.target, session?.record.lineage ?? null);
+    if (mail.length === 0) return;
     if (session && session.record.hostId !== this.o.hostId) await this.sleep(this.o.foreignGraceMs ?? 2000);
     // Several daemons may share the store: the first to claim a (message, recipient) wakes it. A
     // store that is not shared has one daemon (the data directory's lock): nothing to claim.
