@@ -1,7 +1,7 @@
 // Teams in the browser (docs/teams.md, docs/web.md): the operator page lists each team with its
 // members, leaders, their grants and the latest recorded changes, read only; a person who is a
 // member of a team is offered team:NAME and leader:NAME in compose (and no other team's), and after
-// sending to one sees where the copies went, which reach the other members' inboxes.
+// sending to one sees where the copies went (and whom a contact policy refused), the copies reaching the other members' inboxes.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
@@ -141,6 +141,29 @@ describe('teams in the browser', { skip, timeout: 150_000 }, () => {
     assert.match((await page.locator('#send-expansion').textContent()) ?? '', /1 copy was delivered/);
     assert.equal((await rex.inbox()).messages.filter((m) => m.subject === 'Sign-off?').length, 0, 'rex leads nothing');
     assert.equal((await codex.inbox()).messages.filter((m) => m.subject === 'Sign-off?').length, 1);
+    await page.context().close();
+  });
+
+  it('the expansion names the members a contact policy refused, as text', T, async () => {
+    // A person's copies always pass a contact policy (docs/teams.md), so an agent's answer is drawn
+    // here by the page's own module, with a name that would be markup if it were ever parsed.
+    const page = await loggedIn('pia');
+    const drawn = await page.evaluate(async () => {
+      const w = globalThis as Page$;
+      const url = '/web/assets/send-expansion.js';
+      const m: Page$ = await import(url);
+      const card = m.expansionCard('team:core', {
+        message_id: 'm1',
+        to: 'team:core',
+        expanded: [{ to: 'rex', message_id: 'm1' }],
+        refused: [{ recipient: '<img src=x onerror=alert(1)>', policy: 'block_all' }],
+      });
+      w.document.querySelector('main').appendChild(card);
+      return { refused: [...card.querySelectorAll('ul.refused li')].map((li: Page$) => li.textContent), imgs: card.querySelectorAll('img').length, text: card.textContent };
+    });
+    assert.deepEqual(drawn.refused, ['<img src=x onerror=alert(1)> (block_all)']);
+    assert.equal(drawn.imgs, 0, 'never markup');
+    assert.match(drawn.text, /1 copy was delivered:rexRefused by their contact policy/);
     await page.context().close();
   });
 });
