@@ -5,8 +5,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { MailClient } from '../src/client/http-client.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { raw, STORE_KINDS, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { refused } from './support/refused.js';
+
+/** m4a_team over MCP: the parsed answer, or the error object of a refusal. */
+async function mcpTeam(url: string, secret: string, args: Record<string, unknown>): Promise<{ ok: boolean; body: any }> {
+  const client = new Client({ name: 'teams-test', version: '0.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', url), { requestInit: { headers: { Authorization: `Bearer ${secret}` } } }));
+  try {
+    const r = (await client.callTool({ name: 'm4a_team', arguments: args })) as { isError?: boolean; content: { text: string }[] };
+    return { ok: r.isError !== true, body: JSON.parse(r.content[0]!.text) };
+  } finally {
+    await client.close();
+  }
+}
 
 for (const storeKind of STORE_KINDS)
   describe(`teams: registry and roles (${storeKind})`, () => {
@@ -108,6 +122,21 @@ for (const storeKind of STORE_KINDS)
       assert.deepEqual((await op.admin.teamRevoke({ team: 'core', leader: 'bob', capability: 'team.manage_members' })).leaders, [{ account: 'alice', grants: [] }]);
     });
 
+    it('m4a_team over MCP: the granted leader adds and removes through its own credential; a plain member is refused by name', async () => {
+      await op.admin.teamGrant({ team: 'core', leader: 'alice', capability: 'team.manage_members' });
+      const add = await mcpTeam(d.url, secret.alice!, { action: 'member-add', team: 'core', account: 'eve' });
+      assert.equal(add.ok, true, JSON.stringify(add.body));
+      assert.deepEqual(add.body.members, ['alice', 'bob', 'carol', 'eve']);
+      const no = await mcpTeam(d.url, secret.carol!, { action: 'member-remove', team: 'core', account: 'eve' });
+      assert.equal(no.ok, false);
+      assert.equal(no.body.error.code, 'not_granted');
+      assert.equal(no.body.error.capability, 'team.manage_members');
+      assert.equal((await mcpTeam(d.url, secret.dan!, { action: 'show', team: 'core' })).body.error.code, 'not_team_member');
+      const rm = await mcpTeam(d.url, secret.alice!, { action: 'member-remove', team: 'core', account: 'eve' });
+      assert.deepEqual(rm.body.members, ['alice', 'bob', 'carol']);
+      await op.admin.teamRevoke({ team: 'core', leader: 'alice', capability: 'team.manage_members' });
+    });
+
     it('a non-member sees nothing of the team; a member sees it; bad actions are named', async () => {
       await refused(c.dan!.team.show('core'), 'not_team_member', { team: 'core' });
       await refused(c.dan!.team.memberAdd('core', 'dan'), 'not_team_member', { team: 'core' });
@@ -141,6 +170,10 @@ for (const storeKind of STORE_KINDS)
         ['operator', 'leader.add', 'alice', null],
         ['operator', 'member.remove', 'bob', null],
         ['operator', 'member.add', 'bob', null],
+        ['operator', 'grant', 'alice', 'team.manage_members'],
+        ['alice', 'member.add', 'eve', null],
+        ['alice', 'member.remove', 'eve', null],
+        ['operator', 'revoke', 'alice', 'team.manage_members'],
         ['operator', 'member.add', 'eve', null],
         ['operator', 'member.remove', 'eve', null],
       ]);
