@@ -229,6 +229,32 @@ for (const storeKind of STORE_KINDS) {
       );
     });
 
+    it('a held message claimed by a daemon that died is taken over once its claim is stale, and delivered once', async () => {
+      const [bob, b] = await fresh('bob');
+      const [carol, cc] = await fresh('carol');
+      await b.contacts.setPolicy('contacts_only');
+      const held = await cc.send({ ...mail(bob, 'stuck'), request_contact: true });
+      const [row] = await d.store.listRecords('contact_held', `${bob}|${carol}|`, 10);
+      assert.ok(row);
+      // Another daemon claimed it and has not finished: it is not delivered twice.
+      await d.store.insertRecords([{ kind: 'contact_claim', id: row.id, value: '{}', updatedAt: clock.now() }]);
+      assert.deepEqual((await b.contacts.accept(carol)).delivered, []);
+      assert.deepEqual(
+        (await b.contacts.list()).incoming.map((r) => [r.account, r.held]),
+        [[carol, 1]],
+        'still held, so the request stays listed',
+      );
+      clock.advance(6 * 60_000);
+      assert.deepEqual((await b.contacts.accept(carol)).delivered, [held.message_id]);
+      assert.deepEqual((await b.contacts.list()).incoming, []);
+      assert.deepEqual((await cc.contacts.list()).outgoing, []);
+      assert.deepEqual(
+        (await all(b)).filter((m) => m.subject === 'stuck').map((m) => m.message_id),
+        [held.message_id],
+      );
+      assert.deepEqual(await d.store.listRecords('contact_claim', `${bob}|`, 10), []);
+    });
+
     it(`holds at most ${HELD_PER_REQUEST_MAX} messages per request`, async () => {
       const [bob, b] = await fresh('bob');
       const [, cc] = await fresh('carol');

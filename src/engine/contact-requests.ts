@@ -7,6 +7,7 @@
 //   contact_request `<recipient>|<sender>`            → RequestRecord (pending or declined)
 //   contact_asked   `<sender>|<recipient>`            → {} (the sender's index of its requests)
 //   contact_held    `<recipient>|<sender>|<message id>` → HeldRecord (message ids sort by time)
+//   contact_claim   the held record's id → {}: who is delivering or returning it (see once())
 import { MailError } from '../wire/errors.js';
 import { formatAddress } from '../wire/address.js';
 import { LIMITS } from '../wire/limits.js';
@@ -55,6 +56,8 @@ interface HeldRecord {
 const HELD_LIST = HELD_PER_REQUEST_MAX * 4;
 /** Requests listed per account. */
 const REQUESTS_LIST = 1000;
+/** A claim this old belongs to a daemon that died between claiming and finishing: taken over. */
+const CLAIM_STALE_MS = 5 * 60_000;
 
 const requestId = (recipient: string, sender: string): string => `${recipient}|${sender}`;
 const heldPrefix = (recipient: string, sender: string): string => `${recipient}|${sender}|`;
@@ -138,11 +141,50 @@ export class ContactRequests {
     const state = row ? parse<RequestRecord>(row).state : null;
     const over = held.findIndex((x) => x.id === id) >= HELD_PER_REQUEST_MAX;
     if (!contact && state === 'pending' && !over) return null;
-    // Whoever deletes the record delivers or returns it (deleteRecord is true for one caller).
-    if (!(await this.d.store.deleteRecord(REC.contactHeld, id))) return this.answer(c, record, parent, r, false);
-    if (contact) return (await this.d.deliver(this.consenting(c), record.req, parent, record.messageId)).answer;
+    if (contact) {
+      const sent = await this.once(id, () => this.deliverHeld(this.consenting(c), record, parent, r));
+      return sent ? sent.result : this.answer(c, record, parent, r, false);
+    }
+    // Taken back; unless an accept or decline has it already (then it is theirs).
+    if (!(await this.once(id, () => Promise.resolve(true)))) return this.answer(c, record, parent, r, false);
     if (over) throw tooMany(r);
     throw state === 'declined' ? declinedError(r, 'contacts_only') : refused;
+  }
+
+  /** Runs `act` on the held message `id` for exactly one of the callers racing for it (accepts and
+   *  declines on any daemon, the hold itself): a claim record, first writer wins, says who acts,
+   *  and the held record goes only once act has committed, so a crash in between leaves it held
+   *  and claimed; a claim older than CLAIM_STALE_MS is taken over. act is idempotent (a fixed
+   *  idempotency key), so taking over a claim whose act did commit stores nothing twice. null: the
+   *  message is another caller's, or gone. */
+  private async once<T>(id: string, act: () => Promise<T>): Promise<{ result: T } | null> {
+    if (!(await this.claim(id))) return null;
+    // A caller that finished deleted the held record before its claim: claiming after it finds none.
+    if (!(await this.d.store.getRecord(REC.contactHeld, id))) {
+      await this.d.store.deleteRecord(REC.contactClaim, id);
+      return null;
+    }
+    let result: T;
+    try {
+      result = await act();
+    } catch (err) {
+      await this.d.store.deleteRecord(REC.contactClaim, id);
+      throw err;
+    }
+    const mine = await this.d.store.deleteRecord(REC.contactHeld, id);
+    await this.d.store.deleteRecord(REC.contactClaim, id);
+    return mine ? { result } : null;
+  }
+
+  private async claim(id: string): Promise<boolean> {
+    const now = this.d.clock.now();
+    const row = { kind: REC.contactClaim, id, value: '{}', updatedAt: now };
+    if ((await this.d.store.insertRecords([row])).length === 1) return true;
+    const standing = await this.d.store.getRecord(REC.contactClaim, id);
+    if (standing && now - standing.updatedAt < CLAIM_STALE_MS) return false;
+    // Its claimer died: of the callers taking it over, the one whose delete removed it.
+    if (standing && !(await this.d.store.deleteRecord(REC.contactClaim, id))) return false;
+    return (await this.d.store.insertRecords([row])).length === 1;
   }
 
   /** The one request mail of a pair: who asks, what waits, how to answer. */
@@ -198,39 +240,35 @@ export class ContactRequests {
 
   /** Delivers the pair's held messages, oldest first, as their sender (its account read again: a
    *  removed sender, or a new account of its name, gets nothing delivered and its records go).
-   *  Each goes to the one caller whose deleteRecord removed it. Returns the ids delivered. */
+   *  Each is delivered by one caller (once()). Returns the ids this call delivered. */
   async release(recipient: AccountRecord, s: string): Promise<string[]> {
     const held = await this.held(recipient.id, s);
     if (held.length === 0) return [];
     const sender = await this.d.store.getAccount(s);
     const delivered: string[] = [];
     for (const { id, value: h } of held) {
-      if (!(await this.d.store.deleteRecord(REC.contactHeld, id))) continue;
-      if (!sender || h.sender !== incarnationOf(sender) || h.recipient !== incarnationOf(recipient)) continue;
-      const session = h.session ? await this.d.store.getSession(s, h.session) : null;
-      const c = this.consenting({ account: sender, session });
-      const parent = h.req.reply_to ? await this.d.store.getMessage(h.req.reply_to) : null;
-      const req: W.SendRequest = { ...h.req };
-      if (!parent) delete req.reply_to;
-      try {
-        await this.deliverHeld(c, req, parent, h, recipient.id);
-      } catch (err) {
-        // Still undelivered: held again, so a later accept delivers it.
-        await this.d.store.putRecord({ kind: REC.contactHeld, id, value: JSON.stringify(h), updatedAt: this.d.clock.now() });
-        throw err;
+      if (!sender || h.sender !== incarnationOf(sender) || h.recipient !== incarnationOf(recipient)) {
+        await this.once(id, () => Promise.resolve(null));
+        continue;
       }
-      delivered.push(h.messageId);
+      const session = h.session ? await this.d.store.getSession(s, h.session) : null;
+      const parent = h.req.reply_to ? await this.d.store.getMessage(h.req.reply_to) : null;
+      if (await this.once(id, () => this.deliverHeld(this.consenting({ account: sender, session }), h, parent, recipient.id))) delivered.push(h.messageId);
     }
     return delivered;
   }
 
-  /** Where it was written; if that session has ended since, to the recipient's account. */
-  private async deliverHeld(c: Caller, req: W.SendRequest, parent: StoredMessage | null, h: HeldRecord, recipient: string): Promise<void> {
+  /** As its sender wrote it, under the promised id, where it was written; if that session has
+   *  ended since, to the recipient's account. Idempotent: its own key, never the sender's (that
+   *  one may name other mail of the sender's by now). */
+  private async deliverHeld(c: Caller, h: HeldRecord, parent: StoredMessage | null, recipient: string): Promise<W.SendResponse> {
+    const req: W.SendRequest = { ...h.req, idempotency_key: `contact-held ${h.messageId}` };
+    if (!parent) delete req.reply_to;
     try {
-      await this.d.deliver(c, req, parent, h.messageId);
+      return (await this.d.deliver(c, req, parent, h.messageId)).answer;
     } catch (err) {
       if (!(err instanceof MailError) || (err.code !== 'session_ended' && err.code !== 'unknown_session')) throw err;
-      await this.d.deliver(c, { ...req, to: { kind: 'direct', participant: recipient } }, parent, h.messageId);
+      return (await this.d.deliver(c, { ...req, to: { kind: 'direct', participant: recipient } }, parent, h.messageId)).answer;
     }
   }
 
@@ -249,27 +287,39 @@ export class ContactRequests {
     const mailbox = await this.d.store.getAccount(MAILBOX_ACCOUNT);
     let returned = 0;
     for (const { id, value: h } of held) {
-      if (!(await this.d.store.deleteRecord(REC.contactHeld, id))) continue;
-      if (!sender || !mailbox || h.sender !== incarnationOf(sender) || h.recipient !== incarnationOf(recipient)) continue;
-      const quoted = h.req.body
-        .split('\n')
-        .map((l) => `> ${l}`)
-        .join('\n');
-      await this.d.deliver(
-        { account: mailbox, session: null },
-        {
-          to: { kind: 'direct', participant: s },
-          subject: clipUtf8(`Your message to ${r} was declined: ${h.req.subject}`, LIMITS.subjectBytes),
-          body: clipUtf8(`${r} declined your contact request; this message (${h.messageId}) was not delivered:\n\n${quoted}`, LIMITS.bodyBytes),
-        },
-        null,
-      );
-      returned++;
+      if (!sender || !mailbox || h.sender !== incarnationOf(sender) || h.recipient !== incarnationOf(recipient)) {
+        await this.once(id, () => Promise.resolve(null));
+        continue;
+      }
+      if (await this.once(id, () => this.giveBack(mailbox, s, r, h))) returned++;
     }
     return returned;
   }
 
-  /** The pair's request and the sender's index of it go (the recipient added the sender). */
+  /** One held message back to its sender, from `mailbox` (idempotent, as deliverHeld is). */
+  private async giveBack(mailbox: AccountRecord, s: string, r: string, h: HeldRecord): Promise<void> {
+    const quoted = h.req.body
+      .split('\n')
+      .map((l) => `> ${l}`)
+      .join('\n');
+    await this.d.deliver(
+      { account: mailbox, session: null },
+      {
+        to: { kind: 'direct', participant: s },
+        subject: clipUtf8(`Your message to ${r} was declined: ${h.req.subject}`, LIMITS.subjectBytes),
+        body: clipUtf8(`${r} declined your contact request; this message (${h.messageId}) was not delivered:\n\n${quoted}`, LIMITS.bodyBytes),
+        idempotency_key: `contact-declined ${h.messageId}`,
+      },
+      null,
+    );
+  }
+
+  /** The request goes once nothing is held for it any more (the recipient added the sender). */
+  async forgetAnswered(r: string, s: string): Promise<void> {
+    if ((await this.held(r, s)).length === 0) await this.forget(r, s);
+  }
+
+  /** The pair's request and the sender's index of it go. */
   async forget(r: string, s: string): Promise<void> {
     await Promise.all([this.d.store.deleteRecord(REC.contactRequest, requestId(r, s)), this.d.store.deleteRecord(REC.contactAsked, `${s}|${r}`)]);
   }

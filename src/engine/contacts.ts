@@ -92,7 +92,8 @@ export class ContactBook {
     if ((await this.d.store.addContact(me.id, req.account, this.d.clock.now())) === 'no_account')
       throw new MailError('unknown_participant', `no account ${req.account}`, { participant: req.account });
     const delivered = await this.requests.release(me, req.account);
-    await this.requests.forget(me.id, req.account);
+    // What another caller is still delivering keeps the request listed until it is done.
+    await this.requests.forgetAnswered(me.id, req.account);
     return { ok: true, delivered };
   }
 

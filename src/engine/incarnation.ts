@@ -8,7 +8,7 @@ import { REC } from './wake-records.js';
 /** Records keyed `<message id>|<recipient>…`: what happened to one message for one recipient. */
 const PER_RECIPIENT = [REC.attempt, REC.claim, REC.surfaced];
 /** Records keyed `<one party>|<the other>[|…]`: a contact request between two accounts. */
-const CONTACT_KINDS = [REC.contactRequest, REC.contactAsked, REC.contactHeld];
+const CONTACT_KINDS = [REC.contactRequest, REC.contactAsked, REC.contactHeld, REC.contactClaim];
 /** As web-auth.ts names them: the password (id = account) and the login index (`account/…`). */
 const WEB_PASSWORD = 'web_password';
 const WEB_LOGIN_INDEX = 'web_session_of';

@@ -25,6 +25,8 @@ export const REC = {
   contactAsked: 'contact_asked',
   /** id: `<recipient>|<sender>|<message id>` → a message held for the request. */
   contactHeld: 'contact_held',
+  /** id: a contact_held id → {}: a caller is delivering or returning it (claimed at updatedAt). */
+  contactClaim: 'contact_claim',
 } as const;
 
 export interface ChainRecord {
