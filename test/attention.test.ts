@@ -208,6 +208,22 @@ describe('quiet hours', () => {
     assert.deepEqual((await fay.notice({ event: 'stop' })).mail, [], 'and only once');
   });
 
+  it('held mail a hook notice paged (and so "surfaced") still wakes through the chain when the period ends', async () => {
+    const kim = (await d.account('kim')).client;
+    await chain('kim');
+    await kim.attention({ mode: 'dnd', until: inSecs(2), account: true });
+    const held = await alice.send({ to: 'kim', subject: 'paged by a hook', body: 'x' });
+    await until('held', async () => (await d.engine.attention.heldCount('kim')) === 1);
+    assert.deepEqual((await kim.notice({ event: 'stop' })).mail, [], 'the hook holds it back');
+    await d.engine.receiptsSettled();
+    assert.ok((await alice.receipts(held.message_id)).receipts[0]!.surfaced_at, 'the notice page counts as surfaced');
+    await until('the chain ran after the end', async () => (await chainRuns(held.message_id, 'kim')) > 0, 8000);
+    assert.deepEqual(
+      (await kim.notice({ event: 'stop' })).mail.map((m) => m.message_id),
+      [held.message_id],
+    );
+  });
+
   it('a live notice during dnd waits at most until the period ends', async () => {
     const gus = (await d.account('gus')).client;
     await gus.notice({ event: 'live' });

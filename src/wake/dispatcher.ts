@@ -47,6 +47,8 @@ export class WakeDispatcher {
   private seq = 0;
   /** Wakes quiet hours hold (held-wakes.ts). */
   readonly held: HeldWakes;
+  /** Released held wakes whose "surfaced" came from a hook notice that held them back, not a read. */
+  private untold = new Set<string>();
   /** Counters for tests and `doctor`. */
   readonly stats = { considered: 0, awake: 0, runs: 0, signalled: 0, failed: 0 };
 
@@ -56,9 +58,11 @@ export class WakeDispatcher {
       record: (mail, recipient, a) => this.record(mail, recipient, a),
       eventId: () => this.eventId(),
       picked: async (t) => (await this.pickSession(t))?.record.lineage ?? null,
-      wake: async (t, m) => {
+      wake: async (t, m, untold) => {
         const chain = await this.o.chains.chainFor(t.account, t.lineage);
-        if (chain && (chain.rooms || !m.toKey.startsWith('r:')) && !this.controller.signal.aborted) this.enqueue(t, m, chain);
+        if (!chain || (!chain.rooms && m.toKey.startsWith('r:')) || this.controller.signal.aborted) return;
+        if (untold) this.untold.add(`${m.id}|${recipientOf(t.account, t.lineage)}`);
+        this.enqueue(t, m, chain);
       },
       warn: (msg, err) => this.warn(msg, err),
     });
@@ -190,7 +194,7 @@ export class WakeDispatcher {
     mail = mail.filter((_, i) => !verdicts[i]);
     // Read or acknowledged meanwhile: the agent is at it already.
     const seen = await Promise.all(mail.map((m) => e.store.getRecord(REC.surfaced, `${m.id}|${recipient}`)));
-    mail = mail.filter((_, i) => !seen[i]);
+    mail = mail.filter((m, i) => this.untold.delete(`${m.id}|${recipient}`) || !seen[i]);
     if (mail.length === 0) return;
 
     const chain = await this.o.chains.chainFor(p.target.account, p.target.lineage);

@@ -4,7 +4,7 @@
 // can read in the receipts. When a period of the account ends or changes, every held wake of the
 // account that nothing holds any more is deleted and handed back to the dispatcher as if it had
 // just arrived; deleteRecord's true means this daemon took it, so of several daemons one wakes it.
-import type { ReaderScope, StoredMessage } from '../store/types.js';
+import { lineageKeyPrefix, type ReaderScope, type StoredMessage } from '../store/types.js';
 import type { MailEngine } from '../engine/mail-engine.js';
 import { heldDetail, type Period } from '../engine/attention.js';
 import { heldId, REC, type AttemptRecord, type HeldWake } from '../engine/wake-records.js';
@@ -21,8 +21,9 @@ export interface HeldWakesOptions {
   eventId(): string;
   /** The lineage of the session the dispatcher would wake for this target, if any. */
   picked(t: HeldTarget): Promise<string | null>;
-  /** Wakes the message for the target through its chain, as if it had just arrived. */
-  wake(t: HeldTarget, m: StoredMessage): Promise<void>;
+  /** Wakes the message for the target through its chain, as if it had just arrived. `untold`: a
+   *  hook notice paged it and held it back, so its "surfaced" receipt does not mean it was read. */
+  wake(t: HeldTarget, m: StoredMessage, untold: boolean): Promise<void>;
   warn(msg: string, err: unknown): void;
 }
 
@@ -97,6 +98,7 @@ export class HeldWakes {
     const e = this.o.engine;
     const rows = [...(await e.store.listRecords(REC.held, `${account}|`, RELEASE_MAX)), ...(await e.store.listRecords(REC.held, `${account}/`, RELEASE_MAX))];
     const picks = new Map<string, string | null>();
+    const untold = rows.length > 0 ? await this.untoldByNotices(account) : new Set<string>();
     for (const r of rows) {
       const h = JSON.parse(r.value) as HeldWake;
       const m = await e.store.getMessage(h.messageId);
@@ -115,8 +117,16 @@ export class HeldWakes {
       // Acknowledged meanwhile: handled. (Read meanwhile: the dispatcher skips it by its receipt.)
       if ((await e.store.ackedAt(scopeOf(t.account, m), [{ seq: m.seq, toKey: m.toKey }])).size > 0) continue;
       this.released++;
-      await this.o.wake(t, m);
+      await this.o.wake(t, m, untold.has(m.id));
     }
+  }
+
+  /** Mail the account's hook notices held back (notices.ts keeps it in the lineage's record). */
+  private async untoldByNotices(account: string): Promise<Set<string>> {
+    const ids = new Set<string>();
+    for (const r of await this.o.engine.store.listRecords(REC.notice, lineageKeyPrefix(account), 1000))
+      for (const id of (JSON.parse(r.value) as { held?: string[] }).held ?? []) ids.add(id);
+    return ids;
   }
 }
 
