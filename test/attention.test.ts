@@ -118,7 +118,7 @@ describe('quiet hours', () => {
     assert.equal(await d.engine.attention.heldCount('bob'), 0);
   });
 
-  it('focus (this session) holds room mail, wakes for direct mail, and the end of a short until wakes the room mail once', async () => {
+  it('focus (this session) holds room mail and team copies, wakes for direct mail, and the end of a short until wakes the held mail once', async () => {
     const carol = (await d.account('carol')).secret;
     await chain('carol', true);
     await d.operator.admin.roomAdd('ops');
@@ -131,16 +131,20 @@ describe('quiet hours', () => {
     assert.equal(set.scope, me.address, 'the session is the scope by default');
     assert.equal(set.mode, 'focus');
     const scope = `carol/${(await d.engine.store.getSession('carol', me.address.split('/')[1]!))!.lineage}`;
+    await d.operator.admin.teamCreate({ name: 'crew', members: ['alice', 'carol'] });
     const room = await alice.send({ to: '#ops', subject: 'standup', body: 'x' });
+    const team = (await alice.send({ to: 'team:crew', subject: 'team copy', body: 'x' })).expanded!.find((x) => x.to === 'carol')!;
     const direct = await alice.send({ to: 'carol', subject: 'to you alone', body: 'x' });
     await until('the direct wake', () => woken('carol').includes(direct.message_id));
     const detail = await until('the held room attempt', () => heldDetail(room.message_id, 'carol'));
     assert.match(detail.detail, /^held: focus until \d{4}-\d\d-\d\dT/);
+    assert.match((await until('the held team attempt', () => heldDetail(team.message_id, 'carol'))).detail, /^held: focus until /);
     assert.ok(!woken('carol').includes(room.message_id), 'room mail waits under focus');
-    assert.equal(await d.engine.attention.heldCount(scope), 1);
-    await until('the room wake after the end', () => woken('carol').includes(room.message_id), 8000);
+    assert.ok(!woken('carol').includes(team.message_id), 'so does a team copy');
+    assert.equal(await d.engine.attention.heldCount(scope), 2);
+    await until('the held wakes after the end', () => woken('carol').includes(room.message_id) && woken('carol').includes(team.message_id), 8000);
     await quietFor(400);
-    assert.equal(woken('carol').filter((id) => id === room.message_id).length, 1, 'woken exactly once');
+    for (const id of [room.message_id, team.message_id]) assert.equal(woken('carol').filter((x) => x === id).length, 1, 'woken exactly once');
     assert.equal(await d.engine.attention.heldCount(scope), 0, 'nothing held any more');
   });
 
