@@ -214,7 +214,8 @@ export class NoticeBook {
     // Quiet hours: mail a period held from earlier notices is told once no period is in force; a
     // wait ends no later than the period, so what it holds is told at its end.
     const quietHours = (await deps.held?.quiet()) ?? null;
-    const released = !quietHours && st.held.length > 0 && deps.held ? await deps.held.items(st.held) : [];
+    const releasing = !quietHours && st.held.length > 0 && deps.held !== undefined;
+    const released = releasing ? await deps.held!.items(st.held) : [];
     let waitSecs = waits && released.length === 0 ? (req.wait_secs ?? 0) : 0;
     if (quietHours?.until != null) waitSecs = Math.min(waitSecs, Math.max(0, (quietHours.until - now) / 1000));
     const deadline = now + waitSecs * 1000;
@@ -224,7 +225,7 @@ export class NoticeBook {
     const showAll = (): void => {
       if (page.nextSeq !== null) st.shown = Math.max(st.shown, page.nextSeq);
       // Consumed: what was released is told now; what this page held waits for the period's end.
-      if (released.length > 0 || heldNow.length > 0) st.held = [...(released.length > 0 ? [] : st.held), ...heldNow].slice(-HELD_NOTICES_MAX);
+      if (releasing || heldNow.length > 0) st.held = [...(releasing ? [] : st.held), ...heldNow].slice(-HELD_NOTICES_MAX);
     };
     for (let round = 0; ; round++) {
       page = await deps.page(st.shown, waitSecs);
