@@ -302,6 +302,15 @@ for (const storeKind of STORE_KINDS) {
       const t = await b.task.create({ to: carol, title: 'for carol' });
       await b.contacts.setPolicy('block_all');
       await cc.task.update({ task_id: t.task_id, state: 'working' });
+      // A task that exists keeps its parties talking: its requester cancels it after the assignee
+      // shut its door, and the change and its mail both land (never the task changed, the mail refused).
+      await b.contacts.setPolicy('open');
+      const mine = await cc.task.create({ to: bob, title: 'cancel me later' });
+      await b.contacts.setPolicy('block_all');
+      const at = await head();
+      assert.equal((await cc.task.cancel({ task_id: mine.task_id })).state, 'canceled');
+      assert.equal(await head(), at + 1, 'the cancel is one message in the task thread');
+      assert.equal((await b.task.get({ task_id: mine.task_id })).state, 'canceled');
     });
 
     it('the operator sets any policy; an agent only its own; mailbox stays open', async () => {

@@ -12,6 +12,7 @@ import { sentBy } from './incarnation.js';
 import { MAILBOX_ACCOUNT } from './timers.js';
 import { ContactRequests, type RequestDeps } from './contact-requests.js';
 import type { Caller } from './mail-engine.js';
+import type { TaskMark } from './tasks.js';
 
 export type ContactDeps = RequestDeps;
 
@@ -40,12 +41,16 @@ export class ContactBook {
    *  - contacts_only admits the recipient's contacts and those sharing a room or team with it that
    *    is not an everyone-room (everyone shares those, so they would make the policy mean nothing);
    *  - block_all admits nobody else. */
-  async admit(c: Caller, target: Recipient, parent: StoredMessage | null): Promise<void> {
+  async admit(c: Caller, target: Recipient, parent: StoredMessage | null, task: TaskMark | null = null): Promise<void> {
     if (target.key.startsWith('r:')) return;
     const r = target.accounts[0];
     if (r === undefined || r === c.account.id) return;
     if (c.account.kind === 'human' || c.account.id === MAILBOX_ACCOUNT || this.requests.consented(c)) return;
-    const recipient = await this.d.store.getAccount(r);
+    // A change of a task that exists: its creation passed the policy, and its parties must go on
+    // hearing of it (a cancel must not be refused after the task row changed).
+    if (task && task.version > 1) return;
+    // resolveRecipient read the account already: the policy costs no second read.
+    const recipient = target.account ?? (await this.d.store.getAccount(r));
     if (!recipient || recipient.contactPolicy === 'open') return;
     if (parent && sentBy(recipient, parent) && (await this.sentToCaller(parent, c))) return;
     if (recipient.contactPolicy === 'contacts_only' && (await this.knows(recipient.id, c.account.id))) return;

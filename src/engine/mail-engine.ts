@@ -140,7 +140,7 @@ export class MailEngine {
       idempotencyWindowMs,
       scope,
       teams: { send: (c, req, parent) => this.teams.send(c, req, parent) },
-      contacts: { admit: (c, target, parent) => this.contacts.admit(c, target, parent), hold: (c, req, parent, err) => this.contacts.hold(c, req, parent, err) },
+      contacts: { admit: (c, target, parent, task) => this.contacts.admit(c, target, parent, task), hold: (c, req, parent, err) => this.contacts.hold(c, req, parent, err) },
     });
     this.timerOps = new TimerOps({ store: this.store, clock: o.clock, ids: this.ids, log: this.log, pollMs: o.timerPollMs, send: (c, req) => this.post.send(c, req) });
     this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses });

@@ -37,7 +37,7 @@ export interface PostDeps {
   /** The recipient's contact policy (contacts.ts): admit throws contact_refused; a send with
    *  request_contact that was refused is held for a contact request instead (hold). */
   contacts: {
-    admit(c: Caller, target: Recipient, parent: StoredMessage | null): Promise<void>;
+    admit(c: Caller, target: Recipient, parent: StoredMessage | null, task: TaskMark | null): Promise<void>;
     hold(c: Caller, req: W.SendRequest, parent: StoredMessage | null, refused: MailError): Promise<W.SendResponse>;
   };
 }
@@ -128,7 +128,7 @@ export class MailPost {
     const now = this.d.clock.now();
     if (isTeamAddress(req.to)) throw new MailError('internal', 'team: and leader: mail is expanded before deliver');
     const target = await resolveRecipient(this.d.store, this.d.sessions, req.to, parent, now, c.account);
-    await this.d.contacts.admit(c, target, parent);
+    await this.d.contacts.admit(c, target, parent, task);
     if (opts.writtenTo !== undefined) target.address = opts.writtenTo;
     const refs = req.refs ?? [];
     const fingerprint = req.idempotency_key

@@ -19,6 +19,8 @@ export interface Recipient {
   session?: SessionRecord;
   /** A pi or omp session that is not running: the mail waits until its conversation resumes. */
   waiting?: true;
+  /** The recipient account of direct and session mail, as read to resolve it (its contact policy). */
+  account?: AccountRecord;
 }
 
 /** A room takes posts from its members only, unless it is open; the operator, who administers
@@ -33,7 +35,7 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Sing
   }
   const account = await store.getAccount(to.participant);
   if (!account) throw new MailError('unknown_participant', `no account ${to.participant}`, { participant: to.participant });
-  if (to.kind === 'direct') return { key: keyOfAccount(account.id), address: account.id, redirected: false, accounts: [account.id] };
+  if (to.kind === 'direct') return { key: keyOfAccount(account.id), address: account.id, redirected: false, accounts: [account.id], account };
 
   const session = await sessionFor(store, book, account.id, to.session, parent);
   const live = await liveEnd(store, book, session, now);
@@ -44,6 +46,7 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Sing
       redirected: live.id !== session.id,
       accounts: [account.id],
       session: live,
+      account,
     };
   }
   // A pi or omp conversation resumes with its extension, which delivers what waited for it.
@@ -56,10 +59,11 @@ export async function resolveRecipient(store: Store, book: SessionBook, to: Sing
       accounts: [account.id],
       session: end,
       waiting: true,
+      account,
     };
   }
   if (parent && parent.fromAccount === account.id && parent.fromSession !== null && (await sameLineage(store, account.id, parent.fromSession, session))) {
-    return { key: keyOfAccount(account.id), address: account.id, redirected: true, accounts: [account.id] };
+    return { key: keyOfAccount(account.id), address: account.id, redirected: true, accounts: [account.id], account };
   }
   throw new MailError('session_ended', `session ${to.session} of ${account.id} has ended; write to the account instead`, { account: account.id });
 }
