@@ -192,7 +192,17 @@ export class MailEngine {
       scope,
       head: () => this.lastSeq,
     });
-    this.reads = new MailReads({ store: this.store, clock: o.clock, reader, notices: this.notices, loops: this.loops, receipts: this.receipts, addresses: this.addresses, scope, attention: this.attention });
+    this.reads = new MailReads({
+      store: this.store,
+      clock: o.clock,
+      reader,
+      notices: this.notices,
+      loops: this.loops,
+      receipts: this.receipts,
+      addresses: this.addresses,
+      scope,
+      attention: this.attention,
+    });
     this.push = new MailPush({ clock: o.clock, read: (c, req, door) => this.reads.read(c, req, door, true), headSeq: () => this.store.headSeq() });
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {

@@ -94,7 +94,11 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   lease_exhausted: { http: 409, mcp: 'tool_error', meaning: 'the pooled task was claimed max_attempts times without ending: it failed {task_id, attempts}' },
   unknown_team: { http: 404, mcp: 'tool_error', meaning: 'no team of that name (a room without roles is not a team) {team}' },
   not_team_member: { http: 403, mcp: 'tool_error', meaning: 'only a current member of the team may do that {team}' },
-  not_granted: { http: 403, mcp: 'tool_error', meaning: 'the caller is not a leader of the team holding that capability, or the change is reserved to the operator {team, capability}' },
+  not_granted: {
+    http: 403,
+    mcp: 'tool_error',
+    meaning: 'the caller is not a leader of the team holding that capability, or the change is reserved to the operator {team, capability}',
+  },
   no_recipients: { http: 409, mcp: 'tool_error', meaning: 'team: or leader: reaches nobody but the sender {team}' },
   contact_refused: { http: 403, mcp: 'tool_error', meaning: "the recipient's contact policy refuses mail from the caller; nothing was stored {recipient, policy}" },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },

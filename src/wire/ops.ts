@@ -39,8 +39,14 @@ export const SendResponse = z.object({
   quiet: z.string().optional().describe('present when the loop guard stored the message without waking anyone, and why'),
   not_running: z.literal(true).optional().describe('the recipient (a pi or omp session) is not running: the mail waits until it resumes'),
   /** team: and leader: sends: one copy per recipient account (message_id is the first one's). */
-  expanded: z.array(z.object({ to: z.string(), message_id: z.string() })).optional().describe('team: or leader: mail: the copy each member got'),
-  refused: z.array(z.object({ recipient: z.string(), policy: z.string() })).optional().describe('team members whose contact policy refused the copy'),
+  expanded: z
+    .array(z.object({ to: z.string(), message_id: z.string() }))
+    .optional()
+    .describe('team: or leader: mail: the copy each member got'),
+  refused: z
+    .array(z.object({ recipient: z.string(), policy: z.string() }))
+    .optional()
+    .describe('team members whose contact policy refused the copy'),
   /** Held for a contact request: delivered when the recipient accepts, returned once if it declines. */
   held: z.object({ recipient: z.string(), policy: z.string() }).optional().describe('held until the recipient accepts your contact request'),
 });

@@ -329,7 +329,13 @@ class MemoryStore implements Store {
     return this.teams.setLeader(room, account, leader, change);
   }
 
-  async setGrant(room: string, account: string, capability: TeamCapability, granted: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'> {
+  async setGrant(
+    room: string,
+    account: string,
+    capability: TeamCapability,
+    granted: boolean,
+    change: TeamChange,
+  ): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'> {
     if (!this.rooms.has(room)) return 'no_room';
     return this.teams.setGrant(room, account, capability, granted, change);
   }

@@ -36,9 +36,7 @@ export class MemoryTeams {
   leadersOf(room: string): TeamLeader[] {
     const m = this.leaders.get(room);
     if (!m) return [];
-    return [...m]
-      .sort(([a], [b]) => binaryCompare(a, b))
-      .map(([account, grants]) => ({ account, grants: [...grants].sort(binaryCompare) }));
+    return [...m].sort(([a], [b]) => binaryCompare(a, b)).map(([account, grants]) => ({ account, grants: [...grants].sort(binaryCompare) }));
   }
 
   /** A membership ended: so does its leadership, with its grants. */

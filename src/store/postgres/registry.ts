@@ -1,7 +1,18 @@
 // The registry of the PostgreSQL store: meta, accounts, rooms and their members, listeners, and the
 // generic records. Creating or removing a participant empties its keys in the same transaction
 // (purge.ts; an account's tasks, tasks.ts; its leases end, leases.ts) under the head lock (locks.ts).
-import { keyOfAccount, keyOfRoom, type AccountRecord, type NewAccount, type RecordRow, type RecordSweep, type Removal, type RoomOptions, type RoomRecord, type TeamChange } from '../types.js';
+import {
+  keyOfAccount,
+  keyOfRoom,
+  type AccountRecord,
+  type NewAccount,
+  type RecordRow,
+  type RecordSweep,
+  type Removal,
+  type RoomOptions,
+  type RoomRecord,
+  type TeamChange,
+} from '../types.js';
 import { accountParams, toAccount, type AccountRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
 import { endAccountLeases } from './leases.js';

@@ -81,7 +81,13 @@ export class PgTeams {
     });
   }
 
-  async setGrant(room: string, account: string, capability: TeamCapability, granted: boolean, change: TeamChange): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'> {
+  async setGrant(
+    room: string,
+    account: string,
+    capability: TeamCapability,
+    granted: boolean,
+    change: TeamChange,
+  ): Promise<'ok' | 'unchanged' | 'no_room' | 'not_team' | 'not_leader'> {
     return this.sql.begin(async (tx) => {
       await lockRegistry(tx);
       const [r] = await tx<{ team: number }[]>`SELECT team FROM rooms WHERE name = ${room}`;
