@@ -259,16 +259,26 @@ export class ContactRequests {
   }
 
   /** As its sender wrote it, under the promised id, where it was written; if that session has
-   *  ended since, to the recipient's account. Idempotent: its own key, never the sender's (that
-   *  one may name other mail of the sender's by now). */
+   *  ended since, to the recipient's account. Idempotent: under the sender's own key if it gave one
+   *  (so its retry after the acceptance is this message, not a second copy), else, or when that key
+   *  names other mail of the sender's by now, under a key of its own. */
   private async deliverHeld(c: Caller, h: HeldRecord, parent: StoredMessage | null, recipient: string): Promise<W.SendResponse> {
-    const req: W.SendRequest = { ...h.req, idempotency_key: `contact-held ${h.messageId}` };
+    const own = `contact-held ${h.messageId}`;
+    const req: W.SendRequest = { ...h.req, idempotency_key: h.req.idempotency_key ?? own };
     if (!parent) delete req.reply_to;
+    const to = async (r: W.SendRequest): Promise<W.SendResponse> => {
+      try {
+        return (await this.d.deliver(c, r, parent, h.messageId)).answer;
+      } catch (err) {
+        if (!(err instanceof MailError) || (err.code !== 'session_ended' && err.code !== 'unknown_session')) throw err;
+        return (await this.d.deliver(c, { ...r, to: { kind: 'direct', participant: recipient } }, parent, h.messageId)).answer;
+      }
+    };
     try {
-      return (await this.d.deliver(c, req, parent, h.messageId)).answer;
+      return await to(req);
     } catch (err) {
-      if (!(err instanceof MailError) || (err.code !== 'session_ended' && err.code !== 'unknown_session')) throw err;
-      return (await this.d.deliver(c, { ...req, to: { kind: 'direct', participant: recipient } }, parent, h.messageId)).answer;
+      if (!(err instanceof MailError) || err.code !== 'idempotency_conflict' || req.idempotency_key === own) throw err;
+      return to({ ...req, idempotency_key: own });
     }
   }
 

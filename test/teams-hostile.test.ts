@@ -1,0 +1,45 @@
+// The attacker's pass over issue #17 (teams, contact requests, quiet hours): each test is a hole
+// that was found and closed.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ManualClock } from '../src/engine/clock.js';
+import type { MailClient } from '../src/client/http-client.js';
+import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+
+const mail = (to: string, subject: string, body = `about ${subject}`) => ({ to, subject, body });
+const all = async (c: MailClient) => (await c.inbox({ include_acked: true, limit: 200 })).messages;
+
+describe('teams, contacts and quiet hours against a hostile caller', () => {
+  let d: TestDaemon;
+  const clock = new ManualClock(Date.now());
+  let n = 0;
+  const fresh = async (name: string): Promise<[string, MailClient]> => {
+    const id = `${name}${++n}`;
+    return [id, (await d.account(id)).client];
+  };
+
+  before(async () => {
+    d = await startTestDaemon({ clock });
+  });
+  after(async () => {
+    await d.stop();
+  });
+
+  it('a held message retried with its idempotency key after acceptance is the delivered one, not a second copy', async () => {
+    const [bob, b] = await fresh('bob');
+    const [carol, cc] = await fresh('carol');
+    await b.contacts.setPolicy('contacts_only');
+    const send = { ...mail(bob, 'once'), request_contact: true, idempotency_key: 'k-once' };
+    const held = await cc.send(send);
+    assert.ok(held.held);
+    assert.deepEqual((await b.contacts.accept(carol)).delivered, [held.message_id]);
+    // The sender never saw the first answer (a timeout) and retries: the contact admits it now.
+    const retry = await cc.send(send);
+    assert.equal(retry.message_id, held.message_id);
+    assert.equal(retry.duplicate, true);
+    assert.deepEqual(
+      (await all(b)).filter((m) => m.subject === 'once').map((m) => m.message_id),
+      [held.message_id],
+    );
+  });
+});
