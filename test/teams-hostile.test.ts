@@ -42,4 +42,23 @@ describe('teams, contacts and quiet hours against a hostile caller', () => {
       [held.message_id],
     );
   });
+
+  it("a held message the sender's retry stored first (admitted meanwhile) is not delivered again on acceptance", async () => {
+    const [bob, b] = await fresh('bob');
+    const [carol, cc] = await fresh('carol');
+    await b.contacts.setPolicy('contacts_only');
+    const send = { ...mail(bob, 'twice?'), request_contact: true, idempotency_key: 'k-twice' };
+    assert.ok((await cc.send(send)).held);
+    // A shared room admits carol now: its retry is stored as mail.
+    await d.operator.admin.roomAdd(`both${n}`);
+    await d.operator.admin.memberAdd(`both${n}`, bob);
+    await d.operator.admin.memberAdd(`both${n}`, carol);
+    const stored = await cc.send(send);
+    assert.equal(stored.held, undefined);
+    assert.deepEqual((await b.contacts.accept(carol)).delivered, [stored.message_id]);
+    assert.deepEqual(
+      (await all(b)).filter((m) => m.subject === 'twice?').map((m) => m.message_id),
+      [stored.message_id],
+    );
+  });
 });

@@ -253,7 +253,9 @@ export class ContactRequests {
       }
       const session = h.session ? await this.d.store.getSession(s, h.session) : null;
       const parent = h.req.reply_to ? await this.d.store.getMessage(h.req.reply_to) : null;
-      if (await this.once(id, () => this.deliverHeld(this.consenting({ account: sender, session }), h, parent, recipient.id))) delivered.push(h.messageId);
+      // The id stored: the promised one, or the sender's retry's if that was admitted first.
+      const sent = await this.once(id, () => this.deliverHeld(this.consenting({ account: sender, session }), h, parent, recipient.id));
+      if (sent) delivered.push(sent.result.message_id);
     }
     return delivered;
   }
