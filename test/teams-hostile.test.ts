@@ -61,4 +61,20 @@ describe('teams, contacts and quiet hours against a hostile caller', () => {
       [stored.message_id],
     );
   });
+
+  it("removing an account that is a team member records the end of its membership in the team's changes", async () => {
+    const [ann] = await fresh('ann');
+    const [ben] = await fresh('ben');
+    const team = `crew${n}`;
+    await d.operator.admin.teamCreate({ name: team, members: [ann, ben] });
+    await d.operator.admin.teamLeaderAdd(team, ben);
+    await d.operator.admin.accountRemove(ben);
+    const shown = await d.operator.admin.teamShow({ team });
+    assert.deepEqual(shown.members, [ann]);
+    assert.deepEqual(shown.leaders, []);
+    assert.deepEqual(
+      shown.changes.slice(0, 1).map((x) => [x.action, x.account, x.by]),
+      [['member.remove', ben, 'operator']],
+    );
+  });
 });

@@ -81,7 +81,14 @@ export class AdminOps {
     this.operatorOnly(c);
     if (id === c.account.id) throw new MailError('malformed', 'the operator cannot remove itself', { field: 'id', reason: 'self' });
     if (id === MAILBOX_ACCOUNT) throw new MailError('malformed', 'mailbox is reserved: reminders come from it', { field: 'id', reason: 'reserved' });
-    if (await this.e.store.getAccount(id)) await this.e.tasks.pool.releaseHeldBy(id);
+    if (await this.e.store.getAccount(id)) {
+      await this.e.tasks.pool.releaseHeldBy(id);
+      // The removal ends its team memberships too: each is recorded, as every change of a team is.
+      for (const name of await this.e.store.roomsOf(id)) {
+        const r = await this.e.store.getRoom(name);
+        if (r?.team) await this.e.store.removeMember(name, id, { room: name, at: this.e.clock.now(), by: c.account.id, action: 'member.remove', account: id, capability: null });
+      }
+    }
     const removed = await this.e.store.removeAccount(id, accountSweep(id));
     if (!removed) throw new MailError('unknown_participant', `no account ${id}`, { participant: id });
     this.e.accountRemoved(id);
