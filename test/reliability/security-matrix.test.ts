@@ -180,6 +180,16 @@ describe('security matrix', () => {
       '/admin/user/passwd': { id: 'alice', password: 'long enough password' },
       '/admin/user/revoke-sessions': { id: 'alice' },
       '/admin/daemon/stop': { when: 'now' },
+      '/admin/team/create': { name: 'mallory-team', members: ['alice', 'bob'] },
+      '/admin/team/member/add': { team: 'ops', account: 'bob' },
+      '/admin/team/member/remove': { team: 'ops', account: 'alice' },
+      '/admin/team/leader/add': { team: 'ops', account: 'alice' },
+      '/admin/team/leader/remove': { team: 'ops', account: 'alice' },
+      '/admin/team/grant': { team: 'ops', leader: 'alice', capability: 'team.manage_members' },
+      '/admin/team/revoke': { team: 'ops', leader: 'alice', capability: 'team.manage_members' },
+      '/admin/team/list': {},
+      '/admin/team/show': { team: 'ops' },
+      '/admin/account/policy': { account: 'bob', policy: 'block_all' },
     };
     const paths = OPERATION_NAMES.filter((n) => OPERATIONS[n].callers.includes('operator')).map((n) => OPERATIONS[n].path);
     for (const p of paths) assert.ok(p in bodies, `a body for ${p}`);
