@@ -3,6 +3,8 @@
 // the ordinary send path.
 import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
+import { LIMITS } from '../wire/limits.js';
+import { clipUtf8 } from '../wire/text.js';
 import type { Address } from '../wire/address.js';
 import type * as W from '../wire/ops.js';
 import type * as WK from '../wire/wake.js';
@@ -71,7 +73,13 @@ export class TimerOps {
     const origin = t.team !== undefined ? ` (team ${t.team}, set by ${t.setBy ?? 'a leader'})` : '';
     await this.d.send(
       { account, session: null },
-      { to, subject: `Reminder: ${t.note}`, body: `Reminder ${t.id}${origin}, set at ${set}:\n${t.note}`, idempotency_key: idempotencyKey },
+      // A team reminder's subject names who set it: from mailbox it would read as the member's own.
+      {
+        to,
+        subject: t.team !== undefined ? clipUtf8(`Reminder from ${t.setBy ?? 'a leader'} (team ${t.team}): ${t.note}`, LIMITS.subjectBytes) : `Reminder: ${t.note}`,
+        body: `Reminder ${t.id}${origin}, set at ${set}:\n${t.note}`,
+        idempotency_key: idempotencyKey,
+      },
     );
   }
 
