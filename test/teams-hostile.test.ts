@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../src/engine/clock.js';
 import type { MailClient } from '../src/client/http-client.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { refused } from './support/refused.js';
+import { TEAM_TIMERS_PER_ACCOUNT } from '../src/engine/timers.js';
 
 const mail = (to: string, subject: string, body = `about ${subject}`) => ({ to, subject, body });
 const all = async (c: MailClient) => (await c.inbox({ include_acked: true, limit: 200 })).messages;
@@ -76,5 +78,18 @@ describe('teams, contacts and quiet hours against a hostile caller', () => {
       shown.changes.slice(0, 1).map((x) => [x.action, x.account, x.by]),
       [['member.remove', ben, 'operator']],
     );
+  });
+
+  it("a leader's team reminders take at most TEAM_TIMERS_PER_ACCOUNT of a member's timers: the member can still set its own", async () => {
+    const [lea, l] = await fresh('lea');
+    const [mo, m] = await fresh('mo');
+    const team = `squad${n}`;
+    await d.operator.admin.teamCreate({ name: team, members: [lea, mo] });
+    await d.operator.admin.teamLeaderAdd(team, lea);
+    await d.operator.admin.teamGrant({ team, leader: lea, capability: 'timer.schedule_team' });
+    for (let i = 0; i < TEAM_TIMERS_PER_ACCOUNT; i++) await l.team.remind({ team, in_secs: 3600, note: `spam ${i}` });
+    await refused(l.team.remind({ team, in_secs: 3600, note: 'one more' }), 'rate_limited', { limit: TEAM_TIMERS_PER_ACCOUNT, account: mo });
+    assert.equal((await m.timers()).timers.length, TEAM_TIMERS_PER_ACCOUNT);
+    await m.remind(60, 'my own', true);
   });
 });

@@ -18,6 +18,8 @@ export const MAILBOX_ACCOUNT = 'mailbox';
 export const TIMER_POLL_MS = 30_000;
 /** Timers per account: a bound on what a caller can make the daemon keep. */
 export const TIMERS_PER_ACCOUNT = 1000;
+/** Of those, team reminders (set by a leader) at most: a leader cannot take all of a member's. */
+export const TEAM_TIMERS_PER_ACCOUNT = 100;
 
 export interface TimerRecord {
   id: string;
@@ -69,17 +71,19 @@ export class TimerBook {
   /** A team reminder: one account-wide timer per account, naming the team and who set it. Every
    *  account is checked first, so a full one refuses the whole request before any is made. */
   async setForTeam(accounts: readonly string[], inSecs: number, note: string, origin: { team: string; by: string }): Promise<TimerOut[]> {
-    for (const a of accounts) await this.roomFor(a);
+    for (const a of accounts) await this.roomFor(a, true);
     const made = accounts.map((a) => ({ ...this.make(a, null, inSecs, note), team: origin.team, setBy: origin.by }));
     await Promise.all(made.map((t) => this.save(t)));
     this.rearm();
     return made.map(present);
   }
 
-  private async roomFor(account: string): Promise<void> {
+  private async roomFor(account: string, team = false): Promise<void> {
     const existing = await this.store.listRecords(REC.timer, `${account}|`, TIMERS_PER_ACCOUNT);
     if (existing.length >= TIMERS_PER_ACCOUNT)
       throw new MailError('rate_limited', `account ${account} has ${TIMERS_PER_ACCOUNT} timers; clear some first`, { limit: TIMERS_PER_ACCOUNT, account });
+    if (team && existing.filter((r) => (JSON.parse(r.value) as TimerRecord).team !== undefined).length >= TEAM_TIMERS_PER_ACCOUNT)
+      throw new MailError('rate_limited', `account ${account} has ${TEAM_TIMERS_PER_ACCOUNT} team reminders; it clears some first`, { limit: TEAM_TIMERS_PER_ACCOUNT, account });
   }
 
   private make(account: string, own: TimerOwner['session'], inSecs: number, note: string): TimerRecord {
