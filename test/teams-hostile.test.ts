@@ -92,4 +92,24 @@ describe('teams, contacts and quiet hours against a hostile caller', () => {
     assert.equal((await m.timers()).timers.length, TEAM_TIMERS_PER_ACCOUNT);
     await m.remind(60, 'my own', true);
   });
+
+  it('a granted leader cannot pull an account past its contact policy into the team (teammates are known to contacts_only)', async () => {
+    const [lou, l] = await fresh('lou');
+    const [vic, v] = await fresh('vic');
+    const [ned, nn] = await fresh('ned');
+    const team = `pull${n}`;
+    await d.operator.admin.teamCreate({ name: team, members: [lou] });
+    await d.operator.admin.teamLeaderAdd(team, lou);
+    await d.operator.admin.teamGrant({ team, leader: lou, capability: 'team.manage_members' });
+    await v.contacts.setPolicy('contacts_only');
+    await refused(l.send(mail(vic, 'hi')), 'contact_refused');
+    await refused(l.team.memberAdd(team, vic), 'contact_refused', { recipient: vic, policy: 'contacts_only' });
+    assert.deepEqual((await d.operator.admin.teamShow({ team })).members, [lou], 'nothing changed');
+    await refused(l.send(mail(vic, 'hi again')), 'contact_refused');
+    // An account that takes the leader's mail can be added; the operator adds anyone.
+    await nn.contacts.setPolicy('contacts_only');
+    await nn.contacts.add(lou);
+    assert.deepEqual((await l.team.memberAdd(team, ned)).members, [lou, ned]);
+    await d.operator.admin.teamMemberAdd(team, vic);
+  });
 });

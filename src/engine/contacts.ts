@@ -6,7 +6,7 @@
 import { MailError } from '../wire/errors.js';
 import type * as CT from '../wire/contacts.js';
 import type * as W from '../wire/ops.js';
-import { isKeyOfAccount, type AccountRecord, type StoredMessage } from '../store/types.js';
+import { isKeyOfAccount, keyOfAccount, type AccountRecord, type StoredMessage } from '../store/types.js';
 import type { Recipient } from './recipients.js';
 import { sentBy } from './incarnation.js';
 import { MAILBOX_ACCOUNT } from './timers.js';
@@ -55,6 +55,13 @@ export class ContactBook {
     if (parent && sentBy(recipient, parent) && (await this.sentToCaller(parent, c))) return;
     if (recipient.contactPolicy === 'contacts_only' && (await this.knows(recipient.id, c.account.id))) return;
     throw refusal(recipient.id, recipient.contactPolicy);
+  }
+
+  /** Whether the account's policy takes the caller's mail (a leader adding it to a team: teammates
+   *  are known to contacts_only, so the addition must not be the way past the policy). */
+  async admitsMail(c: Caller, account: string): Promise<void> {
+    const a = await this.d.store.getAccount(account);
+    if (a) await this.admit(c, { key: keyOfAccount(a.id), address: a.id, redirected: false, accounts: [a.id], account: a }, null);
   }
 
   private async sentToCaller(m: StoredMessage, c: Caller): Promise<boolean> {

@@ -170,6 +170,7 @@ export class MailEngine {
       setTeamTimers: (accounts, inSecs, note, origin) => this.timerOps.setForTeam(accounts, inSecs, note, origin),
       roomsChanged: (account) => this.roomsChanged(account),
       releaseHeldBy: (account, room) => this.tasks.pool.releaseHeldBy(account, room),
+      admitsMail: (c, account) => this.contacts.admitsMail(c, account),
     });
     this.contacts = new ContactBook({
       store: this.store,

@@ -21,6 +21,8 @@ export interface TeamDeps extends TeamSendDeps, TeamTimerDeps {
   roomsChanged(account: string): void;
   /** A member who leaves gives back the team's pooled tasks it holds. */
   releaseHeldBy(account: string, room: string): Promise<void>;
+  /** contact_refused unless the account's contact policy takes the caller's mail (contacts.ts). */
+  admitsMail(c: Caller, account: string): Promise<void>;
 }
 
 const DEFAULT_CHANGES = 50;
@@ -124,8 +126,11 @@ export class TeamBook {
       needGrant(r, c, 'team.manage_members');
       if (req.account === undefined) throw new MailError('malformed', `${req.action} needs account`, { field: 'account', reason: 'missing' });
       const target = { team: req.team, account: req.account };
-      if (req.action === 'member-add') await this.addMember(c, target);
-      else {
+      if (req.action === 'member-add') {
+        // A teammate is known to contacts_only: a leader adds only who takes its mail already.
+        await this.d.admitsMail(c, req.account);
+        await this.addMember(c, target);
+      } else {
         if (req.account === c.account.id || r.leaders.some((l) => l.account === req.account))
           throw new MailError('not_granted', `removing ${req.account === c.account.id ? 'yourself' : `the leader ${req.account}`} from team ${req.team} is the operator's`, {
             team: req.team,
