@@ -112,4 +112,12 @@ describe('teams, contacts and quiet hours against a hostile caller', () => {
     assert.deepEqual((await l.team.memberAdd(team, ned)).members, [lou, ned]);
     await d.operator.admin.teamMemberAdd(team, vic);
   });
+
+  it("open for the account also ends its sessions' periods: a session's dnd without an end is never left holding the account's wakes", async () => {
+    const [, b] = await fresh('bea');
+    assert.equal((await b.attention({ mode: 'dnd' })).mode, 'dnd');
+    // Any credential of the account can undo it, even when the session that set it is gone.
+    assert.equal((await b.attention({ mode: 'open', account: true })).mode, 'open');
+    assert.equal((await b.attention({})).mode, 'open', 'the session period ended too');
+  });
 });

@@ -81,8 +81,13 @@ export class AttentionBook {
         throw new MailError('too_large', `until is at most ${ATTENTION_MAX_SECS} s ahead`, { field: 'until', limit: ATTENTION_MAX_SECS, actual: secs });
     }
     if (req.mode === 'open') {
-      await this.d.store.deleteRecord(REC.attention, scope);
-      this.forget(scope);
+      // The account's open ends its sessions' periods too: one set without an end by a session
+      // that is gone could otherwise never be ended, and would hold the account's wakes for good.
+      const lineages = req.account ? (await this.d.store.listRecords(REC.attention, `${scope}/`, HELD_COUNT_MAX)).map((r) => r.id) : [];
+      for (const s of [scope, ...lineages]) {
+        await this.d.store.deleteRecord(REC.attention, s);
+        this.forget(s);
+      }
       this.ended(scope);
     } else if (req.mode) {
       const saved: Saved = { mode: req.mode, until, at: now };
