@@ -10,9 +10,11 @@ import { runLeaseBurst, runLeaseRtt, type LeaseBurstSpec, type LeaseRttSpec } fr
 import { runStreamFixed, type StreamFixedSpec } from './loadgen/stream.js';
 import { runStreamWake, type StreamWakeSpec } from './loadgen/stream-wake.js';
 import { runStreamFanout, type StreamFanoutSpec } from './loadgen/stream-fanout.js';
+import { runTeamRtt, type TeamRttSpec } from './loadgen/teams.js';
 import { finish, readSpec } from './lib/spec.js';
 
-type Spec = FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec | LeaseRttSpec | LeaseBurstSpec | StreamFixedSpec | StreamWakeSpec | StreamFanoutSpec;
+type Spec =
+  FixedSpec | WakeSpec | FanoutSpec | WaitersSpec | McpStdioSpec | SoakSpec | LeaseRttSpec | LeaseBurstSpec | StreamFixedSpec | StreamWakeSpec | StreamFanoutSpec | TeamRttSpec;
 
 function run(spec: Spec): Promise<unknown> {
   switch (spec.mode) {
@@ -38,6 +40,8 @@ function run(spec: Spec): Promise<unknown> {
       return runStreamWake(spec);
     case 'stream-fanout':
       return runStreamFanout(spec);
+    case 'team-rtt':
+      return runTeamRtt(spec);
     default:
       return Promise.reject(new Error(`unknown mode ${(spec as { mode: string }).mode}`));
   }

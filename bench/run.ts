@@ -3,7 +3,7 @@
 // table and writes JSON (and, for full-size runs, docs/bench-latency.svg). Never part of `npm test`.
 //
 //   --quick                 scaled-down sizes: the whole run in about a minute
-//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, flood, leases, pgwake, soak
+//   --only a,b              scenarios: throughput, latency, wake, fanout, waiters, cold, mcp, profile, durability, wakechain, flood, leases, pgwake, teams, soak
 //   --soak MINUTES          also run the soak (mixed load; memory and latency per window)
 //   --out FILE              JSON output (default bench-results/<timestamp>.json)
 //   --svg FILE              chart output (default docs/bench-latency.svg on full runs, beside the JSON on --quick)
@@ -31,6 +31,7 @@ import { wakeChain } from './scenarios/wake-chain.js';
 import { idleFlood } from './scenarios/idle-flood.js';
 import { leases } from './scenarios/leases.js';
 import { pgWake } from './scenarios/pg-wake.js';
+import { teams } from './scenarios/teams.js';
 import { targetTable } from './lib/targets.js';
 
 const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promise<ScenarioResult>> = {
@@ -48,8 +49,9 @@ const SCENARIOS: Record<string, (ctx: Ctx, o: { soakMinutes: number }) => Promis
   flood: idleFlood,
   leases,
   pgwake: pgWake,
+  teams,
 };
-const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain', 'flood', 'leases', 'pgwake'];
+const DEFAULT = ['throughput', 'latency', 'wake', 'fanout', 'waiters', 'cold', 'mcp', 'profile', 'durability', 'wakechain', 'flood', 'leases', 'pgwake', 'teams'];
 
 function machine() {
   const cpu = cpus();

@@ -29,6 +29,9 @@ export interface Sizes {
   leasePoolTasks: number;
   /** Rounds of the cross-daemon wake on PostgreSQL (each variant, and the raw LISTEN/NOTIFY beside it). */
   pgWakeRounds: number;
+  /** Scenario 15: a team's members besides the sender, and interleaved rounds of its five sends. */
+  teamMembers: number;
+  teamRounds: number;
 }
 
 export const FULL: Sizes = {
@@ -55,6 +58,8 @@ export const FULL: Sizes = {
   leaseBursts: 5,
   leasePoolTasks: 10,
   pgWakeRounds: 500,
+  teamMembers: 50,
+  teamRounds: 500,
 };
 
 export const QUICK: Sizes = {
@@ -81,4 +86,6 @@ export const QUICK: Sizes = {
   leaseBursts: 2,
   leasePoolTasks: 10,
   pgWakeRounds: 100,
+  teamMembers: 20,
+  teamRounds: 60,
 };

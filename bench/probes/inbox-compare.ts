@@ -1,8 +1,9 @@
 // The inbox page (50 with bodies, `POST /mail/inbox {}`, one request at a time), side by side: this
 // build and another (`--against DIR`, a checkout with its own dist/), each a daemon whose reader
 // holds `stored` messages; runs alternate between them so both see the same machine. `--prof` runs
-// this build's daemon under --cpu-prof and prints where its time went.
-//   node --import tsx bench/probes/inbox-compare.ts [stored=200] [requests=3000] [passes=4] [--against DIR] [--prof]
+// this build's daemon under --cpu-prof and prints where its time went. `--send` times the send
+// (the 200-byte one that fills the mailbox, one at a time) instead of the page.
+//   node --import tsx bench/probes/inbox-compare.ts [stored=200] [requests=3000] [passes=4] [--against DIR] [--prof] [--send]
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
@@ -28,10 +29,13 @@ async function main(): Promise<void> {
   const i = args.indexOf('--against');
   const against = i >= 0 ? args.splice(i, 2)[1] : undefined;
   const prof = args.includes('--prof');
+  const sends = args.includes('--send');
   const [stored = 200, requests = 3000, passes = 4] = args.filter((a) => !a.startsWith('--')).map(Number);
   const dir = tempDir('inbox-cmp');
   const builds: Build[] = [{ name: 'this build', prof: join(dir, 'prof-this'), p50: [], p99: [], cpuUs: [] }];
   if (against) builds.push({ name: `against ${against}`, cli: join(against, 'dist', 'cli', 'main.js'), prof: join(dir, 'prof-other'), p50: [], p99: [], cpuUs: [] });
+  const what = sends ? 'send' : 'inbox page';
+  const senders = new Map<Build, string>();
   const body = JSON.stringify({ to: 'in-r', subject: 'profiled', body: 'x'.repeat(200) });
   for (const [k, b] of builds.entries()) {
     const data = join(dir, `data-${k}`);
@@ -39,6 +43,7 @@ async function main(): Promise<void> {
     b.d = await startDaemon(data, { ...(b.cli ? { cli: b.cli } : {}), ...(prof && k === 0 ? { nodeFlags: ['--cpu-prof', '--cpu-prof-dir', b.prof] } : {}) });
     const secrets = await b.d.accounts(['in-s', 'in-r'], 2);
     b.reader = secrets.get('in-r');
+    senders.set(b, secrets.get('in-s')!);
     await runJson('loadgen.ts', { mode: 'fixed', port: b.d.port, path: '/mail/send', token: secrets.get('in-s'), body, concurrency: 8, count: stored, warmupPerConnection: 0 });
   }
   for (let p = 0; p < passes; p++) {
@@ -48,9 +53,9 @@ async function main(): Promise<void> {
       const r = await runJson<FixedResult>('loadgen.ts', {
         mode: 'fixed',
         port: d.port,
-        path: '/mail/inbox',
-        token: b.reader,
-        body: '{}',
+        path: sends ? '/mail/send' : '/mail/inbox',
+        token: sends ? senders.get(b) : b.reader,
+        body: sends ? body : '{}',
         concurrency: 1,
         count: requests,
         warmupPerConnection: 200,
@@ -64,7 +69,7 @@ async function main(): Promise<void> {
   for (const b of builds) await b.d?.stop();
   const med = (xs: number[]): number => summarize(xs).p50;
   for (const b of builds) {
-    process.stdout.write(`${b.name}: inbox page p50 ${med(b.p50).toFixed(3)} ms (passes: ${b.p50.map((x) => x.toFixed(3)).join(' ')}), p99 ${med(b.p99).toFixed(3)} ms\n`);
+    process.stdout.write(`${b.name}: ${what} p50 ${med(b.p50).toFixed(3)} ms (passes: ${b.p50.map((x) => x.toFixed(3)).join(' ')}), p99 ${med(b.p99).toFixed(3)} ms\n`);
     process.stdout.write(`  daemon CPU per request ${med(b.cpuUs).toFixed(0)} µs (passes: ${b.cpuUs.map((x) => x.toFixed(0)).join(' ')})\n`);
   }
   const [a, o] = builds;
