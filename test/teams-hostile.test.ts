@@ -113,6 +113,19 @@ describe('teams, contacts and quiet hours against a hostile caller', () => {
     await d.operator.admin.teamMemberAdd(team, vic);
   });
 
+  it('the reserved mailbox account joins no team: it reads nothing, so a copy to it would be swallowed', async () => {
+    const [lou, l] = await fresh('lou');
+    const team = `mbx${n}`;
+    await refused(d.operator.admin.teamCreate({ name: team, members: [lou, 'mailbox'] }), 'malformed', { field: 'account', reason: 'reserved' });
+    assert.equal(await d.store.getRoom(team), null, 'nothing made');
+    await d.operator.admin.teamCreate({ name: team, members: [lou] });
+    await d.operator.admin.teamLeaderAdd(team, lou);
+    await d.operator.admin.teamGrant({ team, leader: lou, capability: 'team.manage_members' });
+    await refused(d.operator.admin.teamMemberAdd(team, 'mailbox'), 'malformed', { reason: 'reserved' });
+    await refused(l.team.memberAdd(team, 'mailbox'), 'malformed', { reason: 'reserved' });
+    assert.deepEqual((await d.operator.admin.teamShow({ team })).members, [lou]);
+  });
+
   it("open for the account also ends its sessions' periods: a session's dnd without an end is never left holding the account's wakes", async () => {
     const [, b] = await fresh('bea');
     assert.equal((await b.attention({ mode: 'dnd' })).mode, 'dnd');

@@ -10,6 +10,7 @@ import type { Store, StoredMessage, TeamAction, TeamChange } from '../store/type
 import type { Clock } from './clock.js';
 import { iso } from './present.js';
 import type { Caller } from './mail-engine.js';
+import { MAILBOX_ACCOUNT } from './timers.js';
 import { getTeam, needGrant, presentTeam, teamOfMember } from './team-rules.js';
 import { teamSend, type TeamSendDeps } from './team-send.js';
 import { teamRemind, type TeamTimerDeps } from './team-timers.js';
@@ -26,6 +27,11 @@ export interface TeamDeps extends TeamSendDeps, TeamTimerDeps {
 }
 
 const DEFAULT_CHANGES = 50;
+
+/** `mailbox` sends reminders and reads nothing: as a member it would only swallow team copies. */
+function reservedRefused(account: string): void {
+  if (account === MAILBOX_ACCOUNT) throw new MailError('malformed', 'mailbox is reserved: reminders come from it', { field: 'account', reason: 'reserved' });
+}
 
 export class TeamBook {
   constructor(private d: TeamDeps) {}
@@ -47,7 +53,10 @@ export class TeamBook {
   async create(c: Caller, req: TM.TeamCreateRequest): Promise<TM.TeamOut> {
     this.operatorOnly(c);
     const members = [...new Set(req.members ?? [])];
-    for (const m of members) if (!(await this.d.store.getAccount(m))) throw new MailError('unknown_participant', `no account ${m}`, { participant: m });
+    for (const m of members) {
+      reservedRefused(m);
+      if (!(await this.d.store.getAccount(m))) throw new MailError('unknown_participant', `no account ${m}`, { participant: m });
+    }
     if ((await this.d.store.addRoom(req.name, this.d.clock.now(), { team: true, everyone: false, open: !!req.open })) === 'exists')
       throw new MailError('already_exists', `a room or team named ${req.name} exists`, { field: 'name' });
     for (const m of members) {
@@ -157,6 +166,7 @@ export class TeamBook {
 
   private async addMember(c: Caller, req: TM.TeamMemberRequest): Promise<void> {
     await getTeam(this.d.store, req.team);
+    reservedRefused(req.account);
     const r = await this.d.store.addMember(req.team, req.account, this.change(c, req.team, 'member.add', req.account));
     if (r === 'no_room') throw new MailError('unknown_team', `no team ${req.team}`, { team: req.team });
     if (r === 'no_account') throw new MailError('unknown_participant', `no account ${req.account}`, { participant: req.account });
