@@ -36,6 +36,14 @@ export class MemoryTasks implements TaskStore {
     return { kind: 'created', task: copy(stored) };
   }
 
+  /** Threads that open work holds: a task not yet terminal, an approval pending (retention). */
+  heldThreads(terminal: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    for (const t of this.tasks.values()) if (!terminal.includes(t.state)) out.add(t.threadId);
+    for (const a of this.approvals.values()) if (a.state === 'pending') out.add(a.threadId);
+    return out;
+  }
+
   async getTask(id: string): Promise<TaskRecord | null> {
     const t = this.tasks.get(id);
     return t ? copy(t) : null;
