@@ -12,6 +12,8 @@ import type * as WW from '../wire/web.js';
 import type { WebAuth } from './web-auth.js';
 import type * as IM from '../wire/import-omp-mail.js';
 import { OmpMailImport } from './import-omp-mail.js';
+import type * as IMX from '../wire/import-mail.js';
+import { MailImport } from './import-mail.js';
 
 export const OPERATOR_ACCOUNT = 'operator';
 
@@ -23,6 +25,7 @@ function presentAccount(a: NewAccount): A.AccountOut {
 
 export class AdminOps {
   private ompMail: OmpMailImport | undefined;
+  private mailImport: MailImport | undefined;
 
   constructor(
     private e: MailEngine,
@@ -213,6 +216,14 @@ export class AdminOps {
       namesChanged: () => e.namesChanged(),
     });
     return this.ompMail.run(req);
+  }
+
+  /** Another mailbox's mail and timers (import-mail.ts); the CLI made the accounts and teams. */
+  async importMail(c: Caller, source: IMX.MailImportSource, req: IMX.ImportMailRequest): Promise<IMX.ImportMailResponse> {
+    this.operatorOnly(c);
+    const e = this.e;
+    this.mailImport ??= new MailImport({ store: e.store, clock: e.clock, timersChanged: () => void e.tickTimers() });
+    return this.mailImport.run(source, req);
   }
 
   async userRevokeSessions(c: Caller, id: string): Promise<{ revoked: number }> {

@@ -7,3 +7,10 @@ export const IMPORT_LIMITS = {
   nameBytes: 128,
   cwdBytes: 4096,
 } as const;
+
+/** The bounds of one `m4a import interagentmail|agent-mail` request (wire/import-mail.ts). */
+export const MAIL_IMPORT_LIMITS = {
+  messages: 1000,
+  timers: 1000,
+  idBytes: 256,
+} as const;
