@@ -28,6 +28,10 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   { names: ['guard'], load: async () => (await import('./guard-commands.js')).registerGuard },
   { names: ['reserve', 'lease'], load: async () => (await import('./lease-commands.js')).registerLeases },
   { names: ['import'], load: async () => (await import('./import-commands.js')).registerImport },
+  { names: ['backup', 'restore', 'export'], load: async () => (await import('./backup-commands.js')).registerBackup },
+  { names: ['report'], load: async () => (await import('./report-commands.js')).registerReport },
+  { names: ['open'], load: async () => (await import('./open-commands.js')).registerOpen },
+  { names: ['search'], load: async () => (await import('./search-commands.js')).registerSearch },
 ];
 
 /** The groups a command line (argv after the script) needs: none for one of main.ts's own

@@ -2,6 +2,7 @@
 // given the daemon's socket, falling back to HTTP (stream-route.ts). It imports only the wire
 // layer, so it can become its own package. Named errors from the daemon come back as MailError
 // with their inputs, whichever door carried them.
+import type { SearchRequest as SearchInput, SearchResponse } from '../wire/search.js';
 import type { Agent } from 'node:http';
 import { createRequire } from 'node:module';
 import { AGENT_SESSION_HEADER } from '../wire/capabilities.js';
@@ -11,11 +12,13 @@ import type * as A from '../wire/admin.js';
 import type * as H from '../wire/hooks.js';
 import type * as WK from '../wire/wake.js';
 import type * as IM from '../wire/import-omp-mail.js';
+import type * as IMX from '../wire/import-mail.js';
 import type * as T from '../wire/tasks.js';
 import type * as L from '../wire/leases.js';
 import type * as LT from '../wire/lease-tool.js';
 import type * as TM from '../wire/teams.js';
 import type * as CT from '../wire/contacts.js';
+import type * as RT from '../wire/retention.js';
 import type { Address } from '../wire/address.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { portOwner } from './port-owner.js';
@@ -231,6 +234,10 @@ export class MailClient {
   get(messageId: string, thread = false, verbose = false): Promise<W.GetResponse> {
     return this.call(pathOf('get'), { message_id: messageId, ...(thread ? { thread: true } : {}), ...(verbose ? { verbose: true } : {}) });
   }
+  /** Full-text search of the mail this caller may read, newest first. */
+  search(input: SearchInput): Promise<SearchResponse> {
+    return this.call(pathOf('search'), input);
+  }
   unread(): Promise<W.UnreadResponse> {
     return this.call(pathOf('unread'));
   }
@@ -363,6 +370,9 @@ export class MailClient {
     teamList: (): Promise<TM.TeamListResponse> => this.call(pathOf('team.list')),
     teamShow: (input: TM.TeamShowRequest): Promise<TM.TeamShowResponse> => this.call(pathOf('team.show'), input),
     policySet: (account: string, policy: CT.ContactPolicy): Promise<CT.PolicyOut> => this.call(pathOf('account.policy'), { account, policy }),
+    retentionSet: (input: RT.RetentionSetRequest): Promise<RT.RetentionSetResponse> => this.call(pathOf('retention.set'), input),
+    retentionList: (): Promise<RT.RetentionListResponse> => this.call(pathOf('retention.list')),
+    retentionRun: (): Promise<RT.RetentionRunOut> => this.call(pathOf('retention.run')),
     listenerSet: (account: string, url: string): Promise<{ ok: true }> => this.call(pathOf('listener.set'), { account, url }),
     listenerRemove: (account: string): Promise<{ ok: true }> => this.call(pathOf('listener.remove'), { account }),
     wakeSet: (input: WK.WakeSetInput): Promise<{ chain: WK.WakeChainOut; webhook_signing_key?: string }> => this.call(pathOf('wake.set'), input),
@@ -370,6 +380,8 @@ export class MailClient {
     wakeClear: (account: string, session?: string): Promise<{ ok: true }> => this.call(pathOf('wake.clear'), session ? { account, session } : { account }),
     /** One request of an import (the CLI splits a large one); the daemon may take a while. */
     importOmpMail: (input: IM.ImportOmpMailRequest): Promise<IM.ImportOmpMailResponse> => this.call(pathOf('import.omp-mail'), input, 90_000),
+    importInterAgentMail: (input: IMX.ImportMailRequest): Promise<IMX.ImportMailResponse> => this.call(pathOf('import.interagentmail'), input, 90_000),
+    importAgentMail: (input: IMX.ImportMailRequest): Promise<IMX.ImportMailResponse> => this.call(pathOf('import.agent-mail'), input, 90_000),
   };
 
   close(): void {

@@ -1,5 +1,6 @@
 // Each operation of wire/operations.ts bound to the engine call that serves it: the one place a
 // door learns what an operation does. The mapped type makes a missing binding a type error.
+import type { Observer } from '../engine/observer.js';
 import { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
 import * as T from '../wire/tasks.js';
@@ -11,6 +12,7 @@ import type { Caller, MailEngine } from '../engine/mail-engine.js';
 import type { AdminOps } from '../engine/admin-ops.js';
 import type { WakeChains } from '../engine/wake-chains.js';
 import { webInbox, webMe, webOverview } from './web/web-api.js';
+import { supportCounts, supportSessions } from '../engine/support-facts.js';
 
 /** Where a request came in. The stream door's inbox waits as long as HTTP's. */
 export type Door = 'http' | 'mcp' | 'web' | 'stream';
@@ -27,6 +29,8 @@ export interface OpContext {
   /** Runs once the answer has been written (a stop must not cut its own answer off). */
   afterAnswer(fn: () => void): void;
   onStopRequest?: ((when: 'now' | 'idle') => void) | undefined;
+  /** Told of every operation's outcome (the daemon's metrics). */
+  observer?: Observer | undefined;
 }
 
 type Handler<K extends OperationName> = (x: OpContext, c: Caller, i: OpInput<K>) => Promise<unknown>;
@@ -105,6 +109,7 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
     ),
   ack: (x, c, i) => x.engine.ack(c, i),
   get: (x, c, i) => x.engine.get(c, i),
+  search: (x, c, i) => x.engine.search(c, i),
   unread: (x, c) => x.engine.unread(c),
   whoami: (x, c) => x.engine.whoami(c),
   status: (x, c, i) => x.engine.status(c, i),
@@ -171,6 +176,9 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   'user.create': (x, c, i) => x.admin.userCreate(c, i),
   'user.passwd': (x, c, i) => x.admin.userPassword(c, i),
   'user.revoke-sessions': (x, c, i) => x.admin.userRevokeSessions(c, i.id),
+  'retention.set': (x, c, i) => x.engine.retention.set(c, i),
+  'retention.list': (x, c) => x.engine.retention.list(c),
+  'retention.run': (x, c) => x.engine.retention.run(c),
   'daemon.stop': (x, c, i) => {
     if (!c.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
     x.afterAnswer(() => x.onStopRequest?.(i.when ?? 'now'));
@@ -181,7 +189,12 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   'wake.list': (x, c) => chains(x).list(c),
   'wake.clear': (x, c, i) => chains(x).clear(c, i),
 
+  'support.counts': (x, c) => supportCounts(x.engine, c, x.wake),
+  'support.sessions': (x, c, i) => supportSessions(x.engine, c, i),
+
   'import.omp-mail': (x, c, i) => x.admin.importOmpMail(c, i),
+  'import.interagentmail': (x, c, i) => x.admin.importMail(c, 'interagentmail', i),
+  'import.agent-mail': (x, c, i) => x.admin.importMail(c, 'agent-mail', i),
 
   'web.me': (x, c) => webMe(x.engine, c),
   'web.inbox': (x, c, i) => webInbox(x.engine, c, i, x.signal),
@@ -196,8 +209,27 @@ export function runOperation<K extends OperationName>(name: K, x: OpContext, c: 
 /** Checks a request body against the operation's input schema (the named errors of
  *  wire/validate.ts) and runs it: what every door does once it chose the caller. */
 export function callOperation(name: OperationName, x: OpContext, c: Caller, body: unknown): Promise<unknown> {
-  const input: unknown = parseInput(OPERATIONS[name].input, body);
-  return runOperation(name, x, c, input as never);
+  const ob = x.observer;
+  if (!ob) return runOperation(name, x, c, parseInput(OPERATIONS[name].input, body) as never);
+  const refused = (err: unknown): never => {
+    ob.operation(x.door, name, errorCode(err));
+    throw err;
+  };
+  let p: Promise<unknown>;
+  try {
+    p = runOperation(name, x, c, parseInput(OPERATIONS[name].input, body) as never);
+  } catch (err) {
+    return refused(err);
+  }
+  return p.then((out) => {
+    ob.operation(x.door, name, null);
+    return out;
+  }, refused);
+}
+
+/** The code a refusal is counted under: a MailError's own, else `internal`. */
+export function errorCode(err: unknown): string {
+  return err instanceof MailError ? err.code : 'internal';
 }
 
 const OPERATION_BY_NAME = new Map<string, OperationName>(OPERATION_NAMES.filter(servedOverBearer).map((n) => [n, n]));

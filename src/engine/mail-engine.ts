@@ -12,6 +12,7 @@ import { silentLogger, type Logger } from './log.js';
 import { ShortAddresses } from './short-address.js';
 import { SessionBook } from './sessions.js';
 import { guardStore } from './store-guard.js';
+import type { Observer } from './observer.js';
 import { DEFAULT_WAIT_CAPS, WaitRoom, type WaitCaps } from './waits.js';
 import type { Doorbell } from './listener-url.js';
 import { WakeBatcher } from './wake-batch.js';
@@ -34,6 +35,9 @@ import { MailPush, type MailSubscription, type SubscribeOptions } from './mail-p
 import { TeamBook } from './teams.js';
 import { ContactBook } from './contacts.js';
 import { AttentionBook } from './attention.js';
+import { RetentionBook } from './retention.js';
+import { MailSearch } from './search.js';
+import type { SearchRequest, SearchResponse } from '../wire/search.js';
 
 export interface EngineOptions {
   store: Store;
@@ -50,6 +54,8 @@ export interface EngineOptions {
   loopGuard?: LoopGuardOptions;
   /** How often timers set through another daemon are looked for (default 30 s). */
   timerPollMs?: number;
+  /** Store calls are timed for it (the daemon's metrics, observer.ts). */
+  observer?: Observer;
 }
 
 /** Who is calling: a verified account and, for agents, its attested session. */
@@ -88,6 +94,7 @@ export class MailEngine {
   private receipts: Receipts;
   /** Printed forms of session addresses (account/slug …), looked up per answer. */
   private addresses: ShortAddresses;
+  private searcher: MailSearch;
   private dir: Directory;
   /** The sending path (mail-post.ts), reading (mail-reads.ts), reminders (timer-ops.ts). */
   private post: MailPost;
@@ -104,6 +111,8 @@ export class MailEngine {
   readonly teams: TeamBook;
   readonly contacts: ContactBook;
   readonly attention: AttentionBook;
+  /** Deletes old acknowledged mail where set, prunes old wake records (retention.ts). */
+  readonly retention: RetentionBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -113,7 +122,7 @@ export class MailEngine {
 
   constructor(o: EngineOptions) {
     this.log = o.log ?? silentLogger;
-    this.store = guardStore(o.store, this.log);
+    this.store = guardStore(o.store, this.log, o.observer);
     this.clock = o.clock;
     this.hostId = o.hostId;
     this.ids = o.ids;
@@ -181,6 +190,7 @@ export class MailEngine {
       printAll: work.printAll,
     });
     this.attention = new AttentionBook({ store: this.store, clock: o.clock, log: this.log });
+    this.retention = new RetentionBook({ store: this.store, clock: o.clock, log: this.log, hostId: o.hostId });
     const reader = new InboxReader({
       store: this.store,
       clock: o.clock,
@@ -204,6 +214,7 @@ export class MailEngine {
       scope,
       attention: this.attention,
     });
+    this.searcher = new MailSearch({ store: this.store, addresses: this.addresses, scope });
     this.push = new MailPush({ clock: o.clock, read: (c, req, door) => this.reads.read(c, req, door, true), headSeq: () => this.store.headSeq() });
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
@@ -225,6 +236,7 @@ export class MailEngine {
     this.lastSeq = Math.max(this.lastSeq, head);
     await this.timerOps.start();
     await this.leases.start();
+    this.retention.start();
   }
 
   /** The parked readers (owners: `account/session` or `account`) that the commit of `seq` answered. */
@@ -300,6 +312,11 @@ export class MailEngine {
 
   ack(c: Caller, req: W.AckRequest): Promise<W.AckResponse> {
     return this.reads.ack(c, req);
+  }
+
+  /** Full-text search of the mail the caller may read (search.ts). */
+  search(c: Caller, req: SearchRequest): Promise<SearchResponse> {
+    return this.searcher.search(c, req);
   }
 
   get(c: Caller, req: W.GetRequest): Promise<W.GetResponse> {
@@ -418,6 +435,7 @@ export class MailEngine {
   async close(): Promise<void> {
     this.timerOps.close();
     this.attention.close();
+    await this.retention.close();
     await this.leases.close();
     this.push.close(); // before the waits close: no subscription parks again
     this.waits.closeAll();

@@ -4,6 +4,7 @@
 import type { TaskState } from '../wire/tasks.js';
 import type { TeamCapability } from '../wire/teams.js';
 import type { ContactPolicy } from '../wire/contacts.js';
+import type { SearchTerm } from '../wire/search.js';
 
 export type AccountKind = 'agent' | 'human' | 'service';
 
@@ -374,6 +375,22 @@ export interface PageQuery {
   threadId: string | null;
 }
 
+/** A search (wire/search.ts): every term must match the subject or the body (a phrase within one of
+ *  them), among the scope's keys narrowed by `to`; newest first, below `beforeSeq` (a cursor). */
+export interface SearchQuery {
+  terms: SearchTerm[];
+  /** An account: its direct and session keys; a room: its key. Never widens the scope. */
+  to: { account: string } | { room: string } | null;
+  fromAccount: string | null;
+  threadId: string | null;
+  /** created_at >= after, created_at < before (ms). */
+  after: number | null;
+  before: number | null;
+  /** Only seq < beforeSeq (the cursor of the page before). */
+  beforeSeq: number | null;
+  limit: number;
+}
+
 export interface PagedMessage extends StoredMessage {
   ackedAt: number | null;
 }
@@ -486,6 +503,27 @@ export interface RecordRow {
   id: string;
   value: string;
   updatedAt: number;
+}
+
+/** What one retention pass deletes (Store.pruneMail): acknowledged mail of one account (its direct
+ *  key and every session key of it) or of one room, older than a time (docs/operations.md). */
+export interface MailPruneQuery {
+  target: { account: string } | { room: string };
+  /** Only messages created before this time (ms). */
+  before: number;
+  /** Only messages with seq > after: the `next` of the previous call (0 to start). */
+  after: number;
+  /** At most this many messages are looked at in one call (one short transaction). */
+  limit: number;
+  /** Record kinds whose ids start `<message id>|` (RecordSweep.byMessage): deleted with each message. */
+  byMessage: string[];
+}
+
+export interface MailPruneResult {
+  /** Messages deleted by this call, with their acks, counters and records. */
+  deleted: number;
+  /** The highest seq looked at (the next call's `after`); null: nothing is left to look at. */
+  next: number | null;
 }
 
 export interface Store extends TaskStore, LeaseStore {
@@ -602,6 +640,8 @@ export interface Store extends TaskStore, LeaseStore {
   getThread(threadId: string): Promise<StoredMessage[]>;
   /** Readable messages for the scope, oldest first, with the scope's ack time. */
   page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]>;
+  /** Messages of the scope matching the search, newest first (seq descending), at most q.limit. */
+  search(scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]>;
   /** Acknowledge for the scope; idempotent: a second ack returns the first unchanged. */
   ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]>;
   /** Readable, unacknowledged mail for the scope, from counters (same cost at any size). */
@@ -625,6 +665,17 @@ export interface Store extends TaskStore, LeaseStore {
   listRecords(kind: string, idPrefix: string, limit: number): Promise<RecordRow[]>;
   /** True when this call removed it (so exactly one of several racing deleters wins). */
   deleteRecord(kind: string, id: string): Promise<boolean>;
+
+  /** Retention: looks at the messages of the target with seq > after created before `before`, in
+   *  seq order, at most `limit`, and deletes those that are acknowledged and held by no open work:
+   *  direct and session mail acknowledged under its own key; room mail acknowledged by every
+   *  current member (none: kept); never a message of a thread whose task is not terminal or whose
+   *  approval is pending. Their acks (every account's), the key's total and each member's acked
+   *  count go down alike, so every unread count stays as it was; ack floors stay valid (a deleted
+   *  seq is simply absent) and no seq is reused. One transaction per call. */
+  pruneMail(q: MailPruneQuery): Promise<MailPruneResult>;
+  /** Deletes at most `limit` records of `kind` last written before `before`; returns how many. */
+  pruneRecords(kind: string, before: number, limit: number): Promise<number>;
 
   /** Called after every commit that adds mail (in this process or, for shared stores, any daemon). */
   onCommit(listener: (e: CommitEvent) => void): () => void;
@@ -699,6 +750,8 @@ export const STORE_METHODS = {
   getRecord: 'read',
   listRecords: 'read',
   deleteRecord: 'write',
+  pruneMail: 'write',
+  pruneRecords: 'write',
   createTask: 'write',
   getTask: 'read',
   updateTask: 'write',
@@ -718,6 +771,7 @@ export const STORE_METHODS = {
   settleLease: 'write',
   pruneLeases: 'write',
   poolTasks: 'read',
+  search: 'read',
 } as const satisfies Record<StoreMethod, 'read' | 'write' | 'subscribe' | 'lifecycle'>;
 
 /** The Store methods that only read. */

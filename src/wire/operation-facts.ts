@@ -71,6 +71,14 @@ export const OPERATION_FACTS = {
     retrySafe: true,
     tool: 'm4a_mail_get',
   },
+  search: {
+    path: '/mail/search',
+    summary: 'Full-text search of mail you may read, newest first, with a snippet.',
+    callers: AGENT_PERSON,
+    readOnly: true,
+    retrySafe: true,
+    tool: 'm4a_mail_search',
+  },
   unread: {
     path: '/mail/unread',
     summary: 'Count your unacknowledged mail.',
@@ -458,6 +466,27 @@ export const OPERATION_FACTS = {
     readOnly: false,
     retrySafe: true,
   },
+  'retention.set': {
+    path: '/admin/retention/set',
+    summary: 'Delete acknowledged mail of an account (or room) older than days, or with days null keep it for ever (the default). Room mail goes once every member acknowledged it; open task and pending approval threads stay.',
+    callers: OPERATOR,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'retention.list': {
+    path: '/admin/retention/list',
+    summary: 'Every retention setting, how long wake records are kept, and the last run with its counts.',
+    callers: OPERATOR,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'retention.run': {
+    path: '/admin/retention/run',
+    summary: 'Run retention now (the daemon also runs it hourly) and answer its counts.',
+    callers: OPERATOR,
+    readOnly: false,
+    retrySafe: true,
+  },
   'daemon.stop': {
     path: '/admin/daemon/stop',
     summary:
@@ -490,11 +519,44 @@ export const OPERATION_FACTS = {
     retrySafe: true,
   },
 
+  // ---- support: what m4a report counts and m4a open resumes; the operator from this machine only
+  'support.counts': {
+    path: '/admin/support/counts',
+    summary: 'Counts for a support report: accounts by kind, sessions, rooms, the head seq, unread totals, tasks by state, live leases, delivery chains by kind. Numbers only. Local operator only.',
+    callers: LOCAL,
+    readOnly: true,
+    retrySafe: true,
+  },
+  'support.sessions': {
+    path: '/admin/support/sessions',
+    summary: "Sessions with their cards (provider, provider session id, cwd), most recently seen first: what m4a open resumes. Local operator only.",
+    callers: LOCAL,
+    readOnly: true,
+    retrySafe: true,
+  },
+
   // ---- imports write mail as sessions of an account: the operator from this machine only
   'import.omp-mail': {
     path: '/admin/import/omp-mail',
     summary:
       "Bring omp-mail's sessions and mailboxes into an agent account: ended omp sessions (successors are the resumed conversations), their aliases, and their mail (delivered mail acknowledged). Idempotent. Local operator only.",
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+
+  'import.interagentmail': {
+    path: '/admin/import/interagentmail',
+    summary:
+      "Bring InterAgentMail's mail and timers into this mailbox: one copy per recipient in its account's mailbox (archived mail acknowledged), threads and replies kept, timers as timers. Idempotent. Local operator only.",
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'import.agent-mail': {
+    path: '/admin/import/agent-mail',
+    summary:
+      "Bring MCP Agent Mail's messages into this mailbox: one copy per recipient in its account's mailbox (acknowledged or read-without-ack-required mail acknowledged), threads and replies kept. Idempotent. Local operator only.",
     callers: LOCAL,
     readOnly: false,
     retrySafe: true,

@@ -8,11 +8,15 @@ import * as H from './hooks.js';
 import * as WK from './wake.js';
 import * as WW from './web.js';
 import * as IM from './import-omp-mail.js';
+import * as IMX from './import-mail.js';
 import * as T from './tasks.js';
 import * as L from './leases.js';
 import * as LT from './lease-tool.js';
 import * as TM from './teams.js';
 import * as CT from './contacts.js';
+import * as RT from './retention.js';
+import * as S from './search.js';
+import * as SP from './support.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
 export * from './operation-facts.js';
@@ -34,6 +38,7 @@ export const OPERATION_SCHEMAS = {
   inbox: { input: W.InboxRequest, output: W.InboxResponse, mcpInput: W.McpInboxRequest },
   ack: { input: W.AckRequest, output: W.AckResponse },
   get: { input: W.GetRequest, output: W.GetResponse, mcpInput: W.McpGetRequest },
+  search: { input: S.SearchRequest, output: S.SearchResponse, mcpInput: S.McpSearchRequest },
   unread: { input: W.EmptyRequest, output: W.UnreadResponse },
   whoami: { input: W.EmptyRequest, output: W.WhoamiResponse },
   status: { input: W.StatusRequest, output: W.StatusResponse },
@@ -105,14 +110,23 @@ export const OPERATION_SCHEMAS = {
   'user.passwd': { input: WW.UserPasswordRequest, output: A.OkResponse },
   'user.revoke-sessions': { input: WW.UserIdRequest, output: WW.UserRevokeResponse },
   'daemon.stop': { input: A.DaemonStopRequest, output: A.OkResponse },
+  'retention.set': { input: RT.RetentionSetRequest, output: RT.RetentionSetResponse },
+  'retention.list': { input: W.EmptyRequest, output: RT.RetentionListResponse },
+  'retention.run': { input: W.EmptyRequest, output: RT.RetentionRunOut },
 
   // ---- wake chains run programs: the operator from this machine only
   'wake.set': { input: WK.WakeSetRequest, output: WK.WakeSetResponse },
   'wake.list': { input: WK.WakeTargetRequest.partial(), output: WK.WakeListResponse },
   'wake.clear': { input: WK.WakeTargetRequest, output: WK.OkResponse },
 
+  // ---- support: the operator from this machine only
+  'support.counts': { input: W.EmptyRequest, output: SP.SupportCountsResponse },
+  'support.sessions': { input: SP.SupportSessionsRequest, output: SP.SupportSessionsResponse },
+
   // ---- imports: the operator from this machine only
   'import.omp-mail': { input: IM.ImportOmpMailRequest, output: IM.ImportOmpMailResponse },
+  'import.interagentmail': { input: IMX.ImportMailRequest, output: IMX.ImportMailResponse },
+  'import.agent-mail': { input: IMX.ImportMailRequest, output: IMX.ImportMailResponse },
 
   // ---- the browser only
   'web.me': { input: W.EmptyRequest, output: WW.WebMeResponse },

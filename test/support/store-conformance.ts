@@ -23,6 +23,8 @@ import {
 } from '../../src/store/types.js';
 import { runTaskConformance } from './task-conformance.js';
 import { runTeamConformance } from './team-conformance.js';
+import { runRetentionConformance } from './retention-conformance.js';
+import { runSearchConformance } from './search-conformance.js';
 
 // ---- fixtures (exported for store-specific tests)
 
@@ -1450,6 +1452,8 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
 
     runTaskConformance(() => store);
     runTeamConformance(() => store);
+    runRetentionConformance(() => store);
+    runSearchConformance(() => store);
 
     it('matches a reference model over 500 random operations', async () => {
       await randomRun(store, 0x5eed);

@@ -1,6 +1,7 @@
 // The in-memory store: plain maps and arrays, for tests and throwaway daemons. It keeps the same
 // counters as the SQLite store so every result (unread included) is identical; records are
 // copied in and out so callers never share state with the store.
+import { messageMatches, passesFilters, searchKeys } from '../search-rules.js';
 import { isExtensionProvider } from '../../wire/capabilities.js';
 import {
   ackKeyFor,
@@ -22,6 +23,8 @@ import {
   type Corroborated,
   type Declared,
   type MailKey,
+  type MailPruneQuery,
+  type MailPruneResult,
   type MessageTask,
   type NameRecord,
   type NewAccount,
@@ -32,6 +35,7 @@ import {
   type ReaderFacts,
   type ReaderFactsQuery,
   type ReaderScope,
+  type SearchQuery,
   type RecordRow,
   type RecordSweep,
   type Removal,
@@ -54,6 +58,7 @@ import { MemoryLeases } from './memory-leases.js';
 import { MemoryTasks } from './memory-tasks.js';
 import { MemoryTeams } from './memory-teams.js';
 import { countUnread, pageLowerBound, scopeKeys, tallyAcks } from '../reading-rules.js';
+import { firstCandidates, mayDelete, targetKeys, TERMINAL, type PruneCandidate } from '../retention-rules.js';
 
 interface Room {
   createdAt: number;
@@ -400,6 +405,62 @@ class MemoryStore implements Store {
     return this.records.get(kind)?.delete(id) ?? false;
   }
 
+  // ---- retention (the rules: retention-rules.ts)
+
+  async pruneMail(q: MailPruneQuery): Promise<MailPruneResult> {
+    const { exact, sessionPrefix } = targetKeys(q);
+    const lists: PruneCandidate[][] = [];
+    for (const [key, list] of this.byKey) {
+      if (key !== exact && (sessionPrefix === null || !key.startsWith(sessionPrefix))) continue;
+      const old = list.slice(firstAfter(list, q.after)).filter((m) => m.createdAt < q.before);
+      lists.push(old.slice(0, q.limit).map((m) => ({ seq: m.seq, id: m.id, toKey: m.toKey, threadId: m.threadId })));
+    }
+    const { taken, next } = firstCandidates(lists, q.limit);
+    const room = 'room' in q.target ? this.rooms.get(q.target.room) : undefined;
+    const members = room ? [...room.members.keys()] : [];
+    const heldThreads = this.tasks.heldThreads(TERMINAL);
+    const acked = (k: MailKey, seq: number): boolean => this.acks.get(k)?.has(seq) ?? false;
+    let deleted = 0;
+    for (const c of taken) {
+      if (!mayDelete(c, { heldThreads, members, acked })) continue;
+      const m = this.byId.get(c.id) as StoredMessage;
+      this.byId.delete(m.id);
+      const drop = (map: Map<string, StoredMessage[]>, k: string): void => {
+        const rest = map.get(k)?.filter((x) => x !== m);
+        if (rest?.length) map.set(k, rest);
+        else map.delete(k);
+      };
+      drop(this.byKey, m.toKey);
+      drop(this.byThread, m.threadId);
+      if (m.idempotencyKey !== null) drop(this.byIdempotency, `${m.fromAccount}\n${m.idempotencyKey}`);
+      for (const kind of q.byMessage) {
+        const recs = this.records.get(kind);
+        for (const rid of recs?.keys() ?? []) if (rid.startsWith(`${m.id}|`)) recs?.delete(rid);
+      }
+      const count = this.mailboxCounts.get(m.toKey);
+      if (count) count.total--;
+      // Every account's ack of it; a member's acked count of the room goes down with its ack.
+      for (const [ackKey, acks] of this.acks) {
+        if (!acks.delete(m.seq) || !room) continue;
+        const account = ackKey.slice(2);
+        const n = room.members.get(account);
+        if (ackKey.startsWith('a:') && n !== undefined) room.members.set(account, n - 1);
+      }
+      deleted++;
+    }
+    return { deleted, next };
+  }
+
+  async pruneRecords(kind: string, before: number, limit: number): Promise<number> {
+    const m = this.records.get(kind);
+    let n = 0;
+    for (const [id, r] of m ?? []) {
+      if (n >= limit) break;
+      if (r.updatedAt < before && m?.delete(id)) n++;
+    }
+    return n;
+  }
+
   private recordsOf(kind: string): Map<string, RecordRow> {
     let m = this.records.get(kind);
     if (!m) this.records.set(kind, (m = new Map<string, RecordRow>()));
@@ -673,6 +734,18 @@ class MemoryStore implements Store {
       }
     }
     return out.sort((a, b) => a.seq - b.seq).slice(0, q.limit);
+  }
+
+  /** The reference search (search-rules.ts): every message of the keys, tested in turn. */
+  async search(scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]> {
+    const out: StoredMessage[] = [];
+    for (const key of searchKeys(scope, q.to)) {
+      for (const m of this.byKey.get(key) ?? []) if (passesFilters(m, q) && messageMatches(m, q.terms)) out.push(m);
+    }
+    return out
+      .sort((a, b) => b.seq - a.seq)
+      .slice(0, q.limit)
+      .map(copyMessage);
   }
 
   async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {

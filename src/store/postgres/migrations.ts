@@ -303,6 +303,41 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX contacts_by_contact ON contacts (contact, account);
   `,
+  // 10: full-text search (search-rules.ts). Each message's words as a tsvector beside it, keyed by
+  // seq: the subject weighted A, the body D, so a phrase is sought within one of them as FTS5 does.
+  // A side table rather than a column of messages, so the many SELECT * of mail reads do not carry
+  // it. Words are runs of [[:alnum:]] in lower case ('simple': no stemming, no stop words), as
+  // wire/search.ts and SQLite's unicode61 cut them. Kept in the transaction of every write: a
+  // statement trigger indexes what an INSERT added (one INSERT per append batch), the foreign key
+  // deletes with the message, so account and room removal and pruning need not know of it.
+  `
+  CREATE TABLE message_search (
+    seq bigint PRIMARY KEY REFERENCES messages (seq) ON DELETE CASCADE,
+    doc tsvector NOT NULL
+  );
+  CREATE INDEX message_search_doc ON message_search USING gin (doc);
+  CREATE FUNCTION m4a_search_doc(subject text, body text) RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$
+    SELECT setweight(to_tsvector('simple', regexp_replace(lower(subject), '[^[:alnum:]]+', ' ', 'g')), 'A')
+      || to_tsvector('simple', regexp_replace(lower(body), '[^[:alnum:]]+', ' ', 'g'))
+  $fn$;
+  CREATE FUNCTION m4a_search_index() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    INSERT INTO message_search (seq, doc) SELECT n.seq, m4a_search_doc(n.subject, n.body) FROM new_rows AS n;
+    RETURN NULL;
+  END
+  $fn$;
+  CREATE TRIGGER messages_search_insert AFTER INSERT ON messages
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION m4a_search_index();
+  CREATE FUNCTION m4a_search_reindex() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    UPDATE message_search SET doc = m4a_search_doc(NEW.subject, NEW.body) WHERE seq = NEW.seq;
+    RETURN NULL;
+  END
+  $fn$;
+  CREATE TRIGGER messages_search_update AFTER UPDATE OF subject, body ON messages
+    FOR EACH ROW EXECUTE FUNCTION m4a_search_reindex();
+  INSERT INTO message_search (seq, doc) SELECT seq, m4a_search_doc(subject, body) FROM messages;
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

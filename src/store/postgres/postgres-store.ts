@@ -21,6 +21,7 @@ import type {
   LeaseQuery,
   LeaseRecord,
   MailKey,
+  MailPruneQuery,
   NewAccount,
   NewLease,
   NewMessage,
@@ -29,6 +30,7 @@ import type {
   PoolQuery,
   ReaderFactsQuery,
   ReaderScope,
+  SearchQuery,
   RecordRow,
   RecordSweep,
   RoomOptions,
@@ -46,9 +48,11 @@ import { CommitFeed } from './commit-feed.js';
 import { HostHeartbeat, type HostOptions } from './host-heartbeat.js';
 import { PgLeases } from './leases.js';
 import { PgMail } from './mail.js';
+import { pgSearch } from './search.js';
 import { migrate } from './migrations.js';
 import type { Sql } from './pg-sql.js';
 import { PgRegistry } from './registry.js';
+import { pruneMail, pruneRecords } from './retention.js';
 import { PgSessions } from './sessions.js';
 import { PgTasks } from './tasks.js';
 import { PgTeams } from './teams.js';
@@ -82,6 +86,8 @@ export interface PostgresStoreStats {
   keyedAnnounces: number;
   notifications: number;
   listens: number;
+  lastCatchUpLagMs: number;
+  maxCatchUpLagMs: number;
 }
 
 /** Opens the store: connects, migrates under the advisory lock, starts listening. */
@@ -316,6 +322,12 @@ export class PostgresStore implements Store {
   deleteRecord(kind: string, id: string) {
     return this.op('deleteRecord', () => this.registry.deleteRecord(kind, id));
   }
+  pruneMail(q: MailPruneQuery) {
+    return this.op('pruneMail', () => pruneMail(this.sql, q));
+  }
+  pruneRecords(kind: string, before: number, limit: number) {
+    return this.op('pruneRecords', () => pruneRecords(this.sql, kind, before, limit));
+  }
 
   // ---- sessions.ts: sessions and names
 
@@ -384,6 +396,9 @@ export class PostgresStore implements Store {
   }
   page(scope: ReaderScope, q: PageQuery) {
     return this.op('page', () => this.mail.page(scope, q));
+  }
+  search(scope: ReaderScope, q: SearchQuery) {
+    return this.op('search', () => pgSearch(this.sql, scope, q));
   }
   ack(scope: ReaderScope, items: AckItem[], at: number) {
     return this.op('ack', () => this.mail.ack(scope, items, at));

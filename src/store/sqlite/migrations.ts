@@ -298,6 +298,26 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX contacts_by_contact ON contacts(contact, account);
   `,
+  // 10: full-text search (search-rules.ts). An external-content FTS5 table over the messages' subject
+  // and body (rowid = seq, the text is not stored twice), kept by triggers in the transaction of
+  // every write to messages, so appends, account and room removal and pruning keep it right without
+  // knowing of it. unicode61 without diacritic folding: words are runs of letters and digits in
+  // lower case, as wire/search.ts and PostgreSQL's index cut them (trigram would find substrings
+  // PostgreSQL's words cannot, and triples the index). The rebuild indexes the mail stored before.
+  `
+  CREATE VIRTUAL TABLE messages_fts USING fts5(subject, body, content='messages', content_rowid='seq', tokenize='unicode61 remove_diacritics 0');
+  CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, subject, body) VALUES (new.seq, new.subject, new.body);
+  END;
+  CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, subject, body) VALUES ('delete', old.seq, old.subject, old.body);
+  END;
+  CREATE TRIGGER messages_fts_update AFTER UPDATE OF subject, body ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, subject, body) VALUES ('delete', old.seq, old.subject, old.body);
+    INSERT INTO messages_fts(rowid, subject, body) VALUES (new.seq, new.subject, new.body);
+  END;
+  INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

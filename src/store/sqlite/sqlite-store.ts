@@ -10,6 +10,8 @@ import {
   keyOfAccount,
   keyOfRoom,
   type AccountRecord,
+  type MailPruneQuery,
+  type MailPruneResult,
   type AckItem,
   type AckResult,
   type AppendOutcome,
@@ -30,6 +32,7 @@ import {
   type ReaderFacts,
   type ReaderFactsQuery,
   type ReaderScope,
+  type SearchQuery,
   type RecordRow,
   type RecordSweep,
   type Removal,
@@ -55,11 +58,13 @@ import type { CheckpointOptions, CheckpointStats } from './checkpointer.js';
 import { SqliteWriter, type SyncMode } from './writer.js';
 import { isCorruptionError, openDatabase, storeCorrupt } from './open-db.js';
 import { PageStatements } from './page-query.js';
+import { SqliteSearch } from './search.js';
 import { BatchReads } from './batch-reads.js';
 import { accountParams, messageParams, newSessionParams, toAccount, toMessage, toName, toSession } from './rows.js';
 import { prepareStatements, type RecordDbRow, type Statements } from './statements.js';
 import { prefixUpperBound } from './prefix.js';
 import { forgetAccount, preparePurge, purgeAccountMail, purgeAccountTasks, purgeRoomMail, sweepOwned, type PurgeStatements } from './purge.js';
+import { prepareRetention, pruneMailIn, pruneRecordsIn, type RetentionStatements } from './retention.js';
 import { prepareTaskStatements, SqliteTasks } from './tasks.js';
 import { prepareLeaseStatements, SqliteLeases } from './leases.js';
 import { prepareTeamStatements, SqliteTeams } from './teams.js';
@@ -105,6 +110,7 @@ export class SqliteStore implements Store {
   private readonly pages: PageStatements;
   private readonly tasks: SqliteTasks;
   private readonly leases: SqliteLeases;
+  private readonly searcher: SqliteSearch;
   private readonly teams: SqliteTeams;
   private readonly writer: SqliteWriter;
   private readonly appends: GroupCommit<AppendInput, AppendOutcome>;
@@ -113,6 +119,7 @@ export class SqliteStore implements Store {
   private closed = false;
   private purgeSt: PurgeStatements | null = null;
   private batchSt: BatchReads | null = null;
+  private retentionSt: RetentionStatements | null = null;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true, mode: 0o700 });
@@ -123,6 +130,7 @@ export class SqliteStore implements Store {
       this.writer = new SqliteWriter(this.db, opts.path, mode, () => this.head(), opts.fsync, opts.checkpoint);
       this.tasks = new SqliteTasks(prepareTaskStatements(this.db), (fn) => this.writer.tx(fn));
       this.leases = new SqliteLeases(this.db, prepareLeaseStatements(this.db), this.writer);
+      this.searcher = new SqliteSearch(this.db);
       this.teams = new SqliteTeams(prepareTeamStatements(this.db), (fn) => this.writer.tx(fn));
     } catch (err) {
       this.db.close();
@@ -371,6 +379,20 @@ export class SqliteStore implements Store {
     return this.tx(() => this.st.deleteRecord.run(kind, id).changes > 0);
   }
 
+  // ---- retention (retention.ts): statements prepared on first use
+
+  private get retention(): RetentionStatements {
+    return (this.retentionSt ??= prepareRetention(this.db));
+  }
+
+  async pruneMail(q: MailPruneQuery): Promise<MailPruneResult> {
+    return this.tx(() => pruneMailIn(this.retention, q));
+  }
+
+  async pruneRecords(kind: string, before: number, limit: number): Promise<number> {
+    return this.tx(() => pruneRecordsIn(this.retention, kind, before, limit));
+  }
+
   // ---- listeners
 
   async setListener(account: string, url: string): Promise<boolean> {
@@ -561,6 +583,10 @@ export class SqliteStore implements Store {
   }
 
   /** Mail reads stop at the durable head (writer.ts): no seq a power loss could hand out again. */
+  async search(scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]> {
+    return this.searcher.run(scope, q, this.writer.readHead());
+  }
+
   async headSeq(): Promise<number> {
     return Math.min(this.head(), this.writer.readHead());
   }
