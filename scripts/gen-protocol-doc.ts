@@ -358,6 +358,13 @@ future, is a member.
 - Every operation is \`POST\` with a JSON body (an empty body counts as \`{}\`) and answers JSON.
   Another method on a known route is \`405 method_not_allowed\` with \`Allow: POST\`; an unknown
   path is \`404 unknown_route\`. \`GET /health\` needs no credential.
+- \`GET /metrics\` is the Prometheus text format (\`text/plain; version=0.0.4\`), served to loopback
+  peers with the operator credential only (\`401 unauthenticated\`, \`403 permission_denied {need}\`),
+  never on the browser's LAN listener, and absent (\`404 unknown_route\`) under \`m4a serve --no-metrics\`.
+  Every metric is listed in docs/operations.md.
+- Every answer on the loopback listener carries \`x-request-id\`: the request's own header when it is a short token
+  (\`[A-Za-z0-9._:-]\`, at most 64), else one the daemon made. The daemon's log lines written while
+  serving the request carry it as \`req_id\`.
 - Bodies over ${LIMITS.requestBodyBytes} bytes are refused before parsing; bodies must be UTF-8 JSON.
 - Unknown fields are refused everywhere (\`malformed {field, reason}\`).
 - Text that models read cannot fake structure. Single-line text (subjects, labels and display names,

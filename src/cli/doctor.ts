@@ -6,7 +6,8 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MailClient } from '../client/http-client.js';
 import { MailError } from '../wire/errors.js';
-import { daemonUrl, dataDirFrom } from './daemon-target.js';
+import { daemonUrl, dataDirFrom, operatorToken } from './daemon-target.js';
+import { fetchSummary, summaryText, type MetricsSummary } from './metrics-summary.js';
 import { probe, readDaemonInfo } from './autostart.js';
 import { CLI_VERSION } from './connect.js';
 import { credentialsPath, readCredentials } from './credentials.js';
@@ -108,7 +109,15 @@ function dataDirCheck(dataDir: string): Check {
   };
 }
 
-export async function runDoctor(o: { dataDir?: string; project?: string; checkStore?: boolean; store?: string }, env: NodeJS.ProcessEnv = process.env): Promise<Check[]> {
+type DoctorOptions = { dataDir?: string; project?: string; checkStore?: boolean; store?: string };
+
+export async function runDoctor(o: DoctorOptions, env: NodeJS.ProcessEnv = process.env): Promise<Check[]> {
+  return (await doctorReport(o, env)).checks;
+}
+
+/** The checks, and the daemon's metrics summary when its /metrics answered the operator. */
+export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = process.env): Promise<{ checks: Check[]; metrics: MetricsSummary | null }> {
+  let metrics: MetricsSummary | null = null;
   const checks: Check[] = [];
   const dataDir = dataDirFrom(o.dataDir, env);
   const project = resolve(o.project ?? process.cwd());
@@ -138,6 +147,17 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
     });
     const info = readDaemonInfo(dataDir);
     if (info && info.pid !== h.pid) checks.push({ name: 'daemon.json', status: 'warn', detail: `daemon.json names pid ${info.pid}, the daemon is pid ${h.pid}` });
+    let token: string | null = null;
+    try {
+      token = operatorToken(dataDir);
+    } catch {
+      /* another user's daemon, or none started here yet */
+    }
+    const m = await fetchSummary(url, token);
+    if ('summary' in m) {
+      metrics = m.summary;
+      checks.push({ name: 'metrics', status: 'ok', detail: summaryText(m.summary) });
+    } else checks.push({ name: 'metrics', status: m.off ? 'ok' : 'warn', detail: m.why });
   }
   if (existsSync(dataDir)) checks.push(dataDirCheck(dataDir));
   if (o.checkStore) {
@@ -252,5 +272,5 @@ export async function runDoctor(o: { dataDir?: string; project?: string; checkSt
       });
     }
   }
-  return checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c));
+  return { checks: checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c)), metrics };
 }

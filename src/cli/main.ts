@@ -27,7 +27,8 @@ program
   .option('--auto', 'started on demand by a client (replaced after an upgrade once idle)')
   .option('--web-lan <addr:port>', 'also serve the browser mailbox (only it) on this LAN address: plain HTTP, trusted networks only')
   .option('--no-stream', 'HTTP only: no stream door (the Unix socket m4a.sock in the data directory)')
-  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean; webLan?: string; stream: boolean }) => {
+  .option('--no-metrics', 'no GET /metrics (and nothing counted for it)')
+  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean; webLan?: string; stream: boolean; metrics: boolean }) => {
     if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
       process.stderr.write('m4a: serve binds to loopback only (127.0.0.1 or ::1)\n');
       process.exit(EXIT.usage);
@@ -55,10 +56,10 @@ program
   .option('--check-store', "also run SQLite's integrity_check over the whole store (read-only; safe while the daemon runs)")
   .option('--store <spec>', 'the store to check (default $M4A_STORE or <data dir>/mail.db, as m4a serve)')
   .action(async (o: { json?: boolean; dataDir?: string; project?: string; checkStore?: boolean; store?: string }) => {
-    const { runDoctor } = await import('./doctor.js');
-    const checks = await runDoctor(o);
+    const { doctorReport } = await import('./doctor.js');
+    const { checks, metrics } = await doctorReport(o);
     const failed = checks.some((c) => c.status === 'fail');
-    if (o.json) (await import('./output.js')).printJson({ ok: !failed, checks });
+    if (o.json) (await import('./output.js')).printJson({ ok: !failed, checks, metrics });
     else {
       const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' } as const;
       for (const c of checks) process.stdout.write(`${mark[c.status]}  ${c.name}: ${c.detail}${c.todo ? `\n      → ${c.todo}` : ''}\n`);

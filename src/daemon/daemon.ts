@@ -32,6 +32,8 @@ import { WakeDispatcher } from '../wake/dispatcher.js';
 import { A2aPushSender } from '../doors/a2a/a2a-push-sender.js';
 import { PushConfigs } from '../doors/a2a/a2a-push.js';
 import { ConnectionBudget } from '../doors/connection-budget.js';
+import { requestIdLogger } from '../engine/request-id.js';
+import { DaemonMetrics } from './metrics.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   /** The fsync of the SQLite store's durability barrier (tests observe it). */
@@ -64,6 +66,8 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   streamAddon?: boolean;
   /** The stream door's hello deadline and unauthenticated cap (tests lower them). */
   streamLimits?: ConstructorParameters<typeof StreamDoor>[0]['limits'];
+  /** `GET /metrics` and the counting behind it; false: neither (`serve --no-metrics`). */
+  metrics?: boolean;
 }
 
 export interface RunningDaemon {
@@ -91,7 +95,9 @@ export interface RunningDaemon {
 
 export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon> {
   const cfg = resolveConfig(o);
-  const log: Logger = o.log ?? pino({ level: process.env.M4A_LOG_LEVEL ?? 'info' }, pino.destination(2));
+  // Lines logged while a request is served carry its req_id (engine/request-id.ts).
+  const log: Logger = requestIdLogger(o.log ?? pino({ level: process.env.M4A_LOG_LEVEL ?? 'info' }, pino.destination(2)));
+  const metrics = o.metrics === false ? null : new DaemonMetrics();
   const tightened = ensureDataDir(cfg.dataDir);
   if (tightened.length) log.warn({ dataDir: cfg.dataDir, tightened }, 'the data directory was readable by other users: tightened to 0700, its files to 0600');
   const releaseLock = acquireLock(cfg.dataDir);
@@ -113,6 +119,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.sessionRetentionMs ? { sessionRetentionMs: o.sessionRetentionMs } : {}),
       ...(o.loopGuard ? { loopGuard: o.loopGuard } : {}),
       ...(o.timerPollMs ? { timerPollMs: o.timerPollMs } : {}),
+      ...(metrics ? { observer: metrics } : {}),
     });
     // Wake chains: subscribed before the engine starts, so reminders due at start wake too.
     const adapters = new AdapterRegistry({
@@ -133,6 +140,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     );
     const wake = new WakeDispatcher({ engine, chains, adapterFor: (step) => adapters.adapterFor(step), hostId });
     wake.start();
+    const unwatch = metrics?.attach({ engine, store, wake, outbox: () => adapters.outboxIfMade() });
     await adapters.start();
     // A2A push notifications: signed POSTs through the same outbox as webhook steps.
     const a2aPush = new A2aPushSender({ engine, post: (e) => adapters.webhookOutbox().enqueue(e) });
@@ -158,6 +166,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.gate ? { gate: o.gate } : {}),
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
       budget,
+      ...(metrics ? { observer: metrics, metrics: () => metrics.exposition() } : {}),
     });
     const port = await door.listen(cfg.host, cfg.port);
     ownPorts.push(port);
@@ -179,7 +188,19 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
             o.streamAddon === false || !attestor.attestPeer,
             log,
             (peercred) =>
-              new StreamDoor({ engine, admin, wake: chains, attestor, log, version: VERSION, onStopRequest: o.onStopRequest, peercred, budget, limits: o.streamLimits }),
+              new StreamDoor({
+                engine,
+                admin,
+                wake: chains,
+                attestor,
+                log,
+                version: VERSION,
+                onStopRequest: o.onStopRequest,
+                peercred,
+                budget,
+                limits: o.streamLimits,
+                observer: metrics ?? undefined,
+              }),
           );
     const socketPath = streamDoor ? join(cfg.dataDir, FILES.socket) : null;
     const infoPath = join(cfg.dataDir, FILES.daemonInfo);
@@ -219,6 +240,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       close: () =>
         (closing ??= (async () => {
           clearInterval(sweep);
+          unwatch?.();
           await wake.close();
           await a2aPush.close();
           await adapters.close();

@@ -101,6 +101,11 @@ export class AdapterRegistry {
     return a;
   }
 
+  /** The outbox if something made it already (metrics look without making a signing key). */
+  outboxIfMade(): WebhookOutbox | null {
+    return this.outbox ?? null;
+  }
+
   /** The daemon's one durable outbox of signed POSTs (webhook steps and A2A push notifications). */
   webhookOutbox(): WebhookOutbox {
     if (!this.outbox) {

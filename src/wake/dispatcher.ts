@@ -51,6 +51,8 @@ export class WakeDispatcher {
   private untold = new Set<string>();
   /** Counters for tests and `doctor`. */
   readonly stats = { considered: 0, awake: 0, runs: 0, signalled: 0, failed: 0 };
+  /** Wake attempts by `<adapter>|ok` or `<adapter>|failed` (the daemon's metrics). */
+  readonly attemptCounts = new Map<string, number>();
 
   constructor(private o: DispatcherOptions) {
     this.held = new HeldWakes({
@@ -243,6 +245,8 @@ export class WakeDispatcher {
           result = { ok: false, detail: `adapter failed: ${err instanceof Error ? err.message : String(err)}` };
         }
         attempts.push({ eventId, adapter: step.kind, at: e.clock.now(), ok: result.ok, detail: result.detail.slice(0, 500) });
+        const counted = `${step.kind}|${result.ok ? 'ok' : 'failed'}`;
+        this.attemptCounts.set(counted, (this.attemptCounts.get(counted) ?? 0) + 1);
         if (result.ok) {
           this.stats.signalled++;
           return;

@@ -7,7 +7,7 @@ import type { Attestor } from '../../attest/types.js';
 import type { Logger } from '../../engine/log.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
 import { OPERATIONS, type OperationSpec } from '../../wire/operations.js';
-import { OPERATION_BY_PATH, callOperation, type Door, type OpContext } from '../handlers.js';
+import { OPERATION_BY_PATH, callOperation, errorCode, type Door, type OpContext } from '../handlers.js';
 import { McpHandler } from '../mcp/mcp-handler.js';
 import { readJsonBody } from './body.js';
 import { CallerResolver } from './caller-resolver.js';
@@ -19,6 +19,8 @@ import { clientGoneSignal, isClientGone, sendError, sendJson } from './respond.j
 import { WebDoor } from '../web/web-door.js';
 import { A2aDoor } from '../a2a/a2a-door.js';
 import type { PushConfigs } from '../a2a/a2a-push.js';
+import type { Observer } from '../../engine/observer.js';
+import { requestIdOf, withRequestId } from '../../engine/request-id.js';
 
 export interface HttpDoorOptions {
   engine: MailEngine;
@@ -41,6 +43,10 @@ export interface HttpDoorOptions {
   /** Connections beyond the daemon's budget, shared with its other listeners, are closed at once
    *  (below the process's open-file limit, so the store still gets descriptors). */
   budget?: ConnectionBudget;
+  /** Told of every operation's outcome, refusals before the operation ran included. */
+  observer?: Observer;
+  /** `GET /metrics` (loopback, operator credential): the exposition text. Absent: no such route. */
+  metrics?: () => Promise<{ contentType: string; body: string }>;
 }
 
 export class HttpDoor {
@@ -75,6 +81,13 @@ export class HttpDoor {
    *  minute then holds no suspended frame of the door's, only the operation's own. */
   private handle(req: IncomingMessage, res: ServerResponse): void {
     this.inFlight++;
+    // Every line logged while this request is served carries its id (request-id.ts); so does the answer.
+    const id = requestIdOf(req.headers['x-request-id']);
+    res.setHeader('x-request-id', id);
+    withRequestId(id, () => this.served(req, res));
+  }
+
+  private served(req: IncomingMessage, res: ServerResponse): void {
     this.route(req, res).then(
       () => this.inFlight--,
       (err: unknown) => {
@@ -102,6 +115,7 @@ export class HttpDoor {
         pid: process.pid,
       });
     }
+    if (path === '/metrics' && this.o.metrics) return this.metrics(req, res);
     if (path === '/mcp') {
       if (req.method !== 'POST') return sendJson(res, 405, new MailError('method_not_allowed', 'POST JSON-RPC to /mcp; this server offers no stream').toBody(), { allow: 'POST' });
       const caller = await this.callers.mail(req);
@@ -122,7 +136,7 @@ export class HttpDoor {
       const why = name.startsWith('wake.') ? 'wake chains run programs: they are set from this machine only' : `${path} is served to this machine only`;
       throw new MailError('permission_denied', why, { need: 'local' });
     }
-    const caller = spec.callers.includes('agent') ? await this.callers.mail(req) : await this.callers.admin(req);
+    const caller = await (spec.callers.includes('agent') ? this.callers.mail(req) : this.callers.admin(req)).catch((err: unknown) => this.refusedBefore(name, err));
     const after: (() => void)[] = [];
     return callOperation(name, this.context(clientGoneSignal(res), after), caller, await readJsonBody(req)).then((out) => {
       sendJson(res, 200, out);
@@ -132,7 +146,26 @@ export class HttpDoor {
 
   /** The context operations run in over HTTP (and MCP, with door 'mcp'). */
   private context(signal: AbortSignal, after: (() => void)[] = [], door: Door = 'http'): OpContext {
-    return { engine: this.o.engine, admin: this.o.admin, wake: this.o.wake, door, signal, afterAnswer: (fn) => after.push(fn), onStopRequest: this.o.onStopRequest };
+    const o = this.o;
+    return { engine: o.engine, admin: o.admin, wake: o.wake, door, signal, afterAnswer: (fn) => after.push(fn), onStopRequest: o.onStopRequest, observer: o.observer };
+  }
+
+  /** A caller refused before its operation ran (no credential, a foreign process) counts too. */
+  private refusedBefore(name: string, err: unknown): never {
+    this.o.observer?.operation('http', name, errorCode(err));
+    throw err;
+  }
+
+  /** Prometheus text: this machine and the operator only (never the browser's LAN listener, which
+   *  serves the web door alone). */
+  private async metrics(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET') return sendJson(res, 405, new MailError('method_not_allowed', 'use GET /metrics').toBody(), { allow: 'GET' });
+    if (!isLoopbackPeer(req.socket.remoteAddress)) throw new MailError('permission_denied', '/metrics is served to this machine only', { need: 'local' });
+    const caller = await this.callers.admin(req);
+    if (!caller.account.permissions.operator) throw new MailError('permission_denied', '/metrics needs the operator credential', { need: 'operator' });
+    const m = await this.o.metrics!();
+    res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-length': String(Buffer.byteLength(m.body)) });
+    res.end(m.body);
   }
 
   async listen(host: string, port: number): Promise<number> {

@@ -117,11 +117,13 @@ export class McpHandler {
       const spec = OPERATIONS[name];
       const input: unknown = parseInput(spec.mcpInput ?? spec.input, params.arguments ?? {});
       const out = await runOperation(name, x, caller, input as never);
+      x.observer?.operation(x.door, name, null);
       // safeJson: a model reads this text; line separators, bidi controls and invisible characters
       // in mail arrive as \u escapes (the same value to a JSON parser).
       return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: safeJson(out) }] } };
     } catch (err) {
       const e = err instanceof MailError ? err : this.internal(err);
+      x.observer?.operation(x.door, name, e.code);
       return { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: safeJson(e.toBody()) }], isError: true } };
     }
   }

@@ -10,7 +10,9 @@ import type { AdminOps } from '../../engine/admin-ops.js';
 import type { Logger } from '../../engine/log.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
-import { bearerOperation, callOperation, type Door, type OpContext } from '../handlers.js';
+import { bearerOperation, callOperation, errorCode, type Door, type OpContext } from '../handlers.js';
+import type { Observer } from '../../engine/observer.js';
+import { requestIdOf, withRequestId } from '../../engine/request-id.js';
 import { attestationRefusal } from '../http/caller-resolver.js';
 import { McpHandler } from '../mcp/mcp-handler.js';
 import type { StreamConnection } from './stream-connection.js';
@@ -23,6 +25,8 @@ export interface StreamOpsOptions {
   log: Logger;
   version: string;
   onStopRequest?: ((when: 'now' | 'idle') => void) | undefined;
+  /** Told of every operation's outcome (the daemon's metrics). */
+  observer?: Observer | undefined;
 }
 
 type AfterAnswer = (fn: () => void) => void;
@@ -34,7 +38,12 @@ export class StreamOps {
     this.mcp = new McpHandler((signal) => this.context(signal, () => undefined, 'mcp'), o.version, o.log);
   }
 
-  async dispatch(conn: StreamConnection, req: StreamRequest, signal: AbortSignal, afterAnswer: AfterAnswer): Promise<unknown> {
+  /** Each request in its own scope: every line logged while it is served carries one id. */
+  dispatch(conn: StreamConnection, req: StreamRequest, signal: AbortSignal, afterAnswer: AfterAnswer): Promise<unknown> {
+    return withRequestId(requestIdOf(undefined), () => this.run(conn, req, signal, afterAnswer));
+  }
+
+  private async run(conn: StreamConnection, req: StreamRequest, signal: AbortSignal, afterAnswer: AfterAnswer): Promise<unknown> {
     if (req.op === 'hello') {
       if (conn.auth) throw new MailError('malformed', 'hello was said already on this connection', { field: 'op', reason: 'second hello' });
       return this.hello(conn, req);
@@ -62,7 +71,10 @@ export class StreamOps {
     if (!op) throw new MailError('unknown_route', `no operation ${req.op}`, { field: 'op' });
     // The socket is this machine's by construction, so 'local' operations are served as to a
     // loopback peer; agent operations take the attested session, the rest the operator credential.
-    const caller = op.spec.callers.includes('agent') ? await this.mailCaller(conn, req) : await this.adminCaller(conn);
+    const caller = await (op.spec.callers.includes('agent') ? this.mailCaller(conn, req) : this.adminCaller(conn)).catch((err: unknown): never => {
+      this.o.observer?.operation('stream', op.name, errorCode(err));
+      throw err;
+    });
     return callOperation(op.name, this.context(signal, afterAnswer, 'stream'), caller, input);
   }
 
@@ -125,7 +137,7 @@ export class StreamOps {
 
   private context(signal: AbortSignal, afterAnswer: AfterAnswer, door: Door): OpContext {
     const o = this.o;
-    return { engine: o.engine, admin: o.admin, wake: o.wake, door, signal, afterAnswer, onStopRequest: o.onStopRequest };
+    return { engine: o.engine, admin: o.admin, wake: o.wake, door, signal, afterAnswer, onStopRequest: o.onStopRequest, observer: o.observer };
   }
 }
 

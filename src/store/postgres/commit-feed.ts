@@ -49,11 +49,17 @@ export interface CommitFeedStats {
   keyedAnnounces: number;
   notifications: number;
   listens: number;
+  /** Feed lag: from the first cause of a catch-up (a notification ahead of us, a (re)LISTEN, the
+   *  poll) to the end of the catch-up that announced those commits; the last one and the largest. */
+  lastCatchUpLagMs: number;
+  maxCatchUpLagMs: number;
 }
 
 export class CommitFeed {
   private readonly listeners = new CommitListeners();
-  private readonly counts: CommitFeedStats = { catchUps: 0, keyedAnnounces: 0, notifications: 0, listens: 0 };
+  private readonly counts: CommitFeedStats = { catchUps: 0, keyedAnnounces: 0, notifications: 0, listens: 0, lastCatchUpLagMs: 0, maxCatchUpLagMs: 0 };
+  /** When the catch-up under way (or asked for) was first asked for. */
+  private askedAt: number | null = null;
   /** Every seq ≤ caughtUp has been announced (or was committed before this store opened). */
   private caughtUp = 0;
   private catchUpRunning = false;
@@ -137,6 +143,7 @@ export class CommitFeed {
 
   private requestCatchUp(): void {
     if (this.closed) return;
+    this.askedAt ??= performance.now();
     if (this.catchUpRunning) {
       this.catchUpAgain = true;
       return;
@@ -157,6 +164,10 @@ export class CommitFeed {
           }
           if (rows.length === CATCH_UP_PAGE) this.catchUpAgain = true;
         } while (this.catchUpAgain && !this.closed);
+        const lag = performance.now() - (this.askedAt ?? performance.now());
+        this.askedAt = null;
+        this.counts.lastCatchUpLagMs = lag;
+        this.counts.maxCatchUpLagMs = Math.max(this.counts.maxCatchUpLagMs, lag);
       } catch {
         // The database is away: the next (re)LISTEN or poll catches up.
       } finally {
