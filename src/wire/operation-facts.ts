@@ -33,7 +33,7 @@ export const OPERATION_FACTS = {
   // ---- mail: agents (MCP tools and /mail/*), most also for persons in the browser
   send: {
     path: '/mail/send',
-    summary: 'Send mail; the sender is always your own session.',
+    summary: 'Send mail as your own session.',
     callers: AGENT_PERSON,
     readOnly: false,
     retrySafe: false,
@@ -41,7 +41,7 @@ export const OPERATION_FACTS = {
   },
   reply: {
     path: '/mail/reply',
-    summary: 'Answer a message: to its sender (room mail: the room), in its thread; acknowledges it unless ack is false.',
+    summary: 'Answer in the thread, to the sender (room mail: the room); acks it.',
     callers: AGENT_PERSON,
     readOnly: false,
     retrySafe: false,
@@ -49,7 +49,7 @@ export const OPERATION_FACTS = {
   },
   inbox: {
     path: '/mail/inbox',
-    summary: 'Your unacknowledged mail, oldest first, with a cursor and the unread count.',
+    summary: 'Your unacknowledged mail, oldest first.',
     callers: AGENT,
     readOnly: true,
     retrySafe: true,
@@ -65,7 +65,7 @@ export const OPERATION_FACTS = {
   },
   get: {
     path: '/mail/get',
-    summary: 'One message in full, or its whole thread.',
+    summary: 'One message in full, or its thread.',
     callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,
@@ -73,7 +73,7 @@ export const OPERATION_FACTS = {
   },
   search: {
     path: '/mail/search',
-    summary: 'Full-text search of mail you may read, newest first, with a snippet.',
+    summary: 'Search mail you may read, newest first.',
     callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,
@@ -81,7 +81,7 @@ export const OPERATION_FACTS = {
   },
   unread: {
     path: '/mail/unread',
-    summary: 'Count your unacknowledged mail.',
+    summary: 'Count your unread mail.',
     callers: AGENT,
     readOnly: true,
     retrySafe: true,
@@ -89,7 +89,7 @@ export const OPERATION_FACTS = {
   },
   whoami: {
     path: '/mail/whoami',
-    summary: 'Your address, account, rooms and session card.',
+    summary: 'Your address, rooms and session card.',
     callers: AGENT,
     readOnly: true,
     retrySafe: true,
@@ -97,7 +97,7 @@ export const OPERATION_FACTS = {
   },
   status: {
     path: '/mail/status',
-    summary: 'Say what you work on, your role, parent or an alias; peers shows it.',
+    summary: 'Describe yourself to peers.',
     callers: AGENT,
     readOnly: false,
     retrySafe: true,
@@ -105,7 +105,7 @@ export const OPERATION_FACTS = {
   },
   directory: {
     path: '/mail/directory',
-    summary: 'Who is here: live sessions by account, and rooms.',
+    summary: 'Live sessions by account, and rooms.',
     callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,
@@ -113,7 +113,7 @@ export const OPERATION_FACTS = {
   },
   remind: {
     path: '/mail/remind',
-    summary: 'Remind yourself: after in_secs, mail from mailbox wakes you; survives restarts.',
+    summary: 'Be woken by mail after in_secs, across restarts.',
     callers: AGENT,
     readOnly: false,
     retrySafe: false,
@@ -522,14 +522,15 @@ export const OPERATION_FACTS = {
   // ---- support: what m4a report counts and m4a open resumes; the operator from this machine only
   'support.counts': {
     path: '/admin/support/counts',
-    summary: 'Counts for a support report: accounts by kind, sessions, rooms, the head seq, unread totals, tasks by state, live leases, delivery chains by kind. Numbers only. Local operator only.',
+    summary:
+      'Counts for a support report: accounts by kind, sessions, rooms, the head seq, unread totals, tasks by state, live leases, delivery chains by kind. Numbers only. Local operator only.',
     callers: LOCAL,
     readOnly: true,
     retrySafe: true,
   },
   'support.sessions': {
     path: '/admin/support/sessions',
-    summary: "Sessions with their cards (provider, provider session id, cwd), most recently seen first: what m4a open resumes. Local operator only.",
+    summary: 'Sessions with their cards (provider, provider session id, cwd), most recently seen first: what m4a open resumes. Local operator only.',
     callers: LOCAL,
     readOnly: true,
     retrySafe: true,

@@ -532,6 +532,20 @@ describe('fuzz: HTTP routes and MCP', () => {
     };
     const ompSession = { id: 'omp-fz-1', slug: 'fz', aliases: ['fzz'], cwd: '/w/fz', last_seen: 1 };
     const ompMessage = { mailbox: 'omp-fz-1', id: 'x1', from: 'omp-fz-1', subject: 's', body: 'b', ts: 1, delivered: false };
+    // Another mailbox's mail as the CLI sends it: copies between alice and bob, a timer.
+    const copy = { id: 'src-1', from: 'alice', to: 'bob', subject: 's', body: 'b', priority: 'normal', created_at: 1, thread: null, reply_to: null, acked_at: null, origin: 'fz' };
+    const srcTimer = { id: 'tm-1', account: 'bob', due: 1, note: 'n', created_at: 1 };
+    const mailImport = (): Omit<RouteSpec, 'path' | 'admin'> => ({
+      base: () => ({ messages: [copy], timers: [] }),
+      more: [
+        { messages: [copy, { ...copy, to: 'alice', from: 'bob', thread: { id: 'src-1', to: 'bob' }, reply_to: { id: 'src-1', to: 'bob' }, acked_at: 2 }], timers: [srcTimer] },
+        { messages: [], timers: [{ ...srcTimer, id: 'tm-2', team: 'fzteam', set_by: 'alice' }] },
+      ],
+      fields: {
+        messages: [[], [copy], [copy, copy], [{ ...copy, to: 'nobody' }], [{ ...copy, to: 'mailbox' }], [{ ...copy, subject: 'a\u202eb' }], [{ ...copy, body: 'x'.repeat(LIMITS.bodyBytes + 1) }], [{ ...copy, created_at: -1 }], [{ ...copy, priority: 'high' }]],
+        timers: [[], [srcTimer], [srcTimer, srcTimer], [{ ...srcTimer, team: 'fzteam' }], [{ ...srcTimer, due: 'soon' }], Array.from({ length: 1001 }, (_, i) => ({ ...srcTimer, id: `t${i}` }))],
+      },
+    });
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
       '/admin/account/add': {
         base: () => ({ id: 'fz1' }),
@@ -609,6 +623,8 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/user/passwd': { base: () => ({ id: 'fzuser', password: 'another long pw' }), fields: { id: selectors, password: ['short', 'another long pw', 'p'.repeat(1025)] } },
       '/admin/user/revoke-sessions': { base: () => ({ id: 'fzuser' }), fields: { id: selectors } },
       '/admin/wake/list': { base: () => ({}), fields: { account: selectors } },
+      '/admin/support/counts': { base: () => ({}), fields: {} },
+      '/admin/support/sessions': { base: () => ({}), more: [{ account: 'bob', include_ended: true }], fields: { account: selectors, include_ended: bool } },
       '/admin/wake/clear': { base: () => ({ account: 'fz1' }), fields: { account: selectors, session: selectors } },
       // omp-mail's files as the CLI sends them: sessions of bob (an agent account), their mail.
       '/admin/import/omp-mail': {
@@ -645,8 +661,17 @@ describe('fuzz: HTTP routes and MCP', () => {
           ],
         },
       },
+      '/admin/import/interagentmail': mailImport(),
+      '/admin/import/agent-mail': mailImport(),
       // Refused to non-operators; with the operator token this test daemon has no stop hook.
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
+      '/admin/retention/set': {
+        base: () => ({ account: 'bob', days: 30 }),
+        more: [{ room: 'fzroom', days: 1 }, { account: 'bob', days: null }],
+        fields: { account: ['bob', 'nobody', ...selectors], room: ['fzroom', ...selectors], days: [1, 36500, 36501, 0, -1, 1.5, null, '30'] },
+      },
+      '/admin/retention/list': { base: () => ({}), fields: { account: selectors } },
+      '/admin/retention/run': { base: () => ({}), fields: { days: [1, null] } },
     };
     // Every operation a bearer reaches has a spec here (a new operation fails this until it is fuzzed).
     for (const p of HTTP_PATHS) assert.ok(mail[p] ?? work[p] ?? leases[p] ?? admin[p], `fuzz spec for ${p}`);
@@ -788,7 +813,7 @@ describe('fuzz: HTTP routes and MCP', () => {
             } else if (spec.path === '/mail/contacts/add' || spec.path === '/mail/contacts/accept')
               assert.equal(head, prior + r.json.delivered.length, `${where}: accepting delivers the held mail`);
             else if (spec.path === '/mail/contacts/decline') assert.equal(head, prior + r.json.returned, `${where}: declining returns the held mail`);
-            else if (spec.path === '/admin/import/omp-mail') assert.equal(head, prior + r.json.messages_created, `${where}: an import stores what it counts`);
+            else if (spec.path.startsWith('/admin/import/')) assert.equal(head, prior + r.json.messages_created, `${where}: an import stores what it counts`);
             else if (spec.tasks) assert.equal(head, prior + moved, `${where}: every task change and approval step is one message`);
             else assert.equal(head, prior, `${where}: only send, reply, contacts, an import, tasks and approvals store mail`);
             if (!spec.tasks) assert.equal(moved, 0, `${where}: only task and approval operations change tasks`);
