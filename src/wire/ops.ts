@@ -13,9 +13,9 @@ export const SendRequest = z.strictObject({
   to: AddressInput,
   subject: Subject,
   body: Body,
-  reply_to: MessageId.optional().describe('threads it (m4a_mail_reply is simpler)'),
+  reply_to: MessageId.optional().describe('threads it; m4a_mail_reply is simpler'),
   correlation: Correlation.optional(),
-  refs: Refs.optional().describe(`≤ ${LIMITS.refsCount} pointers (files, commits), kept verbatim`),
+  refs: Refs.optional().describe(`≤ ${LIMITS.refsCount} pointers (files, commits)`),
   idempotency_key: Selector.optional().describe('retries within 24 h return the first'),
   priority: Priority.optional().describe('urgent needs the urgent permission'),
   request_contact: z.boolean().optional().describe("if the recipient's contact policy refuses you, hold the message and ask it"),
@@ -25,7 +25,7 @@ export const ReplyRequest = z.strictObject({
   message_id: MessageId,
   body: Body,
   ack: z.boolean().optional().describe('default true'),
-  to_sender: z.boolean().optional().describe('room mail: answer the sender alone'),
+  to_sender: z.boolean().optional().describe('room mail: to the sender alone'),
   idempotency_key: Selector.optional().describe('retries within 24 h return the first'),
 });
 
@@ -60,7 +60,7 @@ const Verbose = z.boolean().describe('every field, null and default ones too, ti
 export const InboxRequest = z.strictObject({
   after: z.string().max(64).optional().describe('a next_cursor'),
   limit: z.number().int().min(1).max(LIMITS.inboxLimitMax).optional().describe(`default ${LIMITS.inboxLimitDefault}`),
-  include_acked: z.boolean().optional().describe('also acknowledged mail'),
+  include_acked: z.boolean().optional().describe('also acked mail'),
   include_bodies: z.boolean().optional().describe('default true'),
   thread_id: MessageId.optional().describe('only this thread'),
   wait_secs: waitSecs(LIMITS.waitSecsHttp).optional(),
@@ -114,7 +114,7 @@ export const AckResponse = z.object({
   unread: z.number().int(),
 });
 
-export const GetRequest = z.strictObject({ message_id: MessageId, thread: z.boolean().optional().describe('the whole thread'), verbose: Verbose.optional() });
+export const GetRequest = z.strictObject({ message_id: MessageId, thread: z.boolean().optional(), verbose: Verbose.optional() });
 export const McpGetRequest = GetRequest.omit({ verbose: true });
 export const GetResponse = z.object({ message: MessageOut, thread: z.array(MessageOut).optional() });
 
@@ -149,11 +149,11 @@ export const WhoamiResponse = z.object({
 });
 
 export const StatusRequest = z.strictObject({
-  working_on: text(LIMITS.declaredBytes).optional().describe('shown in peers; empty clears'),
+  working_on: text(LIMITS.declaredBytes).optional().describe('empty clears'),
   role: text(LIMITS.labelBytes).optional().describe('e.g. reviewer'),
-  parent: text(LIMITS.labelBytes).optional().describe('address of the session that spawned you'),
-  alias: Selector.optional().describe('add a name others write to as account/@name'),
-  unalias: Selector.optional().describe('remove one of your aliases'),
+  parent: text(LIMITS.labelBytes).optional().describe('who spawned you'),
+  alias: Selector.optional().describe('a name others write to: account/@name'),
+  unalias: Selector.optional().describe('drop an alias'),
 });
 export const StatusResponse = z.object({ address: z.string(), ...Names, card: Card });
 
@@ -168,7 +168,7 @@ export const SessionOut = z.object({
 });
 
 export const DirectoryRequest = z.strictObject({
-  include_ended: z.boolean().optional().describe('also sessions that ended'),
+  include_ended: z.boolean().optional().describe('also ended sessions'),
   detail: z.boolean().optional().describe('with session ids and cards'),
 });
 

@@ -56,7 +56,7 @@ const Query = text(SEARCH_LIMITS.queryBytes)
     const r = parseSearchQuery(s);
     if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
   })
-  .describe('words (all must match), "a phrase", or a prefix*; case-insensitive');
+  .describe('words, "a phrase", prefix*');
 
 /** `to`: an account (its direct and session mail) or `#room`. Only mail the caller reads anyway. */
 const ToFilter = z
@@ -81,8 +81,9 @@ export const SearchRequest = z.strictObject({
   cursor: z.string().max(64).optional().describe('a next_cursor'),
 });
 
-/** Over MCP: the query and paging only, so the tool costs few tokens of tools/list. */
-export const McpSearchRequest = SearchRequest.pick({ query: true, limit: true, cursor: true });
+/** Over MCP: the query and the cursor only (20 results a page), so the tool costs few tokens of
+ *  tools/list; the filters stay over HTTP, the CLI and the browser. */
+export const McpSearchRequest = SearchRequest.pick({ query: true }).extend({ cursor: z.string().optional() });
 
 export const SearchHit = z.object({
   message_id: z.string(),
