@@ -85,9 +85,10 @@ function appender(): { handle: (call: Call) => Promise<void>; stop: () => void; 
   return { handle, stop: () => (stopped = true), bytes: () => bytes };
 }
 
-/** Streams appends for up to `ms` (or until the heap grew past `stopAbove`) and returns the
- *  largest growth of the kept heap, sampled every 250 ms. */
-async function growthWhileAppending(ms: number, stopAbove = Infinity): Promise<{ growth: number; streamed: number; s: Setup; done: TaskOut }> {
+/** Streams appends until `enough` bytes went out (or the heap grew past `stopAbove`), for at most
+ *  `ms`, and returns the largest growth of the kept heap, sampled every 250 ms. A volume, not a
+ *  time: on a loaded machine 10 s streamed too little for either test to prove anything. */
+async function growthWhileAppending(ms: number, enough: number, stopAbove = Infinity): Promise<{ growth: number; streamed: number; s: Setup; done: TaskOut }> {
   const a = appender();
   const s = await setup(a.handle);
   const base = heap();
@@ -95,7 +96,7 @@ async function growthWhileAppending(ms: number, stopAbove = Infinity): Promise<{
   const t = await create(s, 'append forever');
   await until('the stream runs', () => a.bytes() > 8 * MiB);
   const end = Date.now() + ms;
-  while (Date.now() < end && growth <= stopAbove) {
+  while (Date.now() < end && growth <= stopAbove && a.bytes() < enough) {
     await sleep(250);
     growth = Math.max(growth, heap() - base);
   }
@@ -123,9 +124,9 @@ describe('the a2a step against a hostile remote agent', () => {
   it('an endless append stream: the kept heap stays bounded, and the result says what was not kept', async (t) => {
     // The stream's own byte cap is lifted: what bounds the heap here is what a round keeps.
     A2A_LIMITS.streamBytes = Infinity;
-    const r = await growthWhileAppending(10_000);
+    const r = await growthWhileAppending(60_000, 200 * MiB);
     s = r.s;
-    t.diagnostic(`capped: streamed ${Math.round(r.streamed / MiB)} MiB in 10 s, the kept heap grew at most ${Math.round(r.growth / MiB)} MiB`);
+    t.diagnostic(`capped: streamed ${Math.round(r.streamed / MiB)} MiB, the kept heap grew at most ${Math.round(r.growth / MiB)} MiB`);
     assert.ok(r.streamed > 150 * MiB, `the remote streamed ${Math.round(r.streamed / MiB)} MiB (more than the bound, or the test proves nothing)`);
     assert.ok(r.growth < 150 * MiB, `the kept heap grew ${Math.round(r.growth / MiB)} MiB`);
     // GetTask answered more than a body may hold: the result is what the stream gave, within the caps.
@@ -141,7 +142,7 @@ describe('the a2a step against a hostile remote agent', () => {
 
   it('without the caps the same stream would grow the heap past that bound', async (t) => {
     Object.assign(A2A_LIMITS, { streamBytes: Infinity, keptBytes: Infinity, keptParts: Infinity, keptArtifacts: Infinity });
-    const r = await growthWhileAppending(10_000, 150 * MiB);
+    const r = await growthWhileAppending(60_000, Infinity, 150 * MiB);
     s = r.s;
     t.diagnostic(`uncapped: streamed ${Math.round(r.streamed / MiB)} MiB, the kept heap grew ${Math.round(r.growth / MiB)} MiB`);
     assert.ok(r.growth > 150 * MiB, `the kept heap grew ${Math.round(r.growth / MiB)} MiB`);
@@ -194,9 +195,11 @@ describe('the a2a step against a hostile remote agent', () => {
       20_000,
     );
     assert.match(failed.history.at(-1)!.note ?? '', /^the remote agent changed state too often \(more than 5 times in an hour\)/);
-    assert.ok(flips > 150, `the remote flipped ${flips} times`);
     // Five mirrored changes, each one entry (or two: working, then a new question).
     const mirrored = failed.history.slice(1, -1);
+    // The remote flips every 20 ms; how often depends on the machine's load, so the check is that
+    // it flipped far more often than was mirrored, not a count per second.
+    assert.ok(flips >= 5 * mirrored.length, `the remote flipped ${flips} times for ${mirrored.length} mirrored entries`);
     assert.ok(mirrored.length >= 5 && mirrored.length <= 10, `${mirrored.length} entries mirrored`);
     for (let i = 0; i + 2 < mirrored.length; i++) {
       const gap = Date.parse(mirrored[i + 2]!.at) - Date.parse(mirrored[i]!.at);

@@ -159,7 +159,8 @@ describe('the a2a chain step', () => {
     assert.equal(reply.subject, 'Re: Sum');
     assert.equal(reply.body, 'four (you asked: what is 2+2?)');
     assert.equal(reply.thread_id, sent.message_id);
-    assert.ok((await bob.get(sent.message_id)).message.acked_at, 'acknowledged as bob');
+    // The step acknowledges what it forwarded once the whole wake is handled, after the reply.
+    await until('acknowledged as bob', async () => (await bob.get(sent.message_id)).message.acked_at);
     const seen = remote.agent.seen.find((s) => s.messageId === sent.message_id);
     assert.equal(seen?.text, 'plain: what is 2+2?');
   });
