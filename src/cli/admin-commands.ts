@@ -8,6 +8,7 @@ import { ensureDaemon } from './autostart.js';
 import { UsageError } from './connect.js';
 import { fail, printJson, printText, table } from './output.js';
 import { registerAdminTeam } from './team-commands.js';
+import { registerAdminRetention } from './retention-commands.js';
 
 /** The options every operator command takes (see `operatorCommon`). */
 export interface OperatorOptions {
@@ -188,4 +189,5 @@ export function registerAdmin(program: Command): void {
   );
 
   registerAdminTeam(admin);
+  registerAdminRetention(admin);
 }
