@@ -11,7 +11,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI } from './support/shell-agents.js';
 import { AGENT_SCRIPT, startAgent, type AgentProc } from './support/agent.js';
-import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { Sanitizer } from '../src/cli/report-sanitize.js';
 
 interface Run {
@@ -157,6 +157,23 @@ describe('m4a report', () => {
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.equal(statSync(join(d.dataDir, 'reports')).mode & 0o777, 0o700);
     assertClean(readFileSync(path, 'utf8'));
+  });
+
+  it("/admin/support/*: numbers only in the counts, cards in the sessions, and an account's secret is refused", async () => {
+    const counts = await d.operator.call<Record<string, Record<string, unknown>>>('/admin/support/counts', {});
+    const leaves = Object.values(counts).flatMap((o) => Object.values(o));
+    assert.ok(leaves.length > 20 && leaves.every((v) => typeof v === 'number'), JSON.stringify(counts));
+    const sessions = await d.operator.call<{ sessions: { account: string; card: { corroborated: { cwd?: string } } }[] }>('/admin/support/sessions', { account: 'zephyr-quill' });
+    assert.deepEqual(
+      sessions.sessions.map((x) => [x.account, x.card.corroborated.cwd]),
+      [['zephyr-quill', cwd]],
+    );
+    const secret = (await d.account('intruder')).secret;
+    for (const path of ['/admin/support/counts', '/admin/support/sessions']) {
+      const r = await raw(d.url, path, { token: secret, body: '{}' });
+      assert.equal(r.status, 403, path);
+      assert.deepEqual([r.json.error.code, r.json.error.need], ['permission_denied', 'operator'], path);
+    }
   });
 
   it('the sanitizer: shapes by pattern, names as words, the same value the same placeholder, loopback and routes kept', () => {

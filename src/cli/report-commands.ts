@@ -199,7 +199,7 @@ export function renderReport(f: Facts, s: Sanitizer): string {
       `- sessions: ${c.sessions.live + c.sessions.ended} (live ${c.sessions.live}, ended ${c.sessions.ended})`,
       `- rooms: ${c.rooms.rooms} (everyone-rooms ${c.rooms.everyone}); teams: ${c.rooms.teams}`,
       `- messages: ${c.messages.head_seq} (the store's highest seq)`,
-      `- unread: ${c.unread.total} (account and room mail, over ${c.unread.accounts_with_unread} accounts)`,
+      `- unread: ${c.unread.total} (account and room mail, of ${c.unread.accounts_with_unread} account${c.unread.accounts_with_unread === 1 ? '' : 's'})`,
       `- tasks: ${sum(c.tasks)} (${listed(c.tasks)})`,
       `- leases live: ${c.leases.live}`,
       `- wake chains: ${chains} (${listed(kinds)})`,
