@@ -252,6 +252,23 @@ describe('fuzz: HTTP routes and MCP', () => {
         ],
         fields: { message_id: ids, thread: bool },
       },
+      '/mail/search': {
+        base: () => ({ query: 'subject' }),
+        more: [
+          { query: '"a phrase" pre*', limit: 2, cursor: 'c1.5' },
+          { query: 'x', from: 'bob', to: '#room', thread_id: readable[0], after: '2020-01-01T00:00:00Z', before: '2100-01-01T00:00:00Z' },
+        ],
+        fields: {
+          query: ['subject', '', '"', '"unclosed', '***', 'a*', '—', 'ü東京', 'OR AND NOT', 'col:x', 'x'.repeat(257), 'w '.repeat(17), 1],
+          from: ['bob', '', 'bad name', 'x'.repeat(129)],
+          to: ['bob', '#room', '#', '#bad name', 'x'.repeat(130)],
+          thread_id: ids,
+          after: ['2020-01-01T00:00:00Z', 'yesterday', ''],
+          before: ['2100-01-01T00:00:00Z', '2020-13-01T00:00:00Z'],
+          limit: [...limits, 100, 101],
+          cursor: cursors,
+        },
+      },
       '/mail/unread': { base: () => ({}), fields: {} },
       '/mail/whoami': { base: () => ({}), fields: {} },
       '/mail/directory': { base: () => ({}), more: [{ include_ended: true, detail: true }], fields: { include_ended: bool, detail: bool } },
@@ -534,7 +551,8 @@ describe('fuzz: HTTP routes and MCP', () => {
     const ompMessage = { mailbox: 'omp-fz-1', id: 'x1', from: 'omp-fz-1', subject: 's', body: 'b', ts: 1, delivered: false };
     // Another mailbox's mail as the CLI sends it: copies between alice and bob, a timer.
     const copy = { id: 'src-1', from: 'alice', to: 'bob', subject: 's', body: 'b', priority: 'normal', created_at: 1, thread: null, reply_to: null, acked_at: null, origin: 'fz' };
-    const srcTimer = { id: 'tm-1', account: 'bob', due: 1, note: 'n', created_at: 1 };
+    // Due far ahead: a timer due now would fire and store its reminder, which the import does not count.
+    const srcTimer = { id: 'tm-1', account: 'bob', due: Date.UTC(2100, 0, 1), note: 'n', created_at: 1 };
     const mailImport = (): Omit<RouteSpec, 'path' | 'admin'> => ({
       base: () => ({ messages: [copy], timers: [] }),
       more: [

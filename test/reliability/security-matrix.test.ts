@@ -190,6 +190,9 @@ describe('security matrix', () => {
       '/admin/team/list': {},
       '/admin/team/show': { team: 'ops' },
       '/admin/account/policy': { account: 'bob', policy: 'block_all' },
+      '/admin/retention/set': { account: 'bob', days: 1 },
+      '/admin/retention/list': {},
+      '/admin/retention/run': {},
     };
     const paths = OPERATION_NAMES.filter((n) => OPERATIONS[n].callers.includes('operator')).map((n) => OPERATIONS[n].path);
     for (const p of paths) assert.ok(p in bodies, `a body for ${p}`);
