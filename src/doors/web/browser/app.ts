@@ -13,6 +13,7 @@ import { pageLogin } from './page-login.js';
 import { pageTask } from './page-task.js';
 import { pageTasks } from './page-tasks.js';
 import { pageReservations } from './page-reservations.js';
+import { pageSearch } from './page-search.js';
 import { pageThread } from './page-thread.js';
 import { state } from './state.js';
 
@@ -20,7 +21,7 @@ function route(flash?: string): void {
   const p = location.pathname;
   const main = clear(shellPart('main'));
   if (!state.me && p !== '/web/login') {
-    if (/^\/web\/(thread|tasks?|reservations|compose|directory|admin)/.test(p)) state.returnTo = p + location.search;
+    if (/^\/web\/(thread|tasks?|reservations|compose|directory|search|admin)/.test(p)) state.returnTo = p + location.search;
     return go('/web/login', true, flash);
   }
   if (state.me && (p === '/' || p === '/web' || p === '/web/' || p === '/web/login')) return go('/web/inbox', true);
@@ -36,6 +37,7 @@ function route(flash?: string): void {
   if (p === '/web/reservations') return pageReservations(main);
   if (p === '/web/compose') return pageCompose(main, new URLSearchParams(location.search).get('to') || '');
   if (p === '/web/directory') return pageDirectory(main);
+  if (p === '/web/search') return pageSearch(main, new URLSearchParams(location.search).get('q') || '');
   if (p === '/web/admin' && state.me?.operator) return pageAdmin(main);
   pageTitle(main, 'Not found');
   main.appendChild(h('p', {}, ['Nothing here. ', h('a', { href: '/web/inbox', 'data-nav': true, text: 'Back to the inbox' })]));

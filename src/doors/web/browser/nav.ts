@@ -36,6 +36,7 @@ export function renderNav(): void {
     ['/web/reservations', 'Reservations'],
     ['/web/compose', 'Compose'],
     ['/web/directory', 'Directory'],
+    ['/web/search', 'Search'],
   ];
   if (me.operator) links.push(['/web/admin', 'Operator']);
   const ul = h(
