@@ -125,7 +125,8 @@ async function gather(dataDir: string, env: NodeJS.ProcessEnv, s: Sanitizer): Pr
         countsError = err instanceof MailError ? err.code : 'unreachable';
       }
     }
-    await learnNames(s, src, dataDir, env).catch(() => undefined);
+    // Without the names nothing could be cleaned of them: a failure here fails the report.
+    await learnNames(s, src, dataDir, env);
   } finally {
     client?.close();
   }
