@@ -2,6 +2,7 @@
 // several daemons in one process keep theirs apart). The engine, store guard and doors report
 // through the Observer interface; the rest is read at scrape time from counters the parts keep
 // (the wake dispatcher's attempts, parked waits, the stores' commit counts, the commit feed).
+// The process metrics (prom-client's defaults) live in one registry per process, merged in at scrape.
 // Every metric is listed in docs/operations.md ("Metrics and health"); a test holds them equal.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MailEngine } from '../engine/mail-engine.js';
@@ -23,6 +24,18 @@ export interface MetricsSources {
 
 type Stats = Record<string, number>;
 
+/** The process's own metrics (CPU, memory, event loop, GC), made once per process: they describe
+ *  the process, not a daemon, and their monitors (an event-loop timer, a GC observer) cannot be
+ *  stopped, so a test process starting many daemons must not gain one set per daemon. */
+let processMetrics: Registry | null = null;
+function processRegistry(): Registry {
+  if (!processMetrics) {
+    processMetrics = new Registry();
+    collectDefaultMetrics({ register: processMetrics });
+  }
+  return processMetrics;
+}
+
 export class DaemonMetrics implements Observer {
   readonly registry = new Registry();
   private sources: MetricsSources | null = null;
@@ -36,7 +49,7 @@ export class DaemonMetrics implements Observer {
 
   constructor() {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
+    processRegistry();
     this.operations = new Counter({ name: 'm4a_operations_total', help: 'Operations answered, by door and operation.', labelNames: ['door', 'operation'], registers });
     this.refusals = new Counter({
       name: 'm4a_refusals_total',
@@ -189,6 +202,6 @@ export class DaemonMetrics implements Observer {
   }
 
   async exposition(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    return { contentType: this.registry.contentType, body: await Registry.merge([this.registry, processRegistry()]).metrics() };
   }
 }
