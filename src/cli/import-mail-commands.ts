@@ -20,7 +20,7 @@ async function readOrFail(o: OperatorOptions, read: () => MailPlan | Promise<Mai
 
 /** `--json` and `--data-dir` also where commander gave them to `import` itself (it takes options
  *  of its own, and a parent's options are recognised after a subcommand too). */
-const withParents = (own: OperatorOptions, cmd: Command): OperatorOptions => ({ ...cmd.optsWithGlobals<OperatorOptions>(), ...own });
+export const withParents = (own: OperatorOptions, cmd: Command): OperatorOptions => ({ ...cmd.optsWithGlobals<OperatorOptions>(), ...own });
 
 export function registerMailImports(imp: Command): void {
   operatorCommon(

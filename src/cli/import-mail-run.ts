@@ -153,6 +153,7 @@ export async function runMailImport(c: MailClient, plan: MailPlan, provider?: st
   }
 
   const teams: MailImportResult['teams'] = [];
+  const notes = [...plan.notes];
   for (const t of plan.teams) {
     let created = true;
     try {
@@ -160,8 +161,14 @@ export async function runMailImport(c: MailClient, plan: MailPlan, provider?: st
     } catch (err) {
       if (!exists(err)) throw err;
       created = false;
-      // There already: a team made by an earlier run gets what it lacks (each add holds when done).
-      for (const m of t.members) await c.admin.teamMemberAdd(t.name, m);
+      try {
+        // There already: a team made by an earlier run gets what it lacks (each add holds when done).
+        for (const m of t.members) await c.admin.teamMemberAdd(t.name, m);
+      } catch (e) {
+        if (!(e instanceof MailError && e.code === 'unknown_team')) throw e;
+        notes.push({ where: `team ${t.name}`, what: 'a room of that name exists and is no team: left as it is, the team not made' });
+        continue;
+      }
     }
     for (const l of t.leaders) await c.admin.teamLeaderAdd(t.name, l);
     for (const g of t.grants) await c.admin.teamGrant({ team: t.name, leader: g.leader, capability: g.capability });
@@ -174,7 +181,7 @@ export async function runMailImport(c: MailClient, plan: MailPlan, provider?: st
     const a = plan.source === 'interagentmail' ? await c.admin.importInterAgentMail(r) : await c.admin.importAgentMail(r);
     for (const k of Object.keys(sum) as (keyof ImportMailResponse)[]) sum[k] += a[k];
   }
-  return { ...sum, source: plan.source, from: plan.from, accounts, rooms, teams, requests: requests.length, notes: plan.notes };
+  return { ...sum, source: plan.source, from: plan.from, accounts, rooms, teams, requests: requests.length, notes };
 }
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
