@@ -65,6 +65,8 @@ describe('m4a report', () => {
     const lease = (await agent.call('/lease/claim', { resource: 'path:src/**', root: cwd })).body;
     assert.ok(lease.lease_id, JSON.stringify(lease));
 
+    await d.operator.admin.wakeSet({ account: 'bramblewick', steps: [{ kind: 'hooks' }] });
+
     writeFileSync(
       join(d.dataDir, 'daemon.log'),
       [
@@ -125,7 +127,7 @@ describe('m4a report', () => {
     assert.match(text, new RegExp(`^- messages: ${await d.store.headSeq()} `, 'm'));
     assert.match(text, /^- tasks: 1 \(submitted 1, working 0/m);
     assert.match(text, /^- leases live: 1$/m);
-    assert.match(text, /^- wake chains: 0 /m);
+    assert.match(text, /^- wake chains: 1 \(hooks 1, codex-app-server 0, command 0, webhook 0, a2a 0\)$/m);
     assert.match(text, /^By level: info 3, warn 1, error 1, text 1\.$/m);
     assert.match(text, /^\| 3 \| info \| mail4agent listening \|$/m);
     // The placeholders keep it readable: the same account is the same placeholder throughout.
