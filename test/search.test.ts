@@ -9,6 +9,8 @@ import { startAgent, type AgentProc } from './support/agent.js';
 import { call, createPerson, login } from './web/web-helpers.js';
 import type { MailClient } from '../src/client/http-client.js';
 import type { SearchResponse } from '../src/wire/search.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 const subjects = (r: SearchResponse) => r.results.map((h) => h.subject);
 
@@ -93,6 +95,26 @@ describe('search', { timeout: 60_000 }, () => {
     assert.deepEqual([c.body.error.code, c.body.error.field], ['malformed', 'cursor']);
     const t = await bob.call('/mail/search', { query: 'zebra', after: 'yesterday' });
     assert.deepEqual([t.status, t.body.error.field], [400, 'after']);
+  });
+
+  it('is the MCP tool m4a_mail_search: query and cursor only, the same scope', async () => {
+    const client = new Client({ name: 'search-test', version: '0.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', d.url), { requestInit: { headers: { Authorization: `Bearer ${bobSecret}` } } }));
+    try {
+      const tool = (await client.listTools()).tools.find((t) => t.name === 'm4a_mail_search');
+      assert.deepEqual(Object.keys((tool?.inputSchema.properties ?? {}) as object).sort(), ['cursor', 'query']);
+      assert.equal(tool?.annotations?.readOnlyHint, true);
+      const r = (await client.callTool({ name: 'm4a_mail_search', arguments: { query: 'zebra' } })) as { isError?: boolean; content: { text: string }[] };
+      assert.notEqual(r.isError, true, r.content[0]?.text);
+      const found = JSON.parse(r.content[0]!.text) as SearchResponse;
+      // This process is a new session of bob: the account's and the room's mail, no session's.
+      assert.deepEqual(subjects(found), ['zebra in ops', 'zebra for bob']);
+      const bad = (await client.callTool({ name: 'm4a_mail_search', arguments: { query: '"open' } })) as { isError?: boolean; content: { text: string }[] };
+      assert.equal(bad.isError, true);
+      assert.match(bad.content[0]!.text, /malformed/);
+    } finally {
+      await client.close();
+    }
   });
 
   it('lets a person in the browser door search its own mail only', async () => {
