@@ -110,6 +110,10 @@ describe('m4a open', () => {
     const cl = await json('cl');
     const id = cl.address.slice('cl/'.length);
     for (const t of [`cl/${id.slice(0, 8)}`, 'cl/project-cl', 'cl/@otter', cl.address]) assert.equal((await json(t)).address, cl.address, t);
+    // No target: the most recently seen session of any account that can be resumed.
+    const any = await m4a(['--json']);
+    assert.equal(any.status, 0, any.stderr);
+    assert.ok(['claude', 'codex', 'pi', 'omp'].includes(JSON.parse(any.stdout).provider), any.stdout);
     const none = await m4a(['cl/@nobody']);
     assert.equal(none.status, 1);
     assert.match(none.stderr, /unknown_session/);

@@ -131,7 +131,7 @@ export function registerOpen(program: Command): void {
   program
     .command('open [target]')
     .description("print (or with --exec run) the resume command of an agent's own conversation: ACCOUNT (its latest) or ACCOUNT/s-…, ACCOUNT/slug, ACCOUNT/@alias")
-    .option('--exec', 'run it in the session’s directory with this terminal')
+    .option('--exec', "run it in the session's directory with this terminal")
     .option('--force', 'with --exec: resume even though the session is live (an agent runs it now)')
     .option('--json', 'print the command as JSON')
     .option('--data-dir <dir>', "the daemon's data directory")
