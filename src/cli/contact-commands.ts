@@ -2,15 +2,9 @@
 // policies"). Each prints the daemon's answer as JSON with --json (the wire response). Only types
 // come from wire/contacts.ts: its schemas (zod) stay off the CLI's start-up.
 import { Argument, type Command } from 'commander';
-import type { MailClient } from '../client/http-client.js';
 import type { ContactPolicy, ContactRequestOut } from '../wire/contacts.js';
-import { withDaemon, type ConnectOptions } from './connect.js';
-import { fail, printJson, printText } from './output.js';
+import { common, run, type Common } from './agent-command.js';
 import { ago, bold, dim, green, table } from './format.js';
-
-interface Common extends ConnectOptions {
-  json?: boolean;
-}
 
 /** wire/contacts.ts's CONTACT_POLICIES, without loading zod. */
 export const POLICIES = ['open', 'contacts_only', 'block_all'] as const satisfies readonly ContactPolicy[];
@@ -20,19 +14,6 @@ export const POLICY_MEANING: Record<ContactPolicy, string> = {
   contacts_only: 'only your contacts, the members of your rooms and teams, and people may write to you',
   block_all: 'only people may write to you',
 };
-
-const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
-
-async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
-  try {
-    const r = await withDaemon(o, fn);
-    if (o.json) printJson(r);
-    else printText(human(r));
-  } catch (err) {
-    fail(err, !!o.json);
-  }
-}
 
 const plural = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
 

@@ -6,30 +6,12 @@ import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
-import type { MailClient } from '../client/http-client.js';
 import type { LeaseOut } from '../wire/leases.js';
 import { neutralise } from '../wire/text.js';
-import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
-import { fail, printJson, printText } from './output.js';
+import { UsageError } from './connect.js';
+import { common, run, type Common } from './agent-command.js';
 import { bold, dim, green, table } from './format.js';
 import { parseDuration } from './wake-commands.js';
-
-interface Common extends ConnectOptions {
-  json?: boolean;
-}
-
-const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
-
-async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
-  try {
-    const r = await withDaemon(o, fn);
-    if (o.json) printJson(r);
-    else printText(human(r));
-  } catch (err) {
-    fail(err, !!o.json);
-  }
-}
 
 /** The repository the current directory is in (git's top level), else the directory itself. */
 export function repoRoot(cwd: string): string {

@@ -1,31 +1,11 @@
 // The human verbs: send, reply, inbox, read, ack, thread, whoami, peers, status, alias.
 // Each prints the daemon's answer as JSON with --json (the wire response: a stable schema).
 import type { Command } from 'commander';
-import type { MailClient } from '../client/http-client.js';
 import type { MessageOut, SendResponse } from '../wire/ops.js';
-import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
-import { fail, printJson, printText, EXIT } from './output.js';
+import { UsageError } from './connect.js';
+import { common, run, type Common } from './agent-command.js';
+import { fail, EXIT } from './output.js';
 import { ago, bold, dim, green, messageBlock, shortAddress, table } from './format.js';
-
-interface Common extends ConnectOptions {
-  json?: boolean;
-}
-
-const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
-
-async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
-  try {
-    const r = await withDaemon(o, fn);
-    if (o.json) printJson(r);
-    else {
-      const text = human(r);
-      if (text) printText(text);
-    }
-  } catch (err) {
-    fail(err, !!o.json);
-  }
-}
 
 async function bodyArg(body: string | undefined): Promise<string> {
   if (body !== '-') return body ?? '';

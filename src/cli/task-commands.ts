@@ -4,31 +4,13 @@
 // neutralised. Only types come from wire/tasks.ts: its schemas (zod) stay off the CLI's start-up.
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, type Command } from 'commander';
-import type { MailClient } from '../client/http-client.js';
 import type { ApprovalOut, TaskClaimRequest, TaskClaimResponse, TaskCreateRequest, TaskOut, TaskState } from '../wire/tasks.js';
 import { pathOf } from '../wire/operation-facts.js';
 import { neutralise } from '../wire/text.js';
-import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
-import { fail, printJson, printText } from './output.js';
+import { UsageError } from './connect.js';
+import { common, run, type Common } from './agent-command.js';
 import { ago, bold, dim, green, table, yellow } from './format.js';
 import { parseDuration } from './wake-commands.js';
-
-interface Common extends ConnectOptions {
-  json?: boolean;
-}
-
-const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
-
-async function run<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
-  try {
-    const r = await withDaemon(o, fn);
-    if (o.json) printJson(r);
-    else printText(human(r));
-  } catch (err) {
-    fail(err, !!o.json);
-  }
-}
 
 /** A commander parser for a number option (refused before anything is sent, as a usage error). */
 const number =

@@ -3,27 +3,11 @@
 import type { Command } from 'commander';
 import type { MailClient } from '../client/http-client.js';
 import type { TeamCapability, TeamOut, TeamShowResponse } from '../wire/teams.js';
-import { withDaemon, UsageError, type ConnectOptions } from './connect.js';
+import { UsageError } from './connect.js';
+import { common, run, type Common } from './agent-command.js';
 import { asOperator, operatorCommon, type OperatorOptions } from './admin-commands.js';
-import { fail, printJson, printText } from './output.js';
+import { fail } from './output.js';
 import { dim, table } from './format.js';
-
-interface Common extends ConnectOptions {
-  json?: boolean;
-}
-
-const common = (cmd: Command): Command =>
-  cmd.option('--json', 'print the answer as JSON').option('--account <name>', "which account's secret to use").option('--data-dir <dir>', "the daemon's data directory");
-
-async function asMember<T>(o: Common, fn: (c: MailClient) => Promise<T>, human: (r: T) => string): Promise<void> {
-  try {
-    const r = await withDaemon(o, fn);
-    if (o.json) printJson(r);
-    else printText(human(r));
-  } catch (err) {
-    fail(err, !!o.json);
-  }
-}
 
 const leaderLine = (t: TeamOut): string =>
   t.leaders.length === 0 ? dim('no leaders') : t.leaders.map((l) => `${l.account}${l.grants.length ? ` (${l.grants.join(', ')})` : ''}`).join(', ');
@@ -39,14 +23,14 @@ export function teamText(t: TeamOut | TeamShowResponse): string {
 export function registerTeam(program: Command): void {
   const team = program.command('team').description('your team: its members and leaders; a leader granted team.manage_members adds and removes members');
   common(team.command('show <team>').description('the team, as a member sees it')).action((name: string, o: Common) =>
-    asMember(
+    run(
       o,
       (c) => c.team.show(name),
       (t) => `${teamText(t)}\nyou: ${t.you}`,
     ),
   );
   common(team.command('member-add <team> <account>').description('add a member (needs team.manage_members)')).action((name: string, acc: string, o: Common) =>
-    asMember(
+    run(
       o,
       (c) => c.team.memberAdd(name, acc),
       () => `${acc} is now a member of team ${name}`,
@@ -54,7 +38,7 @@ export function registerTeam(program: Command): void {
   );
   common(team.command('member-remove <team> <account>').description('remove a member who is not a leader (needs team.manage_members)')).action(
     (name: string, acc: string, o: Common) =>
-      asMember(
+      run(
         o,
         (c) => c.team.memberRemove(name, acc),
         () => `${acc} is no longer a member of team ${name}`,
