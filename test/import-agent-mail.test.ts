@@ -174,3 +174,51 @@ describe('m4a import agent-mail', () => {
     assert.equal(await d.store.headSeq(), head, 'no mail was stored');
   });
 });
+
+describe('m4a import agent-mail of a database larger than one request', () => {
+  let d: TestDaemon;
+  let home: string;
+  before(async () => {
+    d = await startTestDaemon();
+    home = mkdtempSync(join(tmpdir(), 'm4a-agent-mail-big-'));
+  });
+  after(async () => {
+    await d.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('goes in several requests, threads kept across them, and a second run adds nothing', async () => {
+    const file = join(home, 'big.sqlite3');
+    makeDb(file);
+    const db = new Database(file);
+    const add = db.prepare(
+      "INSERT INTO messages (id, project_id, sender_id, thread_id, subject, body_md, importance, ack_required, created_ts) VALUES (?, 1, 1, 'BIG-1', ?, ?, 'normal', 0, ?)",
+    );
+    const to = db.prepare("INSERT INTO message_recipients (message_id, agent_id, kind) VALUES (?, 2, 'to')");
+    db.transaction(() => {
+      for (let i = 0; i < 2200; i++) {
+        add.run(100 + i, `part ${i}`, `body ${i}`, new Date(Date.UTC(2026, 10, 21) + i * 1000).toISOString().replace('T', ' ').replace('Z', ''));
+        to.run(100 + i);
+      }
+    })();
+    db.close();
+    const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
+    const run = () =>
+      new Promise<MailImportResult>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'import', 'agent-mail', file, '--json'],
+          { cwd: ROOT, encoding: 'utf8', env, timeout: 120_000, maxBuffer: 64 << 20 },
+          (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(JSON.parse(stdout) as MailImportResult)),
+        ),
+      );
+    const first = await run();
+    assert.equal(first.requests, 3, '2,206 copies: 1,000 a request');
+    assert.equal(first.messages_created, 2206);
+    const last = await d.store.getMessage(copy(2299, 'BlueLake'));
+    assert.equal(last?.threadId, copy(100, 'BlueLake'), 'the thread root was in the first request');
+    assert.equal(last?.body, 'body 2199');
+    const again = await run();
+    assert.deepEqual([again.messages_created, again.messages_existing], [0, 2206]);
+  });
+});

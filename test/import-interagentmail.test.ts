@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -168,5 +168,45 @@ describe('m4a import interagentmail', () => {
     const r = await cli(['import', 'interagentmail', join(home, 'nowhere'), '--json']);
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /no such directory/);
+  });
+});
+
+describe('m4a import interagentmail into a mailbox in use', () => {
+  let d: TestDaemon;
+  let home: string;
+  before(async () => {
+    d = await startTestDaemon();
+    home = mkdtempSync(join(tmpdir(), 'm4a-iam-import-used-'));
+  });
+  after(async () => {
+    await d.stop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('an account of the name is the participant moving in; a room of the team name that is no team is listed and left', async () => {
+    await d.account('NexusGuild');
+    await d.operator.admin.roomAdd('reviewers');
+    const r = await new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'import', 'interagentmail', FIXTURE, '--json'],
+        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir }, timeout: 60_000 },
+        (err, stdout, stderr) => resolve({ status: err ? 1 : 0, stdout, stderr }),
+      ),
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as MailImportResult;
+    assert.deepEqual(
+      out.accounts.filter((a) => !a.created).map((a) => a.id),
+      ['NexusGuild'],
+    );
+    assert.ok(out.notes.some((n) => n.where === 'team reviewers' && /is no team/.test(n.what)));
+    assert.deepEqual(out.teams, []);
+    assert.equal(out.messages_created, 5, 'the mail is imported all the same');
+    assert.equal((await d.store.page({ account: 'NexusGuild', sessionKey: null, rooms: [] }, { after: null, pendingOnly: false, limit: 10, threadId: null })).length, 2);
+    // The secrets of the accounts it made are kept; the existing one's is not touched.
+    const creds = JSON.parse(readFileSync(join(home, 'mail4agent', 'credentials.json'), 'utf8')) as { accounts: Record<string, { provider?: string }> };
+    assert.deepEqual(Object.keys(creds.accounts).sort(), ['AegisGrid', 'UX-Reviewer', 'UX-Reviewer-2', 'yggdrassoftgaming']);
+    assert.equal(creds.accounts['AegisGrid']?.provider, 'codex');
   });
 });
