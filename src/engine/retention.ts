@@ -1,8 +1,8 @@
 // Retention (docs/operations.md "Retention"): per account or room, off by default, acknowledged
 // mail older than N days is deleted (the store's pruneMail decides what is acknowledged and what
 // open work still holds), and wake records older than RECORDS_DAYS are pruned whatever is set.
-// Settings, the last run's report and the run's lock are records; the daemon runs it shortly
-// after start and then hourly, one daemon at a time on a shared store.
+// Settings are records (on a shared store the last run's report and the run's lock too); the
+// daemon runs it shortly after start and then hourly, one daemon at a time on a shared store.
 import { MailError } from '../wire/errors.js';
 import type * as RT from '../wire/retention.js';
 import type { AccountRecord, MailPruneQuery, RecordRow, Store } from '../store/types.js';
@@ -62,6 +62,9 @@ export class RetentionBook {
   private running: Promise<RT.RetentionRunOut> | null = null;
   private cancelTimer: (() => void) | null = null;
   private closed = false;
+  /** The last run's report. A store only this daemon holds keeps nothing of it (a run that finds
+   *  nothing to delete writes nothing); a shared one keeps it as a record, for every daemon. */
+  private last: RT.RetentionRunOut | null = null;
 
   constructor(private d: RetentionDeps) {}
 
@@ -113,6 +116,7 @@ export class RetentionBook {
 
   /** The last run's report (any daemon's), or null before the first. */
   async lastRun(): Promise<RT.RetentionRunOut | null> {
+    if (!this.d.store.shared) return this.last;
     const r = await this.d.store.getRecord(KIND.last, 'last');
     return r ? (JSON.parse(r.value) as RT.RetentionRunOut) : null;
   }
@@ -126,8 +130,9 @@ export class RetentionBook {
 
   /** The hourly run, unless another daemon sharing the store ran one within the hour. */
   private async scheduled(): Promise<void> {
+    if (this.running) return; // the operator's run is at it
     try {
-      const last = await this.d.store.getRecord(KIND.last, 'last');
+      const last = this.d.store.shared ? await this.d.store.getRecord(KIND.last, 'last') : null;
       if (last && this.d.clock.now() - last.updatedAt < EVERY_MS - START_DELAY_MS) return;
       await this.runOnce('schedule');
     } catch (err) {
@@ -151,7 +156,8 @@ export class RetentionBook {
     try {
       const report = await this.pass(by, started);
       const done = this.d.clock.now();
-      await this.d.store.putRecord({ kind: KIND.last, id: 'last', value: JSON.stringify(report), updatedAt: done });
+      this.last = report;
+      if (this.d.store.shared) await this.d.store.putRecord({ kind: KIND.last, id: 'last', value: JSON.stringify(report), updatedAt: done });
       this.stats.runs++;
       this.stats.messagesDeleted += report.messages_deleted;
       this.stats.recordsPruned += report.records_pruned;
@@ -234,6 +240,8 @@ export class RetentionBook {
 
   /** First writer wins; an expired lock (its daemon died mid-run) is taken over. */
   private async takeLock(now: number): Promise<boolean> {
+    // One daemon holds a store that is not shared (the data directory's lock); this one runs once.
+    if (!this.d.store.shared) return true;
     const row: RecordRow = { kind: KIND.lock, id: 'run', value: JSON.stringify({ host: this.d.hostId, until: now + LOCK_MS }), updatedAt: now };
     if ((await this.d.store.insertRecords([row])).length === 1) return true;
     const cur = await this.d.store.getRecord(KIND.lock, 'run');
@@ -243,6 +251,7 @@ export class RetentionBook {
   }
 
   private async releaseLock(): Promise<void> {
+    if (!this.d.store.shared) return;
     const cur = await this.d.store.getRecord(KIND.lock, 'run');
     if (cur && (JSON.parse(cur.value) as { host: string }).host === this.d.hostId) await this.d.store.deleteRecord(KIND.lock, 'run');
   }
