@@ -1,0 +1,192 @@
+// Search at scale (issue #18): a SQLite store filled with `count` messages straight through the
+// store (openSqliteStore's append path and group commit, 2,000 appends a transaction; not over
+// HTTP), then `POST /mail/search` over HTTP, one request at a time, for a few query shapes; and the
+// cost of a send with the index against one without it, side by side in one run: a copy of the same
+// store whose FTS5 triggers were dropped (so its index is no longer written), both daemons of this
+// build from source, rounds alternating between them so both see the same machine.
+//   node --import tsx bench/probes/search-probe.ts [count=1000000] [queries=200] [sends=2000] [rounds=4]
+import { copyFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { MailClient } from '../../src/client/http-client.js';
+import { systemIds } from '../../src/engine/clock.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { NewMessage } from '../../src/store/types.js';
+import { startDaemon, type Daemon } from '../lib/daemon.js';
+import { cleanupAll, ROOT, tempDir } from '../lib/procs.js';
+import { summarize } from '../lib/stats.js';
+
+const [count = 1_000_000, queries = 200, sends = 2000, rounds = 4] = process.argv.slice(2).map(Number);
+const FROM_SOURCE = { cli: join(ROOT, 'src', 'cli', 'main.ts'), nodeFlags: ['--import', 'tsx'] };
+const RECIPIENTS = Array.from({ length: 50 }, (_, i) => `peer${i}`);
+const VOCAB = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}`);
+
+/** A small seeded PRNG, so every run stores the same mail. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Every 10th message to the reader. alpha: 1 in 10 of all mail (drawn); "release candidate": 1 in 100;
+// rareword: 1 in 20,000; elsewhere: 1 in 10 of the mail to others only (the worst shape: the index
+// finds many matches, the scope keeps none of them); the rest a skewed draw from VOCAB.
+function messageAt(k: number, r: () => number, now: number): NewMessage {
+  const toReader = k % 10 === 0;
+  const to = toReader ? 'reader' : (RECIPIENTS[k % RECIPIENTS.length] as string);
+  const words = Array.from({ length: 20 }, () => VOCAB[Math.floor(VOCAB.length * r() ** 3)] as string);
+  if (r() < 0.1) words.push('alpha');
+  if (r() < 0.01) words.push('release candidate');
+  if (k % 20_000 === 0 || k % 20_000 === 10) words.push('rareword');
+  if (!toReader && r() < 0.1) words.push('elsewhere');
+  const id = systemIds.messageId();
+  return {
+    id,
+    threadId: id,
+    fromAccount: 'writer',
+    fromSession: null,
+    fromKind: 'agent',
+    toAddress: to,
+    toKey: `a:${to}`,
+    subject: `topic ${words[0]} ${words[1]}`,
+    body: words.join(' '),
+    replyTo: null,
+    correlation: null,
+    refs: [],
+    priority: 'normal',
+    createdAt: now - (count - k) * 1000,
+    idempotencyKey: null,
+    fingerprint: null,
+  };
+}
+
+async function prefill(dbPath: string): Promise<{ ms: number; perSec: number }> {
+  const store = openSqliteStore({ path: dbPath });
+  const r = rng(18);
+  const now = Date.now();
+  const t0 = Date.now();
+  for (let done = 0; done < count; ) {
+    const n = Math.min(2000, count - done);
+    const batch: Promise<unknown>[] = [];
+    for (let i = 0; i < n; i++) batch.push(store.appendMessage(messageAt(done + i, r, now), 0));
+    await Promise.all(batch);
+    done += n;
+    if (done % 100_000 === 0) process.stderr.write(`prefilled ${done}\n`);
+  }
+  await store.close();
+  const ms = Date.now() - t0;
+  return { ms, perSec: Math.round((count / ms) * 1000) };
+}
+
+const SHAPES: [string, string][] = [
+  ['common word (1 in 10)', 'alpha'],
+  ['two words', 'alpha w1'],
+  ['phrase (1 in 100)', '"release candidate"'],
+  ['prefix', 'w1*'],
+  ['rare word (1 in 20,000)', 'rareword'],
+  ['no match', 'zzznothing'],
+  ["others' word (1 in 10, none the reader's)", 'elsewhere'],
+];
+
+async function timeQueries(c: MailClient, query: string, n: number): Promise<{ p50: number; p99: number; hits: number }> {
+  const ms: number[] = [];
+  let hits = 0;
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const r = await c.search({ query });
+    ms.push(performance.now() - t0);
+    hits = r.results.length;
+  }
+  const s = summarize(ms.sort((a, b) => a - b));
+  return { p50: s.p50, p99: s.p99, hits };
+}
+
+/** `sends` sends to the reader, 16 at a time; per-send latency and sends per second. */
+async function timeSends(c: MailClient): Promise<{ perSec: number; p50: number; p99: number }> {
+  const ms: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  const body = VOCAB.slice(0, 30).join(' ');
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < sends) {
+        next++;
+        const s0 = performance.now();
+        await c.send({ to: 'reader', subject: 'bench send', body });
+        ms.push(performance.now() - s0);
+      }
+    }),
+  );
+  const s = summarize(ms.sort((a, b) => a - b));
+  return { perSec: Math.round((sends / (performance.now() - t0)) * 1000), p50: s.p50, p99: s.p99 };
+}
+
+async function main(): Promise<void> {
+  const withDir = join(tempDir('search-with'), 'data');
+  const withoutDir = join(tempDir('search-without'), 'data');
+  // A first start makes the mailbox (migrations, accounts); then the store is filled directly.
+  let d: Daemon = await startDaemon(withDir, FROM_SOURCE);
+  const secrets = await d.accounts(['reader', 'writer', ...RECIPIENTS]);
+  await d.stop();
+  const fill = await prefill(join(withDir, 'mail.db'));
+  console.log(`prefill: ${count} messages in ${(fill.ms / 1000).toFixed(1)} s (${fill.perSec}/s, FTS5 triggers on); mail.db ${(statSync(join(withDir, 'mail.db')).size / 2 ** 20).toFixed(0)} MiB`);
+
+  d = await startDaemon(withDir, FROM_SOURCE);
+  const reader = new MailClient({ url: d.url, token: secrets.get('reader') as string, timeoutMs: 120_000 });
+  console.log(`\nsearch over HTTP, one at a time, reader holds ${count / 10} of ${count} (page of 20):`);
+  for (const [name, query] of SHAPES) {
+    await timeQueries(reader, query, 5); // warm
+    const r = await timeQueries(reader, query, name.startsWith('others') ? Math.ceil(queries / 4) : queries);
+    console.log(`  ${name.padEnd(44)} ${query.padEnd(22)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (${r.hits} results)`);
+  }
+  reader.close();
+  await d.stop();
+
+  // The same store twice: one keeps its triggers, the copy has them dropped.
+  const { mkdirSync } = await import('node:fs');
+  mkdirSync(withoutDir, { recursive: true });
+  for (const f of ['mail.db', 'operator.token', 'host.id']) {
+    try {
+      copyFileSync(join(withDir, f), join(withoutDir, f));
+    } catch {
+      /* not every file exists in every version */
+    }
+  }
+  const db = new Database(join(withoutDir, 'mail.db'));
+  db.exec('DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; DROP TRIGGER messages_fts_update;');
+  db.close();
+  const a = await startDaemon(withDir, FROM_SOURCE);
+  const b = await startDaemon(withoutDir, FROM_SOURCE);
+  const ca = new MailClient({ url: a.url, token: secrets.get('writer') as string, timeoutMs: 120_000 });
+  const cb = new MailClient({ url: b.url, token: secrets.get('writer') as string, timeoutMs: 120_000 });
+  await timeSends(ca);
+  await timeSends(cb);
+  const rows: { with: Awaited<ReturnType<typeof timeSends>>; without: Awaited<ReturnType<typeof timeSends>> }[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const first = i % 2 === 0;
+    const x = first ? await timeSends(ca) : null;
+    const y = await timeSends(cb);
+    rows.push({ with: x ?? (await timeSends(ca)), without: y });
+  }
+  console.log(`\nsend (a 30-word body), 16 at a time, ${sends} a round, rounds alternating, on the ${count}-message store:`);
+  for (const [i, r] of rows.entries()) {
+    console.log(
+      `  round ${i + 1}: with index ${r.with.perSec}/s p50 ${r.with.p50.toFixed(2)} p99 ${r.with.p99.toFixed(2)} ms; without ${r.without.perSec}/s p50 ${r.without.p50.toFixed(2)} p99 ${r.without.p99.toFixed(2)} ms; p50 ratio ${(r.with.p50 / r.without.p50).toFixed(2)}x, throughput ratio ${(r.without.perSec / r.with.perSec).toFixed(2)}x`,
+    );
+  }
+  ca.close();
+  cb.close();
+  await a.stop();
+  await b.stop();
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  .finally(() => cleanupAll());
