@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { startTestDaemon, raw, type TestDaemon } from './support/test-daemon.js';
 import { keyOfAccount, type PagedMessage } from '../src/store/types.js';
 import { importedCopyId } from '../src/engine/import-mail.js';
 import type { MailImportResult } from '../src/cli/import-mail-run.js';
@@ -172,6 +172,48 @@ describe('m4a import agent-mail', () => {
     assert.notEqual(o.status, 0);
     assert.match((JSON.parse(o.stderr) as { error: { reason: string } }).error.reason, /table projects: no such table/);
     assert.equal(await d.store.headSeq(), head, 'no mail was stored');
+  });
+});
+
+describe('POST /admin/import/agent-mail and /admin/import/interagentmail', () => {
+  let d: TestDaemon;
+  before(async () => {
+    d = await startTestDaemon();
+  });
+  after(() => d.stop());
+
+  it('refuse an agent, and a request naming an account that does not exist stores none of it', async () => {
+    const bob = await d.account('bob');
+    await d.account('alice');
+    const c = (id: string, to: string) => ({
+      id,
+      from: 'alice',
+      to,
+      subject: 's',
+      body: 'b',
+      priority: 'normal',
+      created_at: 1,
+      thread: null,
+      reply_to: null,
+      acked_at: null,
+      origin: 'x',
+    });
+    for (const path of ['/admin/import/agent-mail', '/admin/import/interagentmail']) {
+      const r = await raw(d.url, path, { token: bob.secret, body: JSON.stringify({ messages: [c('1', 'bob')], timers: [] }) });
+      assert.equal(r.status, 403, path);
+      const head = await d.store.headSeq();
+      const ghost = await raw(d.url, path, { token: d.operatorToken, body: JSON.stringify({ messages: [c('1', 'bob'), c('2', 'ghost')], timers: [] }) });
+      assert.deepEqual([ghost.json.error.code, ghost.json.error.participant, ghost.json.error.field], ['unknown_participant', 'ghost', 'messages[1].to'], path);
+      const twice = await raw(d.url, path, { token: d.operatorToken, body: JSON.stringify({ messages: [c('1', 'bob'), c('1', 'bob')], timers: [] }) });
+      assert.equal(twice.json.error.code, 'malformed', path);
+      const reserved = await raw(d.url, path, { token: d.operatorToken, body: JSON.stringify({ messages: [c('1', 'mailbox')], timers: [] }) });
+      assert.equal(reserved.json.error.code, 'malformed', path);
+      assert.equal(await d.store.headSeq(), head, `${path}: nothing stored`);
+    }
+    // The same source id in the two sources is two messages: the source is part of the id.
+    const a = await d.operator.admin.importAgentMail({ messages: [c('1', 'bob') as never], timers: [] });
+    const i = await d.operator.admin.importInterAgentMail({ messages: [c('1', 'bob') as never], timers: [] });
+    assert.deepEqual([a.messages_created, i.messages_created], [1, 1]);
   });
 });
 
