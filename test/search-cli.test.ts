@@ -18,8 +18,11 @@ describe('m4a search', { timeout: 120_000 }, () => {
   let env: Record<string, string>;
   const cli = (args: string[]) =>
     new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--import', 'tsx', MAIN, ...args, '--account', 'bob'], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', MAIN, ...args, '--account', 'bob'],
+        { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 },
+        (err, stdout, stderr) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
       ),
     );
 

@@ -68,7 +68,8 @@ describe('search', { timeout: 60_000 }, () => {
 
   it('marks the matched words in the snippet and pages newest first with a cursor', async () => {
     const bob = agents[0]!;
-    for (let i = 1; i <= 5; i++) await alice.send({ to: 'bob', subject: `page ${i}`, body: `a long preamble that says nothing much, then the keyword quokka number ${i} and more` });
+    for (let i = 1; i <= 5; i++)
+      await alice.send({ to: 'bob', subject: `page ${i}`, body: `a long preamble that says nothing much, then the keyword quokka number ${i} and more` });
     const first = await search(bob, { query: 'quokka', limit: 2 });
     assert.deepEqual(subjects(first), ['page 5', 'page 4']);
     assert.match(first.results[0]!.snippet, /«quokka»/);
@@ -85,7 +86,12 @@ describe('search', { timeout: 60_000 }, () => {
 
   it('refuses a malformed query or cursor by name, and changes nothing', async () => {
     const bob = agents[0]!;
-    for (const [query, status] of [['"unclosed', 400], ['!!! ???', 400], ['', 400], ['x'.repeat(257), 413]] as const) {
+    for (const [query, status] of [
+      ['"unclosed', 400],
+      ['!!! ???', 400],
+      ['', 400],
+      ['x'.repeat(257), 413],
+    ] as const) {
       const r = await bob.call('/mail/search', { query });
       assert.equal(r.status, status, query);
       assert.equal(r.body.error.field, 'query', JSON.stringify(r.body));

@@ -69,7 +69,7 @@ async function prefill(dbPath: string): Promise<{ ms: number; perSec: number }> 
   const r = rng(18);
   const now = Date.now();
   const t0 = Date.now();
-  for (let done = 0; done < count; ) {
+  for (let done = 0; done < count;) {
     const n = Math.min(2000, count - done);
     const batch: Promise<unknown>[] = [];
     for (let i = 0; i < n; i++) batch.push(store.appendMessage(messageAt(done + i, r, now), 0));
@@ -133,7 +133,9 @@ async function main(): Promise<void> {
   const secrets = await d.accounts(['reader', 'writer', ...RECIPIENTS]);
   await d.stop();
   const fill = await prefill(join(withDir, 'mail.db'));
-  console.log(`prefill: ${count} messages in ${(fill.ms / 1000).toFixed(1)} s (${fill.perSec}/s, FTS5 triggers on); mail.db ${(statSync(join(withDir, 'mail.db')).size / 2 ** 20).toFixed(0)} MiB`);
+  console.log(
+    `prefill: ${count} messages in ${(fill.ms / 1000).toFixed(1)} s (${fill.perSec}/s, FTS5 triggers on); mail.db ${(statSync(join(withDir, 'mail.db')).size / 2 ** 20).toFixed(0)} MiB`,
+  );
 
   d = await startDaemon(withDir, FROM_SOURCE);
   const reader = new MailClient({ url: d.url, token: secrets.get('reader') as string, timeoutMs: 120_000 });
