@@ -16,7 +16,10 @@ import { startDaemon, type Daemon } from '../lib/daemon.js';
 import { cleanupAll, ROOT, tempDir } from '../lib/procs.js';
 import { summarize } from '../lib/stats.js';
 
-const [count = 1_000_000, queries = 200, sends = 2000, rounds = 4] = process.argv.slice(2).map(Number);
+const [count = 1_000_000, queries = 200, sends = 2000, rounds = 4] = process.argv
+  .slice(2)
+  .filter((a) => /^\d+$/.test(a))
+  .map(Number);
 const FROM_SOURCE = { cli: join(ROOT, 'src', 'cli', 'main.ts'), nodeFlags: ['--import', 'tsx'] };
 const RECIPIENTS = Array.from({ length: 50 }, (_, i) => `peer${i}`);
 const VOCAB = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}`);
@@ -87,6 +90,7 @@ const SHAPES: [string, string][] = [
   ['two words', 'alpha w1'],
   ['phrase (1 in 100)', '"release candidate"'],
   ['prefix', 'w1*'],
+  ['prefix of a rarer word', 'wzz*'],
   ['rare word (1 in 20,000)', 'rareword'],
   ['no match', 'zzznothing'],
   ["others' word (1 in 10, none the reader's)", 'elsewhere'],
@@ -126,23 +130,33 @@ async function timeSends(c: MailClient): Promise<{ perSec: number; p50: number; 
 }
 
 async function main(): Promise<void> {
-  const withDir = join(tempDir('search-with'), 'data');
+  // --reuse DIR: a data directory this probe filled before (the prefill is the long part).
+  const reuse = process.argv.indexOf('--reuse') >= 0 ? process.argv[process.argv.indexOf('--reuse') + 1] : undefined;
+  const withDir = reuse ?? join(tempDir('search-with'), 'data');
   const withoutDir = join(tempDir('search-without'), 'data');
-  // A first start makes the mailbox (migrations, accounts); then the store is filled directly.
-  let d: Daemon = await startDaemon(withDir, FROM_SOURCE);
-  const secrets = await d.accounts(['reader', 'writer', ...RECIPIENTS]);
-  await d.stop();
-  const fill = await prefill(join(withDir, 'mail.db'));
-  console.log(
-    `prefill: ${count} messages in ${(fill.ms / 1000).toFixed(1)} s (${fill.perSec}/s, FTS5 triggers on); mail.db ${(statSync(join(withDir, 'mail.db')).size / 2 ** 20).toFixed(0)} MiB`,
-  );
+  let d: Daemon;
+  const secrets = new Map<string, string>();
+  if (reuse) {
+    d = await startDaemon(withDir, FROM_SOURCE);
+    for (const id of ['reader', 'writer']) secrets.set(id, (await d.operator.admin.accountRotate(id)).secret);
+    await d.stop();
+  } else {
+    // A first start makes the mailbox (migrations, accounts); then the store is filled directly.
+    d = await startDaemon(withDir, FROM_SOURCE);
+    for (const [k, v] of await d.accounts(['reader', 'writer', ...RECIPIENTS])) secrets.set(k, v);
+    await d.stop();
+    const fill = await prefill(join(withDir, 'mail.db'));
+    console.log(
+      `prefill: ${count} messages in ${(fill.ms / 1000).toFixed(1)} s (${fill.perSec}/s, FTS5 triggers on); mail.db ${(statSync(join(withDir, 'mail.db')).size / 2 ** 20).toFixed(0)} MiB`,
+    );
+  }
 
   d = await startDaemon(withDir, FROM_SOURCE);
   const reader = new MailClient({ url: d.url, token: secrets.get('reader') as string, timeoutMs: 120_000 });
   console.log(`\nsearch over HTTP, one at a time, reader holds ${count / 10} of ${count} (page of 20):`);
   for (const [name, query] of SHAPES) {
     await timeQueries(reader, query, 5); // warm
-    const r = await timeQueries(reader, query, name.startsWith('others') ? Math.ceil(queries / 4) : queries);
+    const r = await timeQueries(reader, query, name === 'prefix' ? Math.ceil(queries / 20) : name.startsWith('others') ? Math.ceil(queries / 4) : queries);
     console.log(`  ${name.padEnd(44)} ${query.padEnd(22)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (${r.hits} results)`);
   }
   reader.close();
@@ -151,7 +165,7 @@ async function main(): Promise<void> {
   // The same store twice: one keeps its triggers, the copy has them dropped.
   const { mkdirSync } = await import('node:fs');
   mkdirSync(withoutDir, { recursive: true });
-  for (const f of ['mail.db', 'operator.token', 'host.id']) {
+  for (const f of ['mail.db', 'operator.token', 'host-id']) {
     try {
       copyFileSync(join(withDir, f), join(withoutDir, f));
     } catch {
