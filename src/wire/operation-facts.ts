@@ -49,7 +49,7 @@ export const OPERATION_FACTS = {
   },
   inbox: {
     path: '/mail/inbox',
-    summary: 'Your unacknowledged mail, oldest first.',
+    summary: 'Unacknowledged mail, oldest first.',
     callers: AGENT,
     readOnly: true,
     retrySafe: true,
@@ -57,7 +57,7 @@ export const OPERATION_FACTS = {
   },
   ack: {
     path: '/mail/ack',
-    summary: 'Mark mail handled; account and room mail for your whole account.',
+    summary: 'Mark mail handled; account and room mail account-wide.',
     callers: AGENT_PERSON,
     readOnly: false,
     retrySafe: true,
@@ -65,7 +65,7 @@ export const OPERATION_FACTS = {
   },
   get: {
     path: '/mail/get',
-    summary: 'One message in full, or its thread.',
+    summary: 'One message in full.',
     callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,
@@ -73,7 +73,7 @@ export const OPERATION_FACTS = {
   },
   search: {
     path: '/mail/search',
-    summary: 'Search mail you may read, newest first.',
+    summary: 'Search your mail.',
     callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,

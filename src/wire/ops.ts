@@ -114,7 +114,7 @@ export const AckResponse = z.object({
   unread: z.number().int(),
 });
 
-export const GetRequest = z.strictObject({ message_id: MessageId, thread: z.boolean().optional(), verbose: Verbose.optional() });
+export const GetRequest = z.strictObject({ message_id: MessageId, thread: z.boolean().optional().describe('the whole thread'), verbose: Verbose.optional() });
 export const McpGetRequest = GetRequest.omit({ verbose: true });
 export const GetResponse = z.object({ message: MessageOut, thread: z.array(MessageOut).optional() });
 

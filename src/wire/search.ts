@@ -83,7 +83,7 @@ export const SearchRequest = z.strictObject({
 
 /** Over MCP: the query and the cursor only (20 results a page), so the tool costs few tokens of
  *  tools/list; the filters stay over HTTP, the CLI and the browser. */
-export const McpSearchRequest = SearchRequest.pick({ query: true }).extend({ cursor: z.string().optional() });
+export const McpSearchRequest = SearchRequest.pick({ query: true }).extend({ cursor: z.string().optional().describe('a next_cursor') });
 
 export const SearchHit = z.object({
   message_id: z.string(),
