@@ -13,6 +13,7 @@ import { MailError } from '../src/wire/errors.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { recordingLogger, type LogLine } from './support/recording-logger.js';
 import { until } from './support/until.js';
+import { helloRaw } from './support/stream-raw.js';
 
 const get = (url: string, token?: string, headers: Record<string, string> = {}) =>
   fetch(`${url}/metrics`, { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
@@ -73,21 +74,25 @@ describe('GET /metrics', () => {
     await alice.send({ to: 'bob', subject: 'one', body: 'b' });
     await Promise.all([alice.send({ to: 'bob', subject: 'two', body: 'b' }), bob.send({ to: 'alice', subject: 'three', body: 'b' })]);
     await assert.rejects(alice.send({ to: 'nobody-here', subject: 'x', body: 'b' }), (e: unknown) => e instanceof MailError && e.code === 'unknown_participant');
+    const stream = await helloRaw(d.socketPath!, bobSecret);
+    await stream.call('send', { to: 'alice', subject: 'four', body: 'b' });
+    stream.close();
     const anon = await fetch(`${d.url}/mail/send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     assert.equal(anon.status, 401);
     const s1 = await scrape(d);
     const delta = (name: string, labels: Record<string, string> = {}) => value(s1, name, labels) - value(s0, name, labels);
     assert.equal(delta('m4a_sends_total', { door: 'http' }), 3);
+    assert.equal(delta('m4a_sends_total', { door: 'stream' }), 1);
     assert.equal(delta('m4a_operations_total', { door: 'http', operation: 'send' }), 3);
     assert.equal(delta('m4a_refusals_total', { door: 'http', operation: 'send', code: 'unknown_participant' }), 1);
     assert.equal(delta('m4a_refusals_total', { door: 'http', operation: 'send', code: 'unauthenticated' }), 1);
-    assert.equal(delta('m4a_store_call_duration_seconds_count', { method: 'appendMessage' }), 3);
+    assert.equal(delta('m4a_store_call_duration_seconds_count', { method: 'appendMessage' }), 4);
     assert.ok(delta('m4a_store_call_duration_seconds_sum', { method: 'appendMessage' }) > 0);
-    // Three messages in at most three commits (two of them may share a group commit).
-    assert.equal(delta('m4a_commit_batch_messages_sum'), 3);
+    // Four messages in at most four commits (two of them may share a group commit).
+    assert.equal(delta('m4a_commit_batch_messages_sum'), 4);
     const batches = delta('m4a_commit_batch_messages_count');
-    assert.ok(batches >= 2 && batches <= 3, `batches ${batches}`);
-    assert.equal(delta('m4a_store_appends_total'), 3);
+    assert.ok(batches >= 3 && batches <= 4, `batches ${batches}`);
+    assert.equal(delta('m4a_store_appends_total'), 4);
     assert.equal(delta('m4a_store_append_batches_total'), batches);
     assert.ok(value(s1, 'm4a_sessions_live') >= 2, 'alice and bob run in this process: live sessions');
   });
@@ -202,6 +207,14 @@ describe('request ids', () => {
         lines.filter((l) => l.msg === 'mail4agent listening').every((l) => !('req_id' in l.obj)),
         'lines outside a request have none',
       );
+
+      // The stream door: one id per request, on the lines logged while serving it.
+      const said = (l: LogLine) => l.msg === 'stream connection said hello';
+      for (let i = 0; i < 2; i++) (await helloRaw(d.socketPath!, secret)).close();
+      const hellos = lines.filter(said).map((l) => (l.obj as { req_id?: string }).req_id ?? '');
+      assert.equal(hellos.length, 2);
+      assert.ok(hellos.every((id) => /^[A-Za-z0-9_-]{12}$/.test(id)));
+      assert.notEqual(hellos[0], hellos[1]);
 
       // The store goes away under the daemon: the store guard logs the cause inside the request.
       await d.store.close();
