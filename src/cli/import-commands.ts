@@ -18,6 +18,7 @@ import { readCredentials, writeCredentials } from './credentials.js';
 import { readOmpMailDir, type OmpMailDir } from './omp-mail-files.js';
 import { fail, table } from './output.js';
 import { registerMailImports, withParents } from './import-mail-commands.js';
+import { registerJsonlImport } from './backup-commands.js';
 
 /** A request's JSON stays well under the daemon's 1 MiB body cap. */
 const REQUEST_BUDGET = 768 * 1024;
@@ -129,6 +130,7 @@ export function describeImport(r: ImportOmpMailResult): string {
 export function registerImport(program: Command): void {
   const imp = program.command('import').description('bring mail from another mailbox into this one');
   registerMailImports(imp);
+  registerJsonlImport(imp);
   operatorCommon(imp.command('omp-mail [dir]').description("omp-mail's sessions, aliases and mail (default ~/.omp/mail); safe to run again"))
     .option('--account <name>', 'the agent account the omp sessions belong to (created if missing)', 'omp')
     .action(async (dir: string | undefined, own: OperatorOptions & { account: string }, cmd: Command) => {

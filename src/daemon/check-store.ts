@@ -20,7 +20,7 @@ export function checkStore(o: { dataDir: string; store?: string }, env: NodeJS.P
     status: 'fail',
     detail: `${path} is damaged: ${r.problems.join('; ')}`,
     todo:
-      `stop the daemon (m4a daemon stop) and restore ${path} from a copy of the file, deleting ${path}-wal and ${path}-shm of the damaged one; ` +
-      'until then requests that touch the damaged pages answer 503 store_unavailable (`m4a backup`, to make such copies, comes with a later issue)',
+      `stop the daemon (m4a daemon stop) and restore ${path} from a copy made by m4a backup (m4a restore COPY keeps the damaged file aside); ` +
+      'until then requests that touch the damaged pages answer 503 store_unavailable',
   };
 }

@@ -11,6 +11,13 @@ import type { ExportSource, ImportTarget } from './sides.js';
 const PAGE = 2000;
 type Reserved = Awaited<ReturnType<Sql['reserve']>>;
 
+/** The store's 15 s statement cap and 60 s idle cap are for requests: a whole table's read (sorted,
+ *  or paced by a slow file) and the counters' recount run longer. For this transaction only. */
+async function unbounded(q: Reserved): Promise<void> {
+  await q`SET LOCAL statement_timeout = 0`;
+  await q`SET LOCAL idle_in_transaction_session_timeout = 0`;
+}
+
 async function columnsOf(q: Reserved): Promise<Map<string, Set<string>>> {
   const rows = await q<{ table_name: string; column_name: string }[]>`SELECT table_name, column_name FROM information_schema.columns
     WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position`;
@@ -26,6 +33,7 @@ async function columnsOf(q: Reserved): Promise<Map<string, Set<string>>> {
 export async function postgresSource(sql: Sql): Promise<ExportSource> {
   const q = await sql.reserve();
   await q`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`;
+  await unbounded(q);
   const cols = await columnsOf(q);
   const [head] = await q<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1`;
   const [count] = await q<{ n: number }[]>`SELECT count(*)::bigint AS n FROM messages`;
@@ -55,6 +63,7 @@ export async function postgresTarget(sql: Sql, channel: string): Promise<ImportT
   await q`BEGIN`;
   let open = true;
   try {
+    await unbounded(q);
     const [h] = await q<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1 FOR UPDATE`;
     await q`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, ${LOCKS.registry}::int)`;
     const cols = await columnsOf(q);

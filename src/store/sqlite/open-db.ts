@@ -18,8 +18,8 @@ export function storeCorrupt(path: string, reason: string): MailError {
   return new MailError(
     'store_corrupt',
     `the mailbox database ${path} ${reason}. It was not changed. ` +
-      `Restore it from a copy: stop the daemon, put the copy in place of ${path} and delete ${path}-wal and ${path}-shm if present; ` +
-      `m4a doctor --check-store tells more (\`m4a backup\`, to make such copies, comes with a later issue). To start an empty mailbox instead (every account and message is lost), move the file aside.`,
+      `Restore it from a copy made by m4a backup: stop the daemon, then m4a restore COPY (it keeps this file aside); ` +
+      `m4a doctor --check-store tells more. To start an empty mailbox instead (every account and message is lost), move the file aside.`,
     { path, reason },
   );
 }
