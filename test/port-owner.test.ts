@@ -44,7 +44,9 @@ describe('port owner', { skip: linux ? false : 'reads /proc/net/tcp (Linux)' }, 
     const { server, port } = await listen();
     servers.push(server);
     const rows = readFileSync('/proc/net/tcp', 'latin1').split('\n').length;
-    assert.ok(rows > 3000, `the table has ${rows} rows`);
+    // Far past one 64 KiB read (about 430 rows of ~150 bytes) is what matters; under load some of
+    // the 3,000 rows can be missing for a moment (seen: 2,846), so the bound is the read, not 3,000.
+    assert.ok(rows > 1500, `the table has ${rows} rows`);
     assert.deepEqual(portOwner('127.0.0.1', port), { kind: 'same' });
     assert.deepEqual(portOwner('localhost', port), { kind: 'same' });
   });
