@@ -33,7 +33,7 @@ const msg = (id: string, subject: string): NewMessage => ({
 function query(text: string): SearchQuery {
   const p = parseSearchQuery(text);
   assert.ok('terms' in p);
-  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, beforeSeq: null, limit: 10 };
+  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, beforeSeq: null, limit: 10, window: 2000 };
 }
 
 describe('search migration (SQLite)', () => {
@@ -54,12 +54,12 @@ describe('search migration (SQLite)', () => {
       s = openSqliteStore({ path });
       const scope = { account: 'bob', sessionKey: null, rooms: [] };
       assert.deepEqual(
-        (await s.search(scope, query('heron'))).map((m) => m.id),
+        (await s.search(scope, query('heron'))).messages.map((m) => m.id),
         ['m-old2', 'm-old1'],
       );
       await s.appendMessage(msg('m-new', 'heron three'), 0);
       assert.deepEqual(
-        (await s.search(scope, query('heron'))).map((m) => m.id),
+        (await s.search(scope, query('heron'))).messages.map((m) => m.id),
         ['m-new', 'm-old2', 'm-old1'],
       );
       await s.close();

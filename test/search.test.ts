@@ -8,7 +8,8 @@ import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { startAgent, type AgentProc } from './support/agent.js';
 import { call, createPerson, login } from './web/web-helpers.js';
 import type { MailClient } from '../src/client/http-client.js';
-import type { SearchResponse } from '../src/wire/search.js';
+import { SEARCH_LIMITS, type SearchResponse } from '../src/wire/search.js';
+import { keyOfAccount, type NewMessage } from '../src/store/types.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -101,6 +102,56 @@ describe('search', { timeout: 60_000 }, () => {
     assert.deepEqual([c.body.error.code, c.body.error.field], ['malformed', 'cursor']);
     const t = await bob.call('/mail/search', { query: 'zebra', after: 'yesterday' });
     assert.deepEqual([t.status, t.body.error.field], [400, 'after']);
+  });
+
+  it('examines at most the window of index matches a page, however many only others may read', async () => {
+    const bob = agents[0]!;
+    // Others' mail matching the word, more than the window, with bob's at the oldest, the middle and the newest.
+    const total = SEARCH_LIMITS.window + 500;
+    const mineAt = new Map([
+      [0, 'wombat oldest'],
+      [1000, 'wombat middle'],
+      [total - 1, 'wombat newest'],
+    ]);
+    const mail = (i: number): NewMessage => {
+      const id = `m-wombat${i}x${Math.random().toString(36).slice(2, 8)}`;
+      const to = mineAt.has(i) ? 'bob' : 'dave';
+      const m = { id, threadId: id, fromAccount: 'alice', fromSession: null, fromKind: 'agent' as const, toAddress: to, toKey: keyOfAccount(to) };
+      return {
+        ...m,
+        subject: mineAt.get(i) ?? `wombat ${i}`,
+        body: 'x',
+        replyTo: null,
+        correlation: null,
+        refs: [],
+        priority: 'normal',
+        createdAt: Date.now(),
+        idempotencyKey: null,
+        fingerprint: null,
+      };
+    };
+    for (let i = 0; i < total; i += 250) await Promise.all(Array.from({ length: Math.min(250, total - i) }, (_, j) => d.store.appendMessage(mail(i + j), 0)));
+    const first = await search(bob, { query: 'wombat', limit: 20 });
+    // The window (the newest 2,000 matches) ends above the oldest: two found, and a cursor.
+    assert.deepEqual(subjects(first), ['wombat newest', 'wombat middle']);
+    assert.ok(first.next_cursor, 'fewer results than limit and still a next_cursor');
+    const second = await search(bob, { query: 'wombat', limit: 20, cursor: first.next_cursor });
+    assert.deepEqual(subjects(second), ['wombat oldest']);
+    assert.equal(second.next_cursor, undefined, 'the last window was not full');
+    const small = await search(bob, { query: 'wombat', limit: 1 });
+    assert.deepEqual(subjects(small), ['wombat newest']);
+    const rest = await search(bob, { query: 'wombat', limit: 1, cursor: small.next_cursor });
+    assert.deepEqual(subjects(rest), ['wombat middle'], 'the limit within the window pages on below the last shown');
+  });
+
+  it('refuses a prefix shorter than 2 characters and too many terms or prefixes by name', async () => {
+    const bob = agents[0]!;
+    for (const query of ['w*', 'wombat a*', '"big w"*', 'a b c d e f g h i', 'ab* cd* ef*']) {
+      const r = await bob.call('/mail/search', { query });
+      assert.equal(r.status, 400, query);
+      assert.deepEqual([r.body.error.code, r.body.error.field], ['malformed', 'query'], JSON.stringify(r.body));
+    }
+    assert.equal((await bob.call('/mail/search', { query: 'wo* ab* a b c d e f' })).status, 200, '8 terms, 2 prefixes of 2');
   });
 
   it('is the MCP tool m4a_mail_search: query and cursor only, the same scope', async () => {

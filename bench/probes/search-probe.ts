@@ -4,7 +4,9 @@
 // cost of a send with the index against one without it, side by side in one run: a copy of the same
 // store whose FTS5 triggers were dropped (so its index is no longer written), both daemons of this
 // build from source, rounds alternating between them so both see the same machine.
-//   node --import tsx bench/probes/search-probe.ts [count=1000000] [queries=200] [sends=2000] [rounds=4]
+// Then the event loop under a hostile reader: /health and a send of another client, idle and while
+// four clients send the slowest queries in a loop, following their cursors.
+//   node --import tsx bench/probes/search-probe.ts [count=1000000] [queries=200] [sends=2000] [rounds=4] [--reuse DIR]
 import { copyFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -109,6 +111,54 @@ async function timeQueries(c: MailClient, query: string, n: number): Promise<{ p
   return { p50: s.p50, p99: s.p99, hits };
 }
 
+/** /health and a send, one at a time, idle and then while 4 hostile clients loop over the slowest
+ *  shapes (each following its next_cursor to the end): how long others wait behind a search. */
+async function timeLoop(d: Daemon, hostile: MailClient, other: MailClient): Promise<void> {
+  const health = async (n: number) => {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await (await fetch(new URL('/health', d.url))).arrayBuffer();
+      ms.push(performance.now() - t0);
+    }
+    return summarize(ms.sort((a, b) => a - b));
+  };
+  const send = async (n: number) => {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await other.send({ to: 'reader', subject: 'loop send', body: 'during the loop' });
+      ms.push(performance.now() - t0);
+    }
+    return summarize(ms.sort((a, b) => a - b));
+  };
+  const idleHealth = await health(500);
+  const idleSend = await send(200);
+  let stop = false;
+  let searches = 0;
+  const worst = ['w1*', 'elsewhere', 'wzz*', 'alpha w1', 'zzznothing'];
+  const loops = Array.from({ length: 4 }, async (_, k) => {
+    for (let i = k; !stop; i++) {
+      let cursor: string | undefined;
+      do {
+        const r = await hostile.search({ query: worst[i % worst.length] as string, ...(cursor ? { cursor } : {}) });
+        searches++;
+        cursor = r.next_cursor;
+      } while (cursor && !stop);
+    }
+  });
+  const t0 = performance.now();
+  const busyHealth = await health(500);
+  const busySend = await send(200);
+  const secs = (performance.now() - t0) / 1000;
+  stop = true;
+  await Promise.all(loops);
+  const f = (x: { p50: number; p99: number }) => `p50 ${x.p50.toFixed(2)} p99 ${x.p99.toFixed(2)} ms`;
+  console.log(`
+event loop: /health idle ${f(idleHealth)}; during the hostile loop ${f(busyHealth)}`);
+  console.log(`            send idle ${f(idleSend)}; during the hostile loop ${f(busySend)} (${Math.round(searches / secs)} hostile searches/s)`);
+}
+
 /** `sends` sends to the reader, 16 at a time; per-send latency and sends per second. */
 async function timeSends(c: MailClient): Promise<{ perSec: number; p50: number; p99: number }> {
   const ms: number[] = [];
@@ -156,9 +206,10 @@ async function main(): Promise<void> {
   console.log(`\nsearch over HTTP, one at a time, reader holds ${count / 10} of ${count} (page of 20):`);
   for (const [name, query] of SHAPES) {
     await timeQueries(reader, query, 5); // warm
-    const r = await timeQueries(reader, query, name === 'prefix' ? Math.ceil(queries / 20) : name.startsWith('others') ? Math.ceil(queries / 4) : queries);
+    const r = await timeQueries(reader, query, queries);
     console.log(`  ${name.padEnd(44)} ${query.padEnd(22)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  (${r.hits} results)`);
   }
+  await timeLoop(d, reader, new MailClient({ url: d.url, token: secrets.get('writer') as string, timeoutMs: 120_000 }));
   reader.close();
   await d.stop();
 

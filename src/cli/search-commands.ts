@@ -51,7 +51,8 @@ export function registerSearch(program: Command): void {
       try {
         const r = await withDaemon(o, (c) => c.search(searchInput(query, o)));
         if (o.json) return printJson(r);
-        if (r.results.length === 0) return printText(dim('no mail matches'));
+        // A page examines a bounded window of matches: an empty one may still have a next_cursor.
+        if (r.results.length === 0 && !r.next_cursor) return printText(dim('no mail matches'));
         const lines = r.results.flatMap((h) => [table([[h.message_id, dim(h.created_at), h.from, bold(h.subject)]]), `  ${h.snippet}`]);
         if (r.next_cursor) lines.push(dim(`more: m4a search ${JSON.stringify(query)} --cursor ${r.next_cursor}`));
         printText(lines.join('\n'));

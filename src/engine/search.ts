@@ -1,6 +1,7 @@
 // Search (docs/operations.md "Search"): the caller's reader scope, the same as its inbox's (its
 // account, its own session lineage, its rooms now), narrowed by the filters; newest first, paged by
-// a cursor over seq. The snippet is cut here, not by a store, so every store answers alike.
+// a cursor over seq. A page examines at most SEARCH_LIMITS.window index matches (the store's
+// window), so it may hold fewer than limit and still have a next_cursor. The snippet is cut here, not by a store, so every store answers alike.
 import { MailError } from '../wire/errors.js';
 import { parseSearchQuery, SEARCH_LIMITS, searchTokens, type SearchRequest, type SearchResponse, type SearchTerm } from '../wire/search.js';
 import type { ReaderScope, SearchQuery, Store, StoredMessage } from '../store/types.js';
@@ -43,8 +44,10 @@ export class MailSearch {
       before: req.before === undefined ? null : Date.parse(req.before),
       beforeSeq,
       limit: limit + 1,
+      window: SEARCH_LIMITS.window,
     };
-    const rows = await this.d.store.search(await this.d.scope(c), q);
+    const page = await this.d.store.search(await this.d.scope(c), q);
+    const rows = page.messages;
     const shown = rows.slice(0, limit);
     const printed = await this.d.addresses.forMessages(shown);
     const results = shown.map((m) => {
@@ -58,7 +61,9 @@ export class MailSearch {
       return hit;
     });
     const last = shown[shown.length - 1];
-    return rows.length > limit && last ? { results, next_cursor: encodeCursor(last.seq) } : { results };
+    // More in the window: continue below the last shown; the window full: below its floor.
+    if (rows.length > limit && last) return { results, next_cursor: encodeCursor(last.seq) };
+    return page.windowFloor !== null ? { results, next_cursor: encodeCursor(page.windowFloor) } : { results };
   }
 }
 

@@ -3,7 +3,7 @@
 // as a PostgreSQL tsquery. Terms come from wire/search.ts and hold only letters and digits, so the
 // quoting below can never be escaped by what a user typed.
 import { searchTokens, type SearchTerm } from '../wire/search.js';
-import { isKeyOfAccount, keyOfRoom, type MailKey, type ReaderScope, type SearchQuery, type StoredMessage } from './types.js';
+import { isKeyOfAccount, keyOfRoom, type MailKey, type ReaderScope, type SearchPage, type SearchQuery, type StoredMessage } from './types.js';
 import { scopeKeys } from './reading-rules.js';
 
 /** The scope's keys, narrowed by `to`: an account keeps its direct and session keys, a room its
@@ -71,4 +71,28 @@ export function passesFilters(m: StoredMessage, q: SearchQuery): boolean {
     (q.after === null || m.createdAt >= q.after) &&
     (q.before === null || m.createdAt < q.before)
   );
+}
+
+/** The window rule, the same on every store: `window` holds the seqs of the first q.window index
+ *  matches, newest first; when it is full, more may match below its lowest seq (the page's floor,
+ *  where the next page continues even if this one found fewer than q.limit in the scope). */
+export function windowFloor(window: readonly number[], q: SearchQuery): number | null {
+  return window.length >= q.window ? (window[window.length - 1] ?? null) : null;
+}
+
+/** The reference page (the memory store): the matches newest first, cut to the window, then the
+ *  scope's keys and the filters, at most q.limit. */
+export function referencePage(all: Iterable<StoredMessage>, keys: readonly MailKey[], q: SearchQuery): SearchPage {
+  const matches: StoredMessage[] = [];
+  for (const m of all) if ((q.beforeSeq === null || m.seq < q.beforeSeq) && messageMatches(m, q.terms)) matches.push(m);
+  const window = matches.sort((a, b) => b.seq - a.seq).slice(0, q.window);
+  const inScope = new Set<string>(keys);
+  const messages = window.filter((m) => inScope.has(m.toKey) && passesFilters(m, q)).slice(0, q.limit);
+  return {
+    messages,
+    windowFloor: windowFloor(
+      window.map((m) => m.seq),
+      q,
+    ),
+  };
 }

@@ -389,6 +389,16 @@ export interface SearchQuery {
   /** Only seq < beforeSeq (the cursor of the page before). */
   beforeSeq: number | null;
   limit: number;
+  /** At most this many index matches (of the terms, any scope, seq < beforeSeq) are examined,
+   *  newest first, before the scope and the filters: the work of one call is bounded. */
+  window: number;
+}
+
+/** A page of a search: the scope's matches within the window, newest first, at most q.limit; and,
+ *  when the window was full, the lowest seq examined (more may match below it). */
+export interface SearchPage {
+  messages: StoredMessage[];
+  windowFloor: number | null;
 }
 
 export interface PagedMessage extends StoredMessage {
@@ -640,8 +650,9 @@ export interface Store extends TaskStore, LeaseStore {
   getThread(threadId: string): Promise<StoredMessage[]>;
   /** Readable messages for the scope, oldest first, with the scope's ack time. */
   page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]>;
-  /** Messages of the scope matching the search, newest first (seq descending), at most q.limit. */
-  search(scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]>;
+  /** Messages of the scope matching the search among the first q.window index matches, newest
+   *  first (seq descending), at most q.limit (SearchPage). */
+  search(scope: ReaderScope, q: SearchQuery): Promise<SearchPage>;
   /** Acknowledge for the scope; idempotent: a second ack returns the first unchanged. */
   ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]>;
   /** Readable, unacknowledged mail for the scope, from counters (same cost at any size). */

@@ -9,9 +9,17 @@ import { selectorProblem, utf8Bytes } from './text.js';
 export const SEARCH_LIMITS = {
   queryBytes: 256,
   /** Words, phrases and prefixes of one query. */
-  terms: 16,
+  terms: 8,
+  /** Terms ending with `*`: each is a merge over many words of the index. */
+  prefixTerms: 2,
+  /** Characters before a `*` at least (a 2- or 3-character prefix has an index of its own). */
+  prefixChars: 2,
   /** Tokens over all terms (a phrase counts each of its words). */
-  tokens: 32,
+  tokens: 16,
+  /** Index matches one page examines at most, newest first, before the scope and the filters:
+   *  the work of a call is bounded, and a page may hold fewer results than limit and still have
+   *  a next_cursor (continue below the last match examined). */
+  window: 2000,
   limitDefault: 20,
   limitMax: 100,
   /** A snippet's length in characters, the marks and the ellipses aside. */
@@ -47,6 +55,11 @@ export function parseSearchQuery(q: string): { terms: SearchTerm[] } | { problem
   }
   if (terms.length === 0) return { problem: 'no word to search for (words are letters and digits)' };
   if (terms.length > SEARCH_LIMITS.terms) return { problem: `at most ${SEARCH_LIMITS.terms} words or phrases` };
+  const prefixes = terms.filter((t) => t.prefix);
+  if (prefixes.length > SEARCH_LIMITS.prefixTerms) return { problem: `at most ${SEARCH_LIMITS.prefixTerms} prefixes (words ending with *)` };
+  if (prefixes.some((t) => [...(t.tokens[t.tokens.length - 1] as string)].length < SEARCH_LIMITS.prefixChars)) {
+    return { problem: `a prefix needs at least ${SEARCH_LIMITS.prefixChars} letters or digits before *` };
+  }
   if (terms.reduce((n, t) => n + t.tokens.length, 0) > SEARCH_LIMITS.tokens) return { problem: `at most ${SEARCH_LIMITS.tokens} words in all` };
   return { terms };
 }

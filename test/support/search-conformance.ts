@@ -45,10 +45,10 @@ const reader = (account: string, lineage: string | null = null, rooms: string[] 
 function query(text: string, over: Partial<SearchQuery> = {}): SearchQuery {
   const p = parseSearchQuery(text);
   if ('problem' in p) throw new Error(p.problem);
-  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, beforeSeq: null, limit: 50, ...over };
+  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, beforeSeq: null, limit: 50, window: 50, ...over };
 }
 
-const ids = async (s: Store, r: ReaderScope, text: string, over: Partial<SearchQuery> = {}) => (await s.search(r, query(text, over))).map((m) => m.id);
+const ids = async (s: Store, r: ReaderScope, text: string, over: Partial<SearchQuery> = {}) => (await s.search(r, query(text, over))).messages.map((m) => m.id);
 
 export function runSearchConformance(store: () => Store): void {
   describe('search', () => {
@@ -102,7 +102,7 @@ export function runSearchConformance(store: () => Store): void {
       assert.deepEqual(await ids(s, reader('bob'), 'ping', { threadId: a }), [b, a]);
       assert.deepEqual(await ids(s, reader('bob'), 'ping', { after: 2_000 }), [c, b], 'after is inclusive');
       assert.deepEqual(await ids(s, reader('bob'), 'ping', { before: 2_000 }), [a], 'before is exclusive');
-      const first = await s.search(reader('bob'), query('ping', { limit: 2 }));
+      const first = (await s.search(reader('bob'), query('ping', { limit: 2 }))).messages;
       assert.deepEqual(
         first.map((m) => m.id),
         [c, b],
@@ -141,6 +141,58 @@ export function runSearchConformance(store: () => Store): void {
       for (let i = 0; i < 30; i++) all.push(await put(s, keyOfAccount('bob'), `batch ${i}`, i % 2 ? 'odd' : 'even'));
       assert.deepEqual(await ids(s, reader('bob'), 'batch', { limit: 5 }), all.slice(-5).reverse());
       assert.deepEqual(await ids(s, reader('bob'), 'batch odd', { limit: 3 }), [all[29], all[27], all[25]]);
+    });
+
+    it('examines at most the window of index matches, newest first, whatever the scope keeps', async () => {
+      const s = store();
+      const mine: { id: string; seq: number }[] = [];
+      const seqOf = async (id: string) => (await s.getMessage(id))?.seq ?? -1;
+      // 13 matches, bob's at 0, 6 and 12 (newest last), carol's between; then one that does not match.
+      for (let i = 0; i < 13; i++) {
+        const id = await put(s, keyOfAccount(i % 6 === 0 ? 'bob' : 'carol'), `heron ${i}`, 'x');
+        if (i % 6 === 0) mine.push({ id, seq: await seqOf(id) });
+      }
+      await put(s, keyOfAccount('bob'), 'no match', 'x');
+      const page = async (beforeSeq: number | null) => s.search(reader('bob'), query('heron', { window: 4, limit: 10, beforeSeq }));
+      const p1 = await page(null); // 12 11 10 9
+      assert.deepEqual(
+        p1.messages.map((m) => m.id),
+        [mine[2]!.id],
+        'the 4 newest matches hold one of bob',
+      );
+      assert.ok(p1.windowFloor !== null && p1.windowFloor < mine[2]!.seq && p1.windowFloor > mine[1]!.seq);
+      const p2 = await page(p1.windowFloor); // 8 7 6 5
+      assert.deepEqual(
+        p2.messages.map((m) => m.id),
+        [mine[1]!.id],
+      );
+      assert.ok(p2.windowFloor !== null && p2.windowFloor < mine[1]!.seq);
+      const p3 = await page(p2.windowFloor); // 4 3 2 1
+      assert.deepEqual(
+        p3.messages.map((m) => m.id),
+        [],
+        'a full window of others: nothing, and a floor',
+      );
+      assert.ok(p3.windowFloor !== null && p3.windowFloor > mine[0]!.seq);
+      const p4 = await page(p3.windowFloor); // 0
+      assert.deepEqual(
+        p4.messages.map((m) => m.id),
+        [mine[0]!.id],
+        'the last matches: fewer than the window',
+      );
+      assert.equal(p4.windowFloor, null, 'the window not full: nothing below');
+      const whole = await s.search(reader('bob'), query('heron', { window: 13, limit: 10 }));
+      assert.deepEqual(
+        whole.messages.map((m) => m.id),
+        [mine[2]!.id, mine[1]!.id, mine[0]!.id],
+      );
+      assert.equal(whole.windowFloor, mine[0]!.seq, 'exactly full: the floor is the oldest match');
+      const capped = await s.search(reader('bob'), query('heron', { window: 13, limit: 2 }));
+      assert.deepEqual(
+        capped.messages.map((m) => m.id),
+        [mine[2]!.id, mine[1]!.id],
+        'the limit within the window',
+      );
     });
   });
 }

@@ -1,7 +1,7 @@
 // The in-memory store: plain maps and arrays, for tests and throwaway daemons. It keeps the same
 // counters as the SQLite store so every result (unread included) is identical; records are
 // copied in and out so callers never share state with the store.
-import { messageMatches, passesFilters, searchKeys } from '../search-rules.js';
+import { referencePage, searchKeys } from '../search-rules.js';
 import { isExtensionProvider } from '../../wire/capabilities.js';
 import {
   ackKeyFor,
@@ -35,6 +35,7 @@ import {
   type ReaderFacts,
   type ReaderFactsQuery,
   type ReaderScope,
+  type SearchPage,
   type SearchQuery,
   type RecordRow,
   type RecordSweep,
@@ -736,16 +737,13 @@ class MemoryStore implements Store {
     return out.sort((a, b) => a.seq - b.seq).slice(0, q.limit);
   }
 
-  /** The reference search (search-rules.ts): every message of the keys, tested in turn. */
-  async search(scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]> {
-    const out: StoredMessage[] = [];
-    for (const key of searchKeys(scope, q.to)) {
-      for (const m of this.byKey.get(key) ?? []) if (passesFilters(m, q) && messageMatches(m, q.terms)) out.push(m);
-    }
-    return out
-      .sort((a, b) => b.seq - a.seq)
-      .slice(0, q.limit)
-      .map(copyMessage);
+  /** The reference search (search-rules.ts): every message tested in turn, newest first, cut to
+   *  the window before the scope, as the index of SQLite and PostgreSQL is. Not for large mailboxes. */
+  async search(scope: ReaderScope, q: SearchQuery): Promise<SearchPage> {
+    const keys = searchKeys(scope, q.to);
+    if (keys.length === 0 || q.limit <= 0) return { messages: [], windowFloor: null };
+    const page = referencePage(this.byId.values(), keys, q);
+    return { messages: page.messages.map(copyMessage), windowFloor: page.windowFloor };
   }
 
   async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {

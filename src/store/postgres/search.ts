@@ -1,29 +1,38 @@
-// Search over message_search (migration 10): the terms as a tsquery (search-rules.ts, cast, never
-// parsed from user text), the scope's keys and the filters on the joined message row, newest first.
-import { searchKeys, tsQuery } from '../search-rules.js';
-import type { ReaderScope, SearchQuery, StoredMessage } from '../types.js';
+// Search over message_search (migration 10), in two steps as on SQLite so every store gives the
+// same pages: the first q.window matches of the terms (a tsquery of search-rules.ts, cast, never
+// parsed from user text) below the cursor, newest first; then the scope's keys and the filters on
+// those rows only.
+import { searchKeys, tsQuery, windowFloor } from '../search-rules.js';
+import type { ReaderScope, SearchPage, SearchQuery } from '../types.js';
 import { toMessage, type MessageRow } from '../sqlite/rows.js';
 import { pgArray, type Sql } from './pg-sql.js';
 
 type Param = string | number;
 
-export async function pgSearch(sql: Sql, scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]> {
+export async function pgSearch(sql: Sql, scope: ReaderScope, q: SearchQuery): Promise<SearchPage> {
   const keys = searchKeys(scope, q.to);
-  if (keys.length === 0 || q.limit <= 0) return [];
-  const params: Param[] = [tsQuery(q.terms), pgArray(keys)];
-  const where = ['s.doc @@ $1::tsquery', 'm.to_key = ANY($2::text[])'];
+  if (keys.length === 0 || q.limit <= 0) return { messages: [], windowFloor: null };
+  const below = q.beforeSeq === null ? '' : ' AND seq < $3::bigint';
+  const found = await sql.unsafe<{ seq: string | number }[]>(
+    `SELECT seq FROM message_search WHERE doc @@ $1::tsquery${below} ORDER BY seq DESC LIMIT $2`,
+    q.beforeSeq === null ? [tsQuery(q.terms), q.window] : [tsQuery(q.terms), q.window, q.beforeSeq],
+  );
+  const window = found.map((r) => Number(r.seq));
+  const floor = windowFloor(window, q);
+  if (window.length === 0) return { messages: [], windowFloor: floor };
+  const params: Param[] = [pgArray(window), pgArray(keys)];
+  const where = ['m.seq = ANY($1::bigint[])', 'm.to_key = ANY($2::text[])'];
   const and = (clause: (n: string) => string, v: Param | null) => {
     if (v === null) return;
     params.push(v);
     where.push(clause(`$${params.length}`));
   };
-  and((n) => `s.seq < ${n}::bigint`, q.beforeSeq);
   and((n) => `m.from_account = ${n}`, q.fromAccount);
   and((n) => `m.thread_id = ${n}`, q.threadId);
   and((n) => `m.created_at >= ${n}::bigint`, q.after);
   and((n) => `m.created_at < ${n}::bigint`, q.before);
   params.push(q.limit);
-  const text = `SELECT m.* FROM message_search AS s JOIN messages AS m ON m.seq = s.seq WHERE ${where.join(' AND ')} ORDER BY s.seq DESC LIMIT $${params.length}`;
+  const text = `SELECT m.* FROM messages AS m WHERE ${where.join(' AND ')} ORDER BY m.seq DESC LIMIT $${params.length}`;
   const rows = await sql.unsafe<MessageRow[]>(text, params);
-  return rows.map(toMessage);
+  return { messages: rows.map(toMessage), windowFloor: floor };
 }

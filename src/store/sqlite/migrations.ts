@@ -303,9 +303,11 @@ export const MIGRATIONS: readonly string[] = [
   // every write to messages, so appends, account and room removal and pruning keep it right without
   // knowing of it. unicode61 without diacritic folding: words are runs of letters and digits in
   // lower case, as wire/search.ts and PostgreSQL's index cut them (trigram would find substrings
-  // PostgreSQL's words cannot, and triples the index). The rebuild indexes the mail stored before.
+  // PostgreSQL's words cannot, and triples the index). prefix='2 3': a 2- or 3-character prefix
+  // (the shortest a query may have) is one entry of a prefix index, not a merge of every word that
+  // starts so. The rebuild indexes the mail stored before.
   `
-  CREATE VIRTUAL TABLE messages_fts USING fts5(subject, body, content='messages', content_rowid='seq', tokenize='unicode61 remove_diacritics 0');
+  CREATE VIRTUAL TABLE messages_fts USING fts5(subject, body, content='messages', content_rowid='seq', tokenize='unicode61 remove_diacritics 0', prefix='2 3');
   CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
     INSERT INTO messages_fts(rowid, subject, body) VALUES (new.seq, new.subject, new.body);
   END;

@@ -1,24 +1,41 @@
-// Search over the FTS5 index of migration 10: the terms as MATCH text (search-rules.ts), the
-// scope's keys and the filters on the joined message row, newest first. FTS5 walks its matches
-// in rowid (= seq) order, descending here, and stops at the limit, so a page costs the matches it
-// passes over, not every match.
+// Search over the FTS5 index of migration 10, in two steps so the work of a call is bounded: the
+// index's first q.window matches of the terms (MATCH text of search-rules.ts) below the cursor and
+// the durable head, newest first (FTS5 walks its matches in rowid = seq order and stops at the
+// LIMIT), then the scope's keys and the filters on those rows only. better-sqlite3 runs on the
+// event loop: an unbounded walk here would stall every other caller of the daemon.
 import type Database from 'better-sqlite3';
 import { MailError } from '../../wire/errors.js';
-import { fts5Match, searchKeys } from '../search-rules.js';
-import type { ReaderScope, SearchQuery, StoredMessage } from '../types.js';
+import { fts5Match, searchKeys, windowFloor } from '../search-rules.js';
+import type { ReaderScope, SearchPage, SearchQuery } from '../types.js';
 import { toMessage, type MessageRow } from './rows.js';
 
 export class SqliteSearch {
   private readonly cache = new Map<string, Database.Statement<unknown[], MessageRow>>();
+  private readonly matches: Database.Statement<[string, number, number], number>;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: Database.Database) {
+    this.matches = db.prepare<[string, number, number], number>('SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?').pluck();
+  }
 
   /** `head`: the durable head (reads stop there, as every mail read does). */
-  run(scope: ReaderScope, q: SearchQuery, head: number): StoredMessage[] {
+  run(scope: ReaderScope, q: SearchQuery, head: number): SearchPage {
     const keys = searchKeys(scope, q.to);
-    if (keys.length === 0 || q.limit <= 0) return [];
-    const where = ['messages_fts MATCH ?', `m.to_key IN (${keys.map(() => '?').join(', ')})`, 'f.rowid <= ?'];
-    const params: (string | number)[] = [fts5Match(q.terms), ...keys, Math.min(head, q.beforeSeq === null ? head : q.beforeSeq - 1)];
+    if (keys.length === 0 || q.limit <= 0) return { messages: [], windowFloor: null };
+    const top = Math.min(head, q.beforeSeq === null ? head : q.beforeSeq - 1);
+    let window: number[];
+    try {
+      window = this.matches.all(fts5Match(q.terms), top, q.window);
+    } catch (err) {
+      // Cannot happen for terms of wire/search.ts; if FTS5 still refuses the text, it is the query's fault.
+      if (err instanceof Error && /fts5: syntax error|unterminated string/.test(err.message)) {
+        throw new MailError('malformed', 'query: not a search the index understands', { field: 'query', reason: 'syntax' });
+      }
+      throw err;
+    }
+    const floor = windowFloor(window, q);
+    if (window.length === 0) return { messages: [], windowFloor: floor };
+    const where = ['m.seq IN (SELECT value FROM json_each(?))', `m.to_key IN (${keys.map(() => '?').join(', ')})`];
+    const params: (string | number)[] = [JSON.stringify(window), ...keys];
     const and = (clause: string, v: string | number | null) => {
       if (v === null) return;
       where.push(clause);
@@ -28,21 +45,13 @@ export class SqliteSearch {
     and('m.thread_id = ?', q.threadId);
     and('m.created_at >= ?', q.after);
     and('m.created_at < ?', q.before);
-    const sql = `SELECT m.* FROM messages_fts AS f CROSS JOIN messages AS m ON m.seq = f.rowid WHERE ${where.join(' AND ')} ORDER BY f.rowid DESC LIMIT ?`;
+    const sql = `SELECT m.* FROM messages AS m WHERE ${where.join(' AND ')} ORDER BY m.seq DESC LIMIT ?`;
     let stmt = this.cache.get(sql);
     if (!stmt) {
       stmt = this.db.prepare<unknown[], MessageRow>(sql);
       if (this.cache.size > 64) this.cache.clear();
       this.cache.set(sql, stmt);
     }
-    try {
-      return stmt.all(...params, q.limit).map(toMessage);
-    } catch (err) {
-      // Cannot happen for terms of wire/search.ts; if FTS5 still refuses the text, it is the query's fault.
-      if (err instanceof Error && /fts5: syntax error|unterminated string/.test(err.message)) {
-        throw new MailError('malformed', 'query: not a search the index understands', { field: 'query', reason: 'syntax' });
-      }
-      throw err;
-    }
+    return { messages: stmt.all(...params, q.limit).map(toMessage), windowFloor: floor };
   }
 }

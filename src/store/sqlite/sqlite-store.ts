@@ -32,6 +32,7 @@ import {
   type ReaderFacts,
   type ReaderFactsQuery,
   type ReaderScope,
+  type SearchPage,
   type SearchQuery,
   type RecordRow,
   type RecordSweep,
@@ -583,7 +584,7 @@ export class SqliteStore implements Store {
   }
 
   /** Mail reads stop at the durable head (writer.ts): no seq a power loss could hand out again. */
-  async search(scope: ReaderScope, q: SearchQuery): Promise<StoredMessage[]> {
+  async search(scope: ReaderScope, q: SearchQuery): Promise<SearchPage> {
     return this.searcher.run(scope, q, this.writer.readHead());
   }
 

@@ -62,7 +62,8 @@ export function pageSearch(main: HTMLElement, initial: string): void {
         cursor = r.next_cursor;
         more.hidden = !cursor;
         const n = list.children.length;
-        status.textContent = n ? n + (cursor ? '+' : '') + ' found' : 'No mail matches.';
+        // A page examines a bounded window of matches: none found yet may still have more below.
+        status.textContent = n ? n + (cursor ? '+' : '') + ' found' : cursor ? 'None yet: More looks further back.' : 'No mail matches.';
         announce(status.textContent);
       },
       (e: ApiError) => err.show(errorText(e)),
