@@ -100,6 +100,10 @@ describe('C: the browser door cannot mint an operator credential', () => {
       '/admin/team/show': { team: 'crew' },
       // A contact policy is set with the operator's credential on the machine, not in the browser.
       '/admin/account/policy': { account: 'codex', policy: 'block_all' },
+      // Retention deletes mail: set and run with the operator's credential on the machine only.
+      '/admin/retention/set': { account: 'codex', days: 1 },
+      '/admin/retention/list': {},
+      '/admin/retention/run': {},
     };
     const unclassified = ADMIN_PATHS.filter((p) => p !== '/admin/daemon/stop' && !(p in harmless));
     assert.deepEqual(unclassified, [], 'every operator route is classified for the browser door');
