@@ -74,10 +74,10 @@ export function passesFilters(m: StoredMessage, q: SearchQuery): boolean {
 }
 
 /** The window rule, the same on every store: `window` holds the seqs of the first q.window index
- *  matches, newest first; when it is full, more may match below its lowest seq (the page's floor,
- *  where the next page continues even if this one found fewer than q.limit in the scope). */
-export function windowFloor(window: readonly number[], q: SearchQuery): number | null {
-  return window.length >= q.window ? (window[window.length - 1] ?? null) : null;
+ *  matches, newest first. When it is full and held fewer than q.limit of the scope, more may match
+ *  below its lowest seq: the page's floor, where the next page continues. */
+export function windowFloor(window: readonly number[], found: number, q: SearchQuery): number | null {
+  return window.length >= q.window && found < q.limit ? (window[window.length - 1] ?? null) : null;
 }
 
 /** The reference page (the memory store): the matches newest first, cut to the window, then the
@@ -92,6 +92,7 @@ export function referencePage(all: Iterable<StoredMessage>, keys: readonly MailK
     messages,
     windowFloor: windowFloor(
       window.map((m) => m.seq),
+      messages.length,
       q,
     ),
   };

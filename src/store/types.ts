@@ -395,7 +395,8 @@ export interface SearchQuery {
 }
 
 /** A page of a search: the scope's matches within the window, newest first, at most q.limit; and,
- *  when the window was full, the lowest seq examined (more may match below it). */
+ *  when the window was full and fewer than q.limit were found, the lowest seq examined (more may
+ *  match below it). */
 export interface SearchPage {
   messages: StoredMessage[];
   windowFloor: number | null;

@@ -18,8 +18,7 @@ export async function pgSearch(sql: Sql, scope: ReaderScope, q: SearchQuery): Pr
     q.beforeSeq === null ? [tsQuery(q.terms), q.window] : [tsQuery(q.terms), q.window, q.beforeSeq],
   );
   const window = found.map((r) => Number(r.seq));
-  const floor = windowFloor(window, q);
-  if (window.length === 0) return { messages: [], windowFloor: floor };
+  if (window.length === 0) return { messages: [], windowFloor: null };
   const params: Param[] = [pgArray(window), pgArray(keys)];
   const where = ['m.seq = ANY($1::bigint[])', 'm.to_key = ANY($2::text[])'];
   const and = (clause: (n: string) => string, v: Param | null) => {
@@ -34,5 +33,5 @@ export async function pgSearch(sql: Sql, scope: ReaderScope, q: SearchQuery): Pr
   params.push(q.limit);
   const text = `SELECT m.* FROM messages AS m WHERE ${where.join(' AND ')} ORDER BY m.seq DESC LIMIT $${params.length}`;
   const rows = await sql.unsafe<MessageRow[]>(text, params);
-  return { messages: rows.map(toMessage), windowFloor: floor };
+  return { messages: rows.map(toMessage), windowFloor: windowFloor(window, rows.length, q) };
 }

@@ -6,7 +6,10 @@
 import type Database from 'better-sqlite3';
 import { MailError } from '../../wire/errors.js';
 import { fts5Match, searchKeys, windowFloor } from '../search-rules.js';
-import type { ReaderScope, SearchPage, SearchQuery } from '../types.js';
+import type { ReaderScope, SearchPage, SearchQuery, StoredMessage } from '../types.js';
+
+/** Index matches a turn of the event loop examines (a window is 2,000: eight turns at most). */
+const CHUNK = 250;
 import { toMessage, type MessageRow } from './rows.js';
 
 export class SqliteSearch {
@@ -17,14 +20,32 @@ export class SqliteSearch {
     this.matches = db.prepare<[string, number, number], number>('SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?').pluck();
   }
 
-  /** `head`: the durable head (reads stop there, as every mail read does). */
-  run(scope: ReaderScope, q: SearchQuery, head: number): SearchPage {
+  /** `head`: the durable head (reads stop there, as every mail read does). The window is walked
+   *  in chunks, the event loop let through between them, and the walk stops once the page is full:
+   *  no call holds the loop for more than one chunk's work. */
+  async run(scope: ReaderScope, q: SearchQuery, head: number): Promise<SearchPage> {
     const keys = searchKeys(scope, q.to);
     if (keys.length === 0 || q.limit <= 0) return { messages: [], windowFloor: null };
-    const top = Math.min(head, q.beforeSeq === null ? head : q.beforeSeq - 1);
-    let window: number[];
+    const match = fts5Match(q.terms);
+    let top = Math.min(head, q.beforeSeq === null ? head : q.beforeSeq - 1);
+    const messages: StoredMessage[] = [];
+    let examined: number[] = [];
+    for (let left = q.window; left > 0 && messages.length < q.limit;) {
+      if (examined.length > 0) await new Promise((r) => setImmediate(r));
+      const n = Math.min(CHUNK, left);
+      const chunk = this.window(match, top, n);
+      examined = examined.concat(chunk);
+      left -= chunk.length;
+      if (chunk.length > 0) messages.push(...this.inScope(chunk, keys, q, q.limit - messages.length));
+      if (chunk.length < n) break; // the index has no more matches below
+      top = (chunk[chunk.length - 1] as number) - 1;
+    }
+    return { messages, windowFloor: windowFloor(examined, messages.length, q) };
+  }
+
+  private window(match: string, top: number, n: number): number[] {
     try {
-      window = this.matches.all(fts5Match(q.terms), top, q.window);
+      return this.matches.all(match, top, n);
     } catch (err) {
       // Cannot happen for terms of wire/search.ts; if FTS5 still refuses the text, it is the query's fault.
       if (err instanceof Error && /fts5: syntax error|unterminated string/.test(err.message)) {
@@ -32,10 +53,12 @@ export class SqliteSearch {
       }
       throw err;
     }
-    const floor = windowFloor(window, q);
-    if (window.length === 0) return { messages: [], windowFloor: floor };
+  }
+
+  /** The rows of `seqs` in the scope and the filters, newest first, at most `limit`. */
+  private inScope(seqs: number[], keys: string[], q: SearchQuery, limit: number): StoredMessage[] {
     const where = ['m.seq IN (SELECT value FROM json_each(?))', `m.to_key IN (${keys.map(() => '?').join(', ')})`];
-    const params: (string | number)[] = [JSON.stringify(window), ...keys];
+    const params: (string | number)[] = [JSON.stringify(seqs), ...keys];
     const and = (clause: string, v: string | number | null) => {
       if (v === null) return;
       where.push(clause);
@@ -52,6 +75,6 @@ export class SqliteSearch {
       if (this.cache.size > 64) this.cache.clear();
       this.cache.set(sql, stmt);
     }
-    return { messages: stmt.all(...params, q.limit).map(toMessage), windowFloor: floor };
+    return stmt.all(...params, limit).map(toMessage);
   }
 }

@@ -585,7 +585,7 @@ export class SqliteStore implements Store {
 
   /** Mail reads stop at the durable head (writer.ts): no seq a power loss could hand out again. */
   async search(scope: ReaderScope, q: SearchQuery): Promise<SearchPage> {
-    return this.searcher.run(scope, q, this.writer.readHead());
+    return await this.searcher.run(scope, q, this.writer.readHead());
   }
 
   async headSeq(): Promise<number> {
