@@ -195,7 +195,22 @@ export class A2aBridge {
       this.takePending(pace);
       return 'open';
     }
-    if (wait <= 0 && !pace.pending) return this.serially(pace, () => this.mirror(link, view, pace));
+    if (wait <= 0 && !pace.pending)
+      return this.serially(pace, () => {
+        // Decided again in its turn: a change mirrored just before, still in its awaits when this
+        // status came, has set lastAt since (seen under load: two changes 48 ms apart).
+        const again = pace.lastAt + A2A_LIMITS.coalesceMs - this.now();
+        if (pace.pending) return Promise.resolve('open' as const); // a later status waits: it wins
+        if (again <= 0) return this.mirror(link, view, pace);
+        this.pend(link, view, pace, again);
+        return Promise.resolve('open' as const);
+      });
+    this.pend(link, view, pace, wait);
+    return 'open';
+  }
+
+  /** Keeps the status for when the link's last change is coalesceMs old (a later one replaces it). */
+  private pend(link: A2aLink, view: RemoteView, pace: Pace, wait: number): void {
     pace.pending = view;
     pace.cancel ??= this.o.clock.timer(Math.max(wait, 0), () => {
       pace.cancel = null;
@@ -205,7 +220,6 @@ export class A2aBridge {
           this.o.log.warn({ task_id: link.taskId, err: failureText(err) }, 'a2a: mirroring a remote status failed'),
         );
     });
-    return 'open';
   }
 
   private paceOf(link: A2aLink): Pace {
