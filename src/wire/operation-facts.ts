@@ -468,7 +468,8 @@ export const OPERATION_FACTS = {
   },
   'retention.set': {
     path: '/admin/retention/set',
-    summary: 'Delete acknowledged mail of an account (or room) older than days, or with days null keep it for ever (the default). Room mail goes once every member acknowledged it; open task and pending approval threads stay.',
+    summary:
+      'Delete acknowledged mail of an account (or room) older than days, or with days null keep it for ever (the default). Room mail goes once every member acknowledged it; open task and pending approval threads stay.',
     callers: OPERATOR,
     readOnly: false,
     retrySafe: true,

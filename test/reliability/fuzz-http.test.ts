@@ -560,8 +560,25 @@ describe('fuzz: HTTP routes and MCP', () => {
         { messages: [], timers: [{ ...srcTimer, id: 'tm-2', team: 'fzteam', set_by: 'alice' }] },
       ],
       fields: {
-        messages: [[], [copy], [copy, copy], [{ ...copy, to: 'nobody' }], [{ ...copy, to: 'mailbox' }], [{ ...copy, subject: 'a\u202eb' }], [{ ...copy, body: 'x'.repeat(LIMITS.bodyBytes + 1) }], [{ ...copy, created_at: -1 }], [{ ...copy, priority: 'high' }]],
-        timers: [[], [srcTimer], [srcTimer, srcTimer], [{ ...srcTimer, team: 'fzteam' }], [{ ...srcTimer, due: 'soon' }], Array.from({ length: 1001 }, (_, i) => ({ ...srcTimer, id: `t${i}` }))],
+        messages: [
+          [],
+          [copy],
+          [copy, copy],
+          [{ ...copy, to: 'nobody' }],
+          [{ ...copy, to: 'mailbox' }],
+          [{ ...copy, subject: 'a\u202eb' }],
+          [{ ...copy, body: 'x'.repeat(LIMITS.bodyBytes + 1) }],
+          [{ ...copy, created_at: -1 }],
+          [{ ...copy, priority: 'high' }],
+        ],
+        timers: [
+          [],
+          [srcTimer],
+          [srcTimer, srcTimer],
+          [{ ...srcTimer, team: 'fzteam' }],
+          [{ ...srcTimer, due: 'soon' }],
+          Array.from({ length: 1001 }, (_, i) => ({ ...srcTimer, id: `t${i}` })),
+        ],
       },
     });
     const admin: Record<string, Omit<RouteSpec, 'path' | 'admin'>> = {
@@ -685,7 +702,10 @@ describe('fuzz: HTTP routes and MCP', () => {
       '/admin/daemon/stop': { base: () => ({}), fields: { when: ['now', 'idle', 'later'] } },
       '/admin/retention/set': {
         base: () => ({ account: 'bob', days: 30 }),
-        more: [{ room: 'fzroom', days: 1 }, { account: 'bob', days: null }],
+        more: [
+          { room: 'fzroom', days: 1 },
+          { account: 'bob', days: null },
+        ],
         fields: { account: ['bob', 'nobody', ...selectors], room: ['fzroom', ...selectors], days: [1, 36500, 36501, 0, -1, 1.5, null, '30'] },
       },
       '/admin/retention/list': { base: () => ({}), fields: { account: selectors } },
