@@ -199,6 +199,57 @@ export function runRetentionConformance(store: () => Store): void {
       assert.equal(await s.unread(scope('alice', 's-1')), 1);
     });
 
+    it('an ack racing the deletion of its message leaves no ack row and moves no counter', async () => {
+      const s = store();
+      for (const id of ['alice', 'bob']) await s.addAccount(person(id));
+      await s.addRoom('lobby', 1);
+      await s.addMember('lobby', 'alice');
+      await s.addMember('lobby', 'bob');
+      const alice = scope('alice', null, ['lobby']);
+      const bob = scope('bob', null, ['lobby']);
+      // Unacknowledged mail that stays, so a counter moved by a stray ack shows in unread.
+      for (let i = 0; i < 3; i++) {
+        await post(s, keyOfAccount('alice'), 10_000);
+        await post(s, keyOfRoom('lobby'), 10_000);
+      }
+      const before = [await s.unread(alice), await s.unread(bob)];
+      assert.deepEqual(before, [6, 3]);
+      const ROUNDS = 25;
+      let deleted = 0;
+      const gone: StoredMessage[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const direct = await post(s, keyOfAccount('alice'), 10_000);
+        const room = await post(s, keyOfRoom('lobby'), 10_000);
+        await ackAll(s, alice, [direct, room]);
+        await ackAll(s, bob, [room]);
+        // The acks were looked up before the deletion (as the engine does: message, then ack):
+        // depending on who wins, each finds its ack standing or the message gone.
+        const order = round % 2 === 0;
+        const prunes = () => [s.pruneMail(q({ account: 'alice' })), s.pruneMail(q({ room: 'lobby' }))];
+        const acks = () => [ackAll(s, alice, [direct, room]), ackAll(s, bob, [room]), ackAll(s, alice, [room, direct])];
+        const all = await Promise.all(order ? [...prunes(), ...acks()] : [...acks(), ...prunes()]);
+        const pruned = (order ? all.slice(0, 2) : all.slice(3)) as { deleted: number }[];
+        deleted += pruned.reduce((a, r) => a + r.deleted, 0);
+        // Whatever interleaving, a second pass deletes what the first did not (the acks stand).
+        deleted += (await s.pruneMail(q({ account: 'alice' }))).deleted + (await s.pruneMail(q({ room: 'lobby' }))).deleted;
+        // And an ack looked up before a deletion that has committed finds it gone.
+        await ackAll(s, alice, [direct, room]);
+        await ackAll(s, bob, [room]);
+        gone.push(direct, room);
+      }
+      assert.equal(deleted, 2 * ROUNDS);
+      assert.deepEqual(
+        await present(s, gone),
+        gone.map(() => false),
+      );
+      const items = gone.map((m) => ({ seq: m.seq, toKey: m.toKey }));
+      assert.equal((await s.ackedAt(alice, items)).size, 0, 'no ack row survives a deleted message');
+      assert.equal((await s.ackedAt(bob, items)).size, 0);
+      assert.deepEqual([await s.unread(alice), await s.unread(bob)], before, 'unread counts are what they were');
+      await post(s, keyOfRoom('lobby'), 60_000);
+      assert.deepEqual([await s.unread(alice), await s.unread(bob)], [7, 4], 'new mail counts for each');
+    });
+
     it('prunes records last written before a time, at most the limit per call', async () => {
       const s = store();
       for (let i = 0; i < 5; i++) await s.putRecord({ kind: 'wake_attempt', id: `m-${i}|alice|0`, value: '{}', updatedAt: i < 3 ? 100 : 900 });

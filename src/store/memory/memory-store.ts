@@ -754,6 +754,9 @@ class MemoryStore implements Store {
       if (!acks) this.acks.set(ackKey, (acks = new Map<number, Ack>()));
       const prior = acks.get(item.seq);
       if (prior) return { seq: item.seq, ackedAt: prior.ackedAt, fresh: false };
+      // Deleted by retention since the caller looked it up (it was acknowledged): no ack of it.
+      const list = this.byKey.get(item.toKey) ?? [];
+      if (list[firstAfter(list, item.seq - 1)]?.seq !== item.seq) return { seq: item.seq, ackedAt: at, fresh: false };
       acks.set(item.seq, { ackedAt: at, toKey: item.toKey });
       fresh.push(item);
       return { seq: item.seq, ackedAt: at, fresh: true };

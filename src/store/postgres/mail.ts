@@ -80,7 +80,18 @@ export class PgMail {
         .map((item, i) => ({ item, i, ackKey: ackKeyFor(scope, item.toKey) }))
         .sort((a, b) => (a.ackKey < b.ackKey ? -1 : a.ackKey > b.ackKey ? 1 : a.item.seq - b.item.seq));
       const fresh: AckItem[] = [];
+      // The messages still there, held until commit: retention deletes a message only after locking
+      // it (in seq order, as here), so an ack never inserts a row for one it deleted meanwhile.
+      const seqs = [...new Set(items.map((it) => it.seq))];
+      const live = new Set(
+        (await tx<{ seq: number }[]>`SELECT seq FROM messages WHERE seq = ANY(${pgArray(seqs)}::bigint[]) ORDER BY seq FOR KEY SHARE`).map((r) => Number(r.seq)),
+      );
       for (const { item, i, ackKey } of order) {
+        if (!live.has(item.seq)) {
+          // Deleted by retention since the caller looked it up (it was acknowledged): no row, no counter.
+          results[i] = { seq: item.seq, ackedAt: at, fresh: false };
+          continue;
+        }
         const ins = await tx<{ acked_at: number }[]>`INSERT INTO acks (ack_key, seq, to_key, acked_at)
           VALUES (${ackKey}, ${item.seq}, ${item.toKey}, ${at}) ON CONFLICT (ack_key, seq) DO NOTHING RETURNING acked_at`;
         if (ins.length === 0) {

@@ -54,7 +54,15 @@ export async function pruneMail(sql: Sql, q: MailPruneQuery): Promise<MailPruneR
       WHERE ack_key = ANY(${pgArray(ackKeys)}::text[]) AND seq = ANY(${pgArray(seqs)}::bigint[])`;
     const acked = new Set(acks.map((a) => `${a.ack_key}\n${Number(a.seq)}`));
     const heldThreads = new Set(held.map((r) => r.thread_id));
-    const gone = taken.filter((c) => mayDelete(c, { heldThreads, members, acked: (k, seq) => acked.has(`${k}\n${seq}`) }));
+    const chosen = taken.filter((c) => mayDelete(c, { heldThreads, members, acked: (k, seq) => acked.has(`${k}\n${seq}`) }));
+    if (chosen.length === 0) return { deleted: 0, next };
+    // Lock them in seq order first, as an ack does (mail.ts): an ack in flight commits its row
+    // before this, so the acks deleted below include it, and a later ack finds the message gone.
+    // One another daemon's run deleted meanwhile is not locked, nor counted twice.
+    const locked = await tx<{ seq: number }[]>`SELECT seq FROM messages
+      WHERE seq = ANY(${pgArray(chosen.map((c) => c.seq))}::bigint[]) ORDER BY seq FOR UPDATE`;
+    const isLocked = new Set(locked.map((r) => Number(r.seq)));
+    const gone = chosen.filter((c) => isLocked.has(c.seq));
     if (gone.length === 0) return { deleted: 0, next };
     const goneSeqs = gone.map((c) => c.seq);
     const ids = gone.map((c) => c.id);

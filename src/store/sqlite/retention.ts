@@ -28,6 +28,8 @@ export function prepareRetention(db: Database.Database) {
     // Open work is rare next to mail: its threads are read once per call.
     heldThreads: p<{ thread_id: string }>(`SELECT thread_id FROM tasks WHERE state NOT IN (${TERMINAL_SQL}) UNION SELECT thread_id FROM approvals WHERE state = 'pending'`),
     acked: p<{ one: number }>('SELECT 1 AS one FROM acks WHERE ack_key = ? AND seq = ?'),
+    // An ack checks this in its transaction: retention may have deleted the message meanwhile.
+    exists: p<{ one: number }>('SELECT 1 AS one FROM messages WHERE seq = ?'),
     members: p<{ account: string }>('SELECT account FROM members WHERE room = ?'),
     accountIds: p<{ id: string }>('SELECT id FROM accounts'),
     deleteMessage: p('DELETE FROM messages WHERE seq = ?'),

@@ -624,6 +624,12 @@ export class SqliteStore implements Store {
           results.push({ seq: item.seq, ackedAt: prior.acked_at, fresh: false });
           continue;
         }
+        // Deleted by retention since the caller looked it up (it was acknowledged): no ack row for
+        // a message that is not there, and no counter moves.
+        if (!this.retention.exists.get(item.seq)) {
+          results.push({ seq: item.seq, ackedAt: at, fresh: false });
+          continue;
+        }
         this.st.insertAck.run(ackKey, item.seq, item.toKey, at);
         fresh.push(item);
         results.push({ seq: item.seq, ackedAt: at, fresh: true });
