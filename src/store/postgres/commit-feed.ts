@@ -121,7 +121,8 @@ export class CommitFeed {
   /** A local batch whose predecessor seqs are all announced is announced at once; otherwise a
    *  catch-up announces the other daemons' commits first, then this batch, in order. */
   announceLocal(r: BatchResult): void {
-    if (r.head === r.prevHead) return;
+    // Already announced: this batch's own keyed notification came back before its commit's answer.
+    if (r.head === r.prevHead || r.head <= this.caughtUp) return;
     if (r.prevHead !== this.caughtUp) return this.requestCatchUp();
     this.caughtUp = r.head;
     for (const o of r.outcomes) if (!(o instanceof Error) && o.kind === 'created') this.listeners.emit({ keys: [o.message.toKey], seq: o.message.seq });
@@ -132,7 +133,8 @@ export class CommitFeed {
   private announceKeyed(prev: number, keys: string[]): void {
     if (this.closed) return;
     if (prev > this.caughtUp) return this.requestCatchUp();
-    this.counts.keyedAnnounces++;
+    // Counted only when it announced something: a daemon's own batches come back to it announced.
+    if (prev + keys.length > this.caughtUp) this.counts.keyedAnnounces++;
     keys.forEach((key, i) => {
       const seq = prev + 1 + i;
       if (seq <= this.caughtUp) return;
