@@ -1,7 +1,8 @@
 // m4a report, run as a user runs it (the built CLI, a daemon found through its data directory):
 // a mailbox seeded with secrets, paths, account, display, room and team names, a person, mail with
-// unique subjects and bodies, a task, a lease, and a daemon.log whose lines hold all of those. The
-// report has its sections and counts, and not one of the seeded strings; --output keeps an
+// unique subjects and bodies, a task, a lease, approvals (pending, decided, expired), mail deleted by
+// retention (so the head seq is no longer the number stored), and a daemon.log whose lines hold all
+// of those. The report has its sections and counts, and not one of the seeded strings; --output keeps an
 // existing file unless --force; the default writes 0600 under the data directory's reports/.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,6 +30,8 @@ describe('m4a report', () => {
   let agent: AgentProc;
   const seeded: string[] = [];
   const procs: AgentProc[] = [];
+  /** Messages retention deleted (the head seq counts them, the store no longer holds them). */
+  let pruned = 0;
 
   const report = (args: string[]) =>
     new Promise<Run>((resolve) =>
@@ -64,6 +67,25 @@ describe('m4a report', () => {
     assert.ok(task.task_id, JSON.stringify(task));
     const lease = (await agent.call('/lease/claim', { resource: 'path:src/**', root: cwd })).body;
     assert.ok(lease.lease_id, JSON.stringify(lease));
+    // Approvals: one left pending, one decided, one past its expiry; then zephyr-quill's mail (the
+    // decided approval's thread) acknowledged and deleted by retention's store call.
+    const approve = async (reviewer: string, action: string, extra: object = {}): Promise<string> => {
+      const r = (await agent.call('/approval/request', { reviewer, action, ...extra })).body;
+      assert.ok(r.approval_id, JSON.stringify(r));
+      return r.approval_id as string;
+    };
+    const expiring = Date.now();
+    await approve('bramblewick', 'ACTION-saffron-kestrel', { expires_in: 1 });
+    await approve('bramblewick', 'ACTION-umber-plover');
+    const decided = await approve('zephyr-quill', 'ACTION-teal-avocet');
+    assert.equal((await agent.call('/approval/decide', { approval_id: decided, decision: 'approved', reason: 'REASON-mauve-curlew' })).status, 200);
+    const inbox = (await agent.call('/mail/inbox', {})).body;
+    const ids = (inbox.messages as { message_id: string }[]).map((m) => m.message_id);
+    assert.ok(ids.length >= 2, JSON.stringify(inbox));
+    assert.equal((await agent.call('/mail/ack', { message_ids: ids })).status, 200);
+    pruned = (await d.store.pruneMail({ target: { account: 'zephyr-quill' }, before: Date.now() + 1000, after: 0, limit: 100, byMessage: [] })).deleted;
+    assert.ok(pruned >= 2, `retention deleted ${pruned}`);
+    await new Promise((r) => setTimeout(r, Math.max(0, expiring + 1100 - Date.now())));
 
     await d.operator.admin.wakeSet({ account: 'bramblewick', steps: [{ kind: 'hooks' }] });
 
@@ -94,6 +116,7 @@ describe('m4a report', () => {
       ...[d.dataDir, tmp, home, cwd, 'secret-project', 'someone', 'marigold@example.org', '10.20.30.40'],
       ...[me.session, me.address, sent.message_id, task.task_id, lease.lease_id, 'conv-pelican-4242', hostname()],
       ...['SUBJ-ultramarine-pelican', 'BODY-vermilion-heron', 'TITLE-chartreuse-ibis', 'INSTR-cobalt-egret'],
+      ...['ACTION-saffron-kestrel', 'ACTION-umber-plover', 'ACTION-teal-avocet', 'REASON-mauve-curlew', decided],
     );
   });
   after(async () => {
@@ -124,8 +147,11 @@ describe('m4a report', () => {
     );
     assert.match(text, /^- sessions: \d+ \(live [1-9]\d*, ended \d+\)$/m);
     assert.match(text, /^- rooms: 1 \(everyone-rooms 0\); teams: 1$/m);
-    assert.match(text, new RegExp(`^- messages: ${await d.store.headSeq()} `, 'm'));
+    // Stored, not the head seq: retention deleted some (and the seq of a deleted message is never reused).
+    const head = await d.store.headSeq();
+    assert.match(text, new RegExp(`^- messages: ${head - pruned} stored \\(the store's highest seq: ${head}\\)$`, 'm'));
     assert.match(text, /^- tasks: 1 \(submitted 1, working 0/m);
+    assert.match(text, /^- approvals: 3 \(pending 1, approved 1, rejected 0, expired 1\)$/m);
     assert.match(text, /^- leases live: 1$/m);
     assert.match(text, /^- wake chains: 1 \(hooks 1, codex-app-server 0, command 0, webhook 0, a2a 0\)$/m);
     assert.match(text, /^By level: info 3, warn 1, error 1, text 1\.$/m);
@@ -165,6 +191,8 @@ describe('m4a report', () => {
     const counts = await d.operator.call<Record<string, Record<string, unknown>>>('/admin/support/counts', {});
     const leaves = Object.values(counts).flatMap((o) => Object.values(o));
     assert.ok(leaves.length > 20 && leaves.every((v) => typeof v === 'number'), JSON.stringify(counts));
+    assert.deepEqual(counts.approvals, { pending: 1, approved: 1, rejected: 0, expired: 1 });
+    assert.equal(counts.messages?.stored, (await d.store.headSeq()) - pruned);
     const sessions = await d.operator.call<{ sessions: { account: string; card: { corroborated: { cwd?: string } } }[] }>('/admin/support/sessions', { account: 'zephyr-quill' });
     assert.deepEqual(
       sessions.sessions.map((x) => [x.account, x.card.corroborated.cwd]),

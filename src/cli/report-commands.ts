@@ -199,9 +199,10 @@ export function renderReport(f: Facts, s: Sanitizer): string {
       `- accounts: ${sum(c.accounts)} (${listed(c.accounts)})`,
       `- sessions: ${c.sessions.live + c.sessions.ended} (live ${c.sessions.live}, ended ${c.sessions.ended})`,
       `- rooms: ${c.rooms.rooms} (everyone-rooms ${c.rooms.everyone}); teams: ${c.rooms.teams}`,
-      `- messages: ${c.messages.head_seq} (the store's highest seq)`,
+      `- messages: ${c.messages.stored} stored (the store's highest seq: ${c.messages.head_seq})`,
       `- unread: ${c.unread.total} (account and room mail, of ${c.unread.accounts_with_unread} account${c.unread.accounts_with_unread === 1 ? '' : 's'})`,
       `- tasks: ${sum(c.tasks)} (${listed(c.tasks)})`,
+      `- approvals: ${sum(c.approvals)} (${listed(c.approvals)})`,
       `- leases live: ${c.leases.live}`,
       `- wake chains: ${chains} (${listed(kinds)})`,
     );

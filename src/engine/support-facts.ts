@@ -1,10 +1,10 @@
 // What a support report and `m4a open` read of the daemon, for the operator on this machine only.
-// counts() returns numbers: it reads accounts, sessions, rooms, tasks' states, leases and chains,
-// and of mail only the head seq and unread counters, never a message (no subject, no body).
+// counts() returns numbers: it reads accounts, sessions, rooms, leases and chains, the store's
+// tallies (messages stored, from its per-mailbox totals; tasks and approvals by state) and unread
+// counters, never a message (no subject, no body).
 // sessions() is the directory's detailed card list, which /mail/directory serves to agents only
 // (an operator has no session to read it as).
 import { MailError } from '../wire/errors.js';
-import { TASK_STATES } from '../wire/task-states.js';
 import { WAKE_KINDS, type SupportCountsResponse, type SupportSessionsRequest, type SupportSessionsResponse } from '../wire/support.js';
 import type { SessionRecord, Store } from '../store/types.js';
 import type { Caller } from './mail-engine.js';
@@ -18,8 +18,6 @@ export interface SupportEngine {
   isLive(s: SessionRecord): boolean;
 }
 
-/** Tasks read per account to count states: a report is a summary, not an audit. */
-const TASKS_PER_ACCOUNT = 10_000;
 const LEASES_COUNTED = 100_000;
 
 function operatorOnly(c: Caller): void {
@@ -29,25 +27,17 @@ function operatorOnly(c: Caller): void {
 export async function supportCounts(e: SupportEngine, c: Caller, wake: WakeChains | undefined): Promise<SupportCountsResponse> {
   operatorOnly(c);
   const s = e.store;
-  const [accounts, sessions, rooms, head] = await Promise.all([s.listAccounts(), s.listSessions(), s.listRooms(), s.headSeq()]);
+  const [accounts, sessions, rooms, head, tallies] = await Promise.all([s.listAccounts(), s.listSessions(), s.listRooms(), s.headSeq(), s.tallies(e.clock.now())]);
   const byKind = { agent: 0, human: 0, service: 0 };
   for (const a of accounts) byKind[a.kind]++;
   const live = sessions.filter((x) => e.isLive(x)).length;
 
   let total = 0;
   let withUnread = 0;
-  const tasks = Object.fromEntries(TASK_STATES.map((k) => [k, 0])) as SupportCountsResponse['tasks'];
-  const seen = new Set<string>();
   for (const a of accounts) {
     const u = await s.unread({ account: a.id, sessionKey: null, rooms: await s.roomsOf(a.id) });
     total += u;
     if (u > 0) withUnread++;
-    // Every task has a requester: by requester, each is counted once.
-    for (const t of await s.listTasks({ account: a.id, role: 'requested', state: null, before: null, limit: TASKS_PER_ACCOUNT })) {
-      if (seen.has(t.id)) continue;
-      seen.add(t.id);
-      tasks[t.state]++;
-    }
   }
   const leases = (await s.listLeases({ now: e.clock.now(), limit: LEASES_COUNTED })).length;
 
@@ -59,9 +49,10 @@ export async function supportCounts(e: SupportEngine, c: Caller, wake: WakeChain
     accounts: byKind,
     sessions: { live, ended: sessions.length - live },
     rooms: { rooms: rooms.filter((r) => !r.team).length, everyone: rooms.filter((r) => r.everyone).length, teams: rooms.filter((r) => r.team).length },
-    messages: { head_seq: Math.max(0, head) },
+    messages: { stored: tallies.messages, head_seq: Math.max(0, head) },
     unread: { total, accounts_with_unread: withUnread },
-    tasks,
+    tasks: tallies.tasks,
+    approvals: tallies.approvals,
     leases: { live: leases },
     wake_chains: { chains: chains.length, ...kinds },
   };

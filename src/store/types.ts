@@ -537,6 +537,15 @@ export interface MailPruneResult {
   next: number | null;
 }
 
+/** What a support report counts (Store.tallies): no message is read. */
+export interface StoreTallies {
+  /** Messages stored now: the per-key totals the stores keep with every append and deletion. */
+  messages: number;
+  tasks: Record<TaskState, number>;
+  /** expired: pending past its expiresAt (what approval get shows), never also pending. */
+  approvals: Record<ApprovalState | 'expired', number>;
+}
+
 export interface Store extends TaskStore, LeaseStore {
   readonly kind: 'memory' | 'sqlite' | 'postgres';
   /** Whether several daemons may share this store (PostgreSQL): another daemon may then change it at
@@ -664,6 +673,9 @@ export interface Store extends TaskStore, LeaseStore {
    *  commit): the same answers, in a few statements or one round trip whatever their number. */
   readerFacts(readers: readonly ReaderFactsQuery[]): Promise<ReaderFacts[]>;
   headSeq(): Promise<number>;
+  /** Messages stored (the mailbox totals summed, not a scan: a deleted message or a seq gap is not
+   *  counted), tasks and approvals by state (an approval pending past its expiry at `now`: expired). */
+  tallies(now: number): Promise<StoreTallies>;
   /** Messages delivered to one key with seq > after, oldest first, at most limit (woken waits). */
   messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]>;
 
@@ -756,6 +768,7 @@ export const STORE_METHODS = {
   ackedAt: 'read',
   readerFacts: 'read',
   headSeq: 'read',
+  tallies: 'read',
   messagesAfter: 'read',
   putRecord: 'write',
   insertRecords: 'write',

@@ -17,11 +17,14 @@ export const SupportCountsResponse = z.strictObject({
   accounts: countsOf(['agent', 'human', 'service'] as const satisfies readonly AccountKind[]),
   sessions: z.strictObject({ live: n, ended: n }),
   rooms: z.strictObject({ rooms: n, everyone: n, teams: n }),
-  /** The store's highest seq: every message ever stored (removed ones included). */
-  messages: z.strictObject({ head_seq: n }),
+  /** stored: the messages the store holds now (its maintained per-mailbox totals, so mail that
+   *  retention deleted or seqs an import left unused are not counted); head_seq: its highest seq. */
+  messages: z.strictObject({ stored: n, head_seq: n }),
   /** Account and room mail not yet acknowledged, summed over accounts (session mail is per lineage). */
   unread: z.strictObject({ total: n, accounts_with_unread: n }),
   tasks: countsOf(TASK_STATES),
+  /** By the state approval get shows: expired is pending past its expiry. */
+  approvals: countsOf(['pending', 'approved', 'rejected', 'expired'] as const),
   leases: z.strictObject({ live: n }),
   /** Delivery chains by the kind of their steps (a chain of two kinds counts once for each). */
   wake_chains: z.strictObject({ chains: n, ...countsOf(WAKE_KINDS).shape }),

@@ -14,6 +14,7 @@ import {
   type AckResult,
   type AppendOutcome,
   type ApprovalRecord,
+  type StoreTallies,
   type LeaseEndReason,
   type LeaseQuery,
   type LeaseRecord,
@@ -702,6 +703,12 @@ class MemoryStore implements Store {
 
   async headSeq(): Promise<number> {
     return this.seq;
+  }
+
+  async tallies(now: number): Promise<StoreTallies> {
+    let messages = 0;
+    for (const c of this.mailboxCounts.values()) messages += c.total;
+    return { messages, ...this.tasks.tallies(now) };
   }
 
   async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {

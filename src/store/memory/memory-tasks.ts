@@ -1,6 +1,7 @@
 // Tasks and approvals in the memory store. Records go in and out through JSON, as the SQL stores
 // keep refs, history and result as JSON text, so every store gives back exactly the same values.
-import type { ApprovalRecord, PoolQuery, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
+import type { ApprovalRecord, PoolQuery, StoreTallies, TaskCreateOutcome, TaskQuery, TaskRecord, TaskStore } from '../types.js';
+import { emptyTallies } from '../tallies.js';
 import { binaryCompare } from './binary-compare.js';
 
 const copy = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
@@ -34,6 +35,14 @@ export class MemoryTasks implements TaskStore {
     const stored = stripped(t);
     this.tasks.set(stored.id, stored);
     return { kind: 'created', task: copy(stored) };
+  }
+
+  /** Tasks and approvals by state (Store.tallies). */
+  tallies(now: number): Omit<StoreTallies, 'messages'> {
+    const t = emptyTallies();
+    for (const x of this.tasks.values()) t.tasks[x.state]++;
+    for (const a of this.approvals.values()) t.approvals[a.state === 'pending' && a.expiresAt !== null && a.expiresAt <= now ? 'expired' : a.state]++;
+    return t;
   }
 
   /** Threads that open work holds: a task not yet terminal, an approval pending (retention). */

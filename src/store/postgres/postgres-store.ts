@@ -49,6 +49,7 @@ import { HostHeartbeat, type HostOptions } from './host-heartbeat.js';
 import { PgLeases } from './leases.js';
 import { PgMail } from './mail.js';
 import { pgSearch } from './search.js';
+import { pgTallies } from './tallies.js';
 import { migrate } from './migrations.js';
 import type { Sql } from './pg-sql.js';
 import { PgRegistry } from './registry.js';
@@ -390,6 +391,9 @@ export class PostgresStore implements Store {
   }
   headSeq() {
     return this.op('headSeq', () => this.mail.headSeq());
+  }
+  tallies(now: number) {
+    return this.op('tallies', () => pgTallies(this.sql, now));
   }
   messagesAfter(key: MailKey, after: number, limit: number) {
     return this.op('messagesAfter', () => this.mail.messagesAfter(key, after, limit));

@@ -16,6 +16,7 @@ import {
   type AckResult,
   type AppendOutcome,
   type ApprovalRecord,
+  type StoreTallies,
   type CommitEvent,
   type Declared,
   type LeaseEndReason,
@@ -49,6 +50,7 @@ import {
   type TeamChangeRecord,
   type ContactRecord,
 } from '../types.js';
+import { prepareTallies } from './tallies.js';
 import type { TeamCapability } from '../../wire/teams.js';
 import type { ContactPolicy } from '../../wire/contacts.js';
 import { CommitListeners } from '../commit-listeners.js';
@@ -110,6 +112,8 @@ export class SqliteStore implements Store {
   private readonly st: Statements;
   private readonly pages: PageStatements;
   private readonly tasks: SqliteTasks;
+  /** Prepared on first use (support reports are rare). */
+  private talliesOf: ((now: number) => StoreTallies) | undefined;
   private readonly leases: SqliteLeases;
   private readonly searcher: SqliteSearch;
   private readonly teams: SqliteTeams;
@@ -590,6 +594,10 @@ export class SqliteStore implements Store {
 
   async headSeq(): Promise<number> {
     return Math.min(this.head(), this.writer.readHead());
+  }
+
+  async tallies(now: number): Promise<StoreTallies> {
+    return (this.talliesOf ??= prepareTallies(this.db))(now);
   }
 
   async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {
