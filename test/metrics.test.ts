@@ -1,5 +1,6 @@
 // GET /metrics on the real daemon: who may read it (loopback door, operator credential, on unless
-// --no-metrics), counters that move with real sends, refusals, waits and wakes, every metric
+// --no-metrics), counters that move with real sends, refusals (the browser's API calls among
+// them), waits and wakes, every metric
 // listed in docs/operations.md, doctor's summary of it, and request ids on answers and log lines.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { recordingLogger, type LogLine } from './support/recording-logger.js';
 import { until } from './support/until.js';
 import { helloRaw } from './support/stream-raw.js';
+import { call, createPerson, login, webPost } from './web/web-helpers.js';
 
 const get = (url: string, token?: string, headers: Record<string, string> = {}) =>
   fetch(`${url}/metrics`, { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
@@ -95,6 +97,37 @@ describe('GET /metrics', () => {
     assert.equal(delta('m4a_store_appends_total'), 4);
     assert.equal(delta('m4a_store_append_batches_total'), batches);
     assert.ok(value(s1, 'm4a_sessions_live') >= 2, 'alice and bob run in this process: live sessions');
+  });
+
+  it("counts the browser's /web/api calls under door web: answered, refused by code, and refused before they ran", async () => {
+    await createPerson(d, 'pat');
+    const l = await login(d.url, 'pat');
+    const s0 = await scrape(d);
+    assert.equal((await call(d.url, l, 'send', { to: 'alice', subject: 'from the browser', body: 'b' })).status, 200);
+    assert.equal((await call(d.url, l, 'me')).status, 200);
+    const unknown = await call(d.url, l, 'send', { to: 'nobody-here', subject: 'x', body: 'b' });
+    assert.equal(unknown.json.error.code, 'unknown_participant');
+    const malformed = await call(d.url, l, 'send', { to: 'alice', subject: 'x', body: 'b', bogus: 1 });
+    assert.equal(malformed.json.error.code, 'malformed');
+    const forged = await call(d.url, { ...l, csrf: 'not-the-token' }, 'me');
+    assert.equal(forged.json.error.code, 'csrf_failed');
+    const loggedOut = await webPost(d.url, 'inbox', { body: {} });
+    assert.equal(loggedOut.json.error.code, 'unauthenticated');
+    // Not an operation: the door's own route, counted nowhere.
+    assert.equal((await webPost(d.url, 'no-such-route', { cookie: l.cookie, csrf: l.csrf })).status, 404);
+    const s1 = await scrape(d);
+    const delta = (name: string, labels: Record<string, string> = {}) => value(s1, name, labels) - value(s0, name, labels);
+    assert.equal(delta('m4a_operations_total', { door: 'web', operation: 'send' }), 1);
+    assert.equal(delta('m4a_operations_total', { door: 'web', operation: 'web.me' }), 1);
+    assert.equal(delta('m4a_operations_total', { door: 'web' }), 2, 'nothing else counted as answered');
+    assert.equal(delta('m4a_sends_total', { door: 'web' }), 1);
+    assert.equal(delta('m4a_refusals_total', { door: 'web', operation: 'send', code: 'unknown_participant' }), 1);
+    assert.equal(delta('m4a_refusals_total', { door: 'web', operation: 'send', code: 'malformed' }), 1);
+    assert.equal(delta('m4a_refusals_total', { door: 'web', operation: 'web.me', code: 'csrf_failed' }), 1);
+    assert.equal(delta('m4a_refusals_total', { door: 'web', operation: 'web.inbox', code: 'unauthenticated' }), 1);
+    assert.equal(delta('m4a_refusals_total', { door: 'web' }), 4, 'the unknown route is not an operation');
+    assert.equal(delta('m4a_operations_total', { door: 'http' }), 0, 'counted once, under web only');
+    assert.equal(delta('m4a_refusals_total', { door: 'http' }), 0);
   });
 
   it('counts parked waits while they are parked', async () => {

@@ -150,7 +150,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     await engine.start();
     const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
     const admin = new AdminOps(engine, webAuth);
-    const web = new WebDoor({ engine, admin, auth: webAuth, log, chains });
+    const web = new WebDoor({ engine, admin, auth: webAuth, log, chains, ...(metrics ? { observer: metrics } : {}) });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
     const budget = new ConnectionBudget(connectionBudget());
     const door = new HttpDoor({

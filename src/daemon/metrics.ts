@@ -143,7 +143,7 @@ export class DaemonMetrics implements Observer {
     this.registerPostgres(registers, stats);
   }
 
-  /** The PostgreSQL commit feed (other daemons' commits); absent from a SQLite daemon's output. */
+  /** The PostgreSQL commit feed (other daemons' commits): 0 on other stores. */
   private registerPostgres(registers: Registry[], stats: () => Stats | null): void {
     const pg = (): Stats | null => {
       const s = stats();

@@ -209,15 +209,22 @@ export function runOperation<K extends OperationName>(name: K, x: OpContext, c: 
 /** Checks a request body against the operation's input schema (the named errors of
  *  wire/validate.ts) and runs it: what every door does once it chose the caller. */
 export function callOperation(name: OperationName, x: OpContext, c: Caller, body: unknown): Promise<unknown> {
+  return counted(x, name, () => runOperation(name, x, c, parseInput(OPERATIONS[name].input, body) as never));
+}
+
+/** Runs `run` as operation `name` of door `x.door`, telling the observer whether it answered or
+ *  which code refused it: the one place an operation's outcome is counted (the browser door's
+ *  /web/api calls run their own checks inside it). */
+export function counted<T>(x: OpContext, name: OperationName, run: () => Promise<T>): Promise<T> {
   const ob = x.observer;
-  if (!ob) return runOperation(name, x, c, parseInput(OPERATIONS[name].input, body) as never);
+  if (!ob) return run();
   const refused = (err: unknown): never => {
     ob.operation(x.door, name, errorCode(err));
     throw err;
   };
-  let p: Promise<unknown>;
+  let p: Promise<T>;
   try {
-    p = runOperation(name, x, c, parseInput(OPERATIONS[name].input, body) as never);
+    p = run();
   } catch (err) {
     return refused(err);
   }

@@ -10,7 +10,8 @@ import { parseInput } from '../../wire/validate.js';
 import { MailError } from '../../wire/errors.js';
 import type { Caller, MailEngine } from '../../engine/mail-engine.js';
 import type { AdminOps } from '../../engine/admin-ops.js';
-import { runOperation, type OpContext } from '../handlers.js';
+import { counted, runOperation, type OpContext } from '../handlers.js';
+import type { Observer } from '../../engine/observer.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
 import { refuseOperatorEscalation } from './operator-guard.js';
 
@@ -28,6 +29,8 @@ export interface WebApiContext {
   admin: AdminOps;
   /** Read only here: operators see the chains; only `m4a wake` on the machine changes them. */
   chains?: WakeChains;
+  /** Told of each call's outcome, with door `web` (the daemon's metrics). */
+  observer?: Observer;
 }
 
 const preview = (m: W.MessageOut): W.MessageOut => (m.body !== undefined && m.body.length > PREVIEW_CHARS ? { ...m, body: `${m.body.slice(0, PREVIEW_CHARS)}…` } : m);
@@ -90,13 +93,19 @@ const WEB_OPERATIONS = new Map(
   }),
 );
 
+/** The operation a /web/api/<name> call runs, if any (login, logout and the throttle are the
+ *  door's own routes, not operations). */
+export const webOperation = (name: string): OperationName | undefined => WEB_OPERATIONS.get(name);
+
 /** The browser names an operation by its web path; only operations persons may call have one. */
 export async function runWebApi(name: string, ctx: WebApiContext, c: Caller, body: unknown, signal: AbortSignal): Promise<unknown> {
   const op = WEB_OPERATIONS.get(name);
   if (!op) throw new MailError('unknown_route', `no route /web/api/${name}`);
   const spec: OperationSpec = OPERATIONS[op];
-  const input: unknown = parseInput(spec.input, body);
-  if (spec.callers.includes('operator')) await refuseOperatorEscalation(ctx.engine, spec.path.slice('/admin/'.length), input);
-  const x: OpContext = { engine: ctx.engine, admin: ctx.admin, wake: ctx.chains, door: 'web', signal, afterAnswer: () => undefined };
-  return runOperation(op, x, c, input as never);
+  const x: OpContext = { engine: ctx.engine, admin: ctx.admin, wake: ctx.chains, door: 'web', signal, afterAnswer: () => undefined, observer: ctx.observer };
+  return counted(x, op, async () => {
+    const input: unknown = parseInput(spec.input, body);
+    if (spec.callers.includes('operator')) await refuseOperatorEscalation(ctx.engine, spec.path.slice('/admin/'.length), input);
+    return runOperation(op, x, c, input as never);
+  });
 }

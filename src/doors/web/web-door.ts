@@ -16,7 +16,9 @@ import type { Logger } from '../../engine/log.js';
 import { readJsonBody } from '../http/body.js';
 import { clientGoneSignal, isClientGone, sendJson, toMailError } from '../http/respond.js';
 import { loadWebAssetsAtStart, webAssets, type Asset } from './assets/index.js';
-import { runWebApi } from './web-api.js';
+import { runWebApi, webOperation } from './web-api.js';
+import { errorCode } from '../handlers.js';
+import type { Observer } from '../../engine/observer.js';
 import { clientAddress } from './client-address.js';
 import type { WakeChains } from '../../engine/wake-chains.js';
 
@@ -42,6 +44,8 @@ export interface WebDoorOptions {
   log: Logger;
   /** Shown read-only to operators. */
   chains?: WakeChains;
+  /** Counts the API's operations with door `web` (the daemon's metrics). */
+  observer?: Observer;
 }
 
 /** The cookie's name carries the port: cookies are shared by every port of a host, and two
@@ -111,6 +115,14 @@ export class WebDoor {
     if (type !== 'application/json') throw new MailError('csrf_failed', 'the browser API takes application/json only', { reason: 'content type' });
   }
 
+  /** A call refused before its operation ran (no login, a wrong CSRF token) counts under that
+   *  operation, as the HTTP door counts a missing credential. */
+  private refusedBefore(name: string, err: unknown): never {
+    const op = webOperation(name);
+    if (op) this.o.observer?.operation('web', op, errorCode(err));
+    throw err;
+  }
+
   private async api(req: IncomingMessage, res: ServerResponse, name: string): Promise<void> {
     this.checkRequest(req);
     const auth = this.o.auth;
@@ -123,7 +135,7 @@ export class WebDoor {
       return sendJson(res, 200, { account: r.account.id, label: r.account.label, operator: r.account.permissions.operator, csrf: r.csrf }, { ...noStore, 'set-cookie': cookie });
     }
     const csrf = req.headers[CSRF_HEADER];
-    const login = await auth.resolve(readCookie(req, name_), typeof csrf === 'string' ? csrf : '');
+    const login = await auth.resolve(readCookie(req, name_), typeof csrf === 'string' ? csrf : '').catch((err: unknown) => this.refusedBefore(name, err));
     const caller = { account: login.account, session: null };
     const expire = `${name_}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0`;
     if (name === 'logout' || name === 'revoke-all') {
