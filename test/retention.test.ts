@@ -4,6 +4,9 @@
 // are unchanged; a run's counts are in its answer and in retention.list.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ManualClock } from '../src/engine/clock.js';
 import { MailError } from '../src/wire/errors.js';
 import type { RetentionRunOut } from '../src/wire/retention.js';
@@ -144,6 +147,62 @@ describe('retention', () => {
       assert.deepEqual(d.engine.retention.stats, { runs: 3, messagesDeleted: 5, recordsPruned: late.records_pruned, failures: 0 });
     } finally {
       await d.stop();
+    }
+  });
+
+  it('keeps wake records for the days the operator sets, across a restart', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'm4a-retention-'));
+    const clock = new ManualClock();
+    let d = await startTestDaemon({ clock, dataDir });
+    try {
+      const { client: alice } = await d.account('alice');
+      const { client: bob } = await d.account('bob');
+      const m = (await alice.send({ to: 'bob', subject: 'kept', body: 'x' })).message_id;
+      await bob.inbox({});
+      await until('the surfaced record', async () => d.store.getRecord('surfaced', `${m}|bob`));
+
+      const admin = () => d.operator.admin;
+      await refused(admin().retentionSet({ records_days: 0 }), 'malformed');
+      await refused(admin().retentionSet({ records_days: 1.5 }), 'malformed');
+      await assert.rejects(
+        admin().retentionSet({ records_days: 3651 }),
+        (e: unknown) => e instanceof MailError && e.code === 'too_large' && e.details.field === 'records_days' && e.details.limit === 3650,
+      );
+      await refused(admin().retentionSet({ days: 5 }), 'malformed');
+      await refused(admin().retentionSet({ account: 'bob' }), 'malformed');
+      await refused(admin().retentionSet({ account: 'nobody', days: 5, records_days: 5 }), 'unknown_participant');
+      assert.equal((await admin().retentionList()).records_days, 30, 'a refused request changed nothing');
+
+      assert.deepEqual(await admin().retentionSet({ records_days: 5 }), { records_days: 5 });
+      assert.deepEqual(await admin().retentionList(), { settings: [], records_days: 5, last_run: null });
+      await d.stop();
+
+      // Kept across a restart: a record of the store, as the settings are.
+      d = await startTestDaemon({ clock, dataDir });
+      assert.equal((await admin().retentionList()).records_days, 5);
+      clock.advance(4 * DAY);
+      const early = await admin().retentionRun();
+      assert.equal(early.records_days, 5);
+      assert.equal(early.records.surfaced, 0, 'four days old: kept');
+      assert.notEqual(await d.store.getRecord('surfaced', `${m}|bob`), null);
+      clock.advance(2 * DAY);
+      // The hourly run the clock just passed may have been the one to prune it; the operator's
+      // run waits for it.
+      await admin().retentionRun();
+      assert.equal(await d.store.getRecord('surfaced', `${m}|bob`), null, 'six days old: pruned');
+      assert.ok(d.engine.retention.stats.recordsPruned >= 1);
+      assert.equal((await (await d.account('carol')).client.unread()).unread, 0);
+
+      assert.deepEqual(await admin().retentionSet({ account: 'bob', days: 9, records_days: 30 }), { account: 'bob', days: 9, records_days: 30 });
+      const listed = await admin().retentionList();
+      assert.equal(listed.records_days, 30);
+      assert.deepEqual(
+        listed.settings.map((x) => [x.account, x.days]),
+        [['bob', 9]],
+      );
+    } finally {
+      await d.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,18 +1,54 @@
 // m4a admin retention …: how long acknowledged mail is kept per account or room (docs/operations.md
 // "Retention"), and a run now.
 import type { Command } from 'commander';
-import type { RetentionRunOut } from '../wire/retention.js';
+import { MailError } from '../wire/errors.js';
+import { RECORDS_DAYS_DEFAULT, RECORDS_DAYS_MAX, RECORDS_DAYS_MIN, RETENTION_DAYS_MAX, type RetentionRunOut, type RetentionSetRequest } from '../wire/retention.js';
 import { asOperator, operatorCommon as common, type OperatorOptions } from './admin-commands.js';
-import { UsageError } from './connect.js';
 import { fail, table } from './output.js';
 
 const who = (t: { account?: string | undefined; room?: string | undefined }): string => (t.room !== undefined ? `#${t.room}` : (t.account ?? '?'));
+
+type SetOptions = OperatorOptions & { account?: string; room?: string; days?: string; off?: boolean; recordsDays?: string };
+
+const malformed = (field: string, message: string, extra: Record<string, number> = {}): MailError =>
+  new MailError('malformed', `retention set: ${message}`, { field, reason: message, ...extra });
+
+/** A whole number within [min, limit], or the named error with its field and bounds. */
+function wholeDays(text: string, field: string, flag: string, min: number, limit: number): number {
+  const n = /^\d{1,9}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= limit)) throw malformed(field, `${flag} takes a whole number of days from ${min} to ${limit} (not ${JSON.stringify(text)})`, { min, limit });
+  return n;
+}
+
+/** The request, checked here as the daemon checks it (so nothing is sent that it would refuse). */
+function setRequest(o: SetOptions): RetentionSetRequest {
+  if (o.account !== undefined && o.room !== undefined) throw malformed('account', 'give --account or --room, not both');
+  const named = o.account !== undefined || o.room !== undefined;
+  if (!named && o.recordsDays === undefined) throw malformed('account', 'give --account or --room (with --days N or --off), or --records-days N');
+  if (named && (o.days === undefined) === !o.off) throw malformed('days', 'give --days N or --off');
+  if (!named && (o.days !== undefined || o.off)) throw malformed('days', '--days and --off need --account or --room');
+  const req: RetentionSetRequest = {};
+  if (o.account !== undefined) req.account = o.account;
+  if (o.room !== undefined) req.room = o.room;
+  if (named) req.days = o.off ? null : wholeDays(o.days as string, 'days', '--days', 1, RETENTION_DAYS_MAX);
+  if (o.recordsDays !== undefined) req.records_days = wholeDays(o.recordsDays, 'records_days', '--records-days', RECORDS_DAYS_MIN, RECORDS_DAYS_MAX);
+  return req;
+}
+
+const plural = (n: number): string => `${n} day${n === 1 ? '' : 's'}`;
+
+function setLine(r: { account?: string | undefined; room?: string | undefined; days?: number | null | undefined; records_days?: number | undefined }): string {
+  const lines: string[] = [];
+  if (r.days !== undefined) lines.push(`${who(r)}: ${r.days === null ? 'mail kept for ever' : `acknowledged mail older than ${plural(r.days)} is deleted`}`);
+  if (r.records_days !== undefined) lines.push(`wake records older than ${plural(r.records_days)} are pruned`);
+  return lines.join('\n');
+}
 
 function runLines(r: RetentionRunOut): string {
   if (!r.ran) return `retention: another daemon is running it (${r.started_at}); nothing done here`;
   const kinds = Object.entries(r.records).map(([k, n]) => `${k} ${n}`);
   return [
-    `retention run (${r.by}) ${r.started_at}: ${r.messages_deleted} message${r.messages_deleted === 1 ? '' : 's'} deleted, ${r.records_pruned} wake record${r.records_pruned === 1 ? '' : 's'} pruned${r.errors ? `, ${r.errors} failed (see the log)` : ''}`,
+    `retention run (${r.by}) ${r.started_at}: ${r.messages_deleted} message${r.messages_deleted === 1 ? '' : 's'} deleted, ${r.records_pruned} wake record${r.records_pruned === 1 ? '' : 's'} pruned${r.records_days !== undefined ? ` (older than ${plural(r.records_days)})` : ''}${r.errors ? `, ${r.errors} failed (see the log)` : ''}`,
     ...r.targets.map((t) => `  ${who(t)}: ${t.deleted}`),
     ...(kinds.length ? [`  records: ${kinds.join(', ')}`] : []),
   ].join('\n');
@@ -20,23 +56,23 @@ function runLines(r: RetentionRunOut): string {
 
 export function registerAdminRetention(admin: Command): void {
   const retention = admin.command('retention').description('delete acknowledged mail older than N days, per account or room (off by default)');
-  common(retention.command('set').description('set (--days N) or turn off (--off) retention of an account or a room'))
+  common(retention.command('set').description('set (--days N) or turn off (--off) retention of an account or a room; --records-days N: how long wake records are kept'))
     .option('--account <id>', 'the account (its direct and session mail)')
     .option('--room <name>', 'the room (its mail goes once every member acknowledged it)')
     .option('--days <n>', 'delete acknowledged mail older than this many days')
     .option('--off', 'keep its mail for ever (the default)')
-    .action((o: OperatorOptions & { account?: string; room?: string; days?: string; off?: boolean }) => {
-      const json = !!o.json;
-      if ((o.account === undefined) === (o.room === undefined)) fail(new UsageError('retention set: give --account or --room'), json);
-      if ((o.days === undefined) === !o.off) fail(new UsageError('retention set: give --days N or --off'), json);
-      const days = o.off ? null : Number(o.days);
-      if (days !== null && !(Number.isInteger(days) && days >= 1)) fail(new UsageError(`retention set: --days takes a whole number of days, at least 1 (not ${o.days})`), json);
-      const target = o.account !== undefined ? { account: o.account } : { room: o.room as string };
-      return asOperator(
-        o,
-        (c) => c.admin.retentionSet({ ...target, days }),
-        (r) => `${who(r)}: ${r.days === null ? 'mail kept for ever' : `acknowledged mail older than ${r.days} day${r.days === 1 ? '' : 's'} is deleted`}`,
-      );
+    .option(
+      '--records-days <n>',
+      `prune wake records (attempts, claims, surfaced facts) older than this many days (default ${RECORDS_DAYS_DEFAULT}, ${RECORDS_DAYS_MIN}..${RECORDS_DAYS_MAX})`,
+    )
+    .action((o: SetOptions) => {
+      let req: RetentionSetRequest;
+      try {
+        req = setRequest(o);
+      } catch (err) {
+        fail(err, !!o.json);
+      }
+      return asOperator(o, (c) => c.admin.retentionSet(req), setLine);
     });
   common(retention.command('list').description('every setting and the last run')).action((o: OperatorOptions) =>
     asOperator(
@@ -45,7 +81,7 @@ export function registerAdminRetention(admin: Command): void {
       (r) =>
         [
           r.settings.length ? table([['FOR', 'DAYS', 'SET'], ...r.settings.map((s) => [who(s), String(s.days), s.set_at])]) : 'no retention set: all mail is kept',
-          `wake records are kept ${r.records_days} days`,
+          `wake records are kept ${plural(r.records_days)}`,
           r.last_run ? runLines(r.last_run) : 'retention has not run yet',
         ].join('\n'),
     ),

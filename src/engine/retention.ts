@@ -1,9 +1,11 @@
 // Retention (docs/operations.md "Retention"): per account or room, off by default, acknowledged
 // mail older than N days is deleted (the store's pruneMail decides what is acknowledged and what
-// open work still holds), and wake records older than RECORDS_DAYS are pruned whatever is set.
+// open work still holds), and wake records older than records_days (the operator's, default 30)
+// are pruned whatever is set.
 // Settings are records (on a shared store the last run's report and the run's lock too); the
 // daemon runs it shortly after start and then hourly, one daemon at a time on a shared store.
 import { MailError } from '../wire/errors.js';
+import { RECORDS_DAYS_DEFAULT } from '../wire/retention.js';
 import type * as RT from '../wire/retention.js';
 import type { AccountRecord, MailPruneQuery, RecordRow, Store } from '../store/types.js';
 import type { Clock } from './clock.js';
@@ -13,11 +15,9 @@ import { incarnationOf, roomSweep } from './incarnation.js';
 import { iso } from './present.js';
 import { REC } from './wake-records.js';
 
-const KIND = { setting: 'retention', last: 'retention_run', lock: 'retention_lock' } as const;
+// The age of wake records is its own kind: listing the settings (kind `retention`) never meets it.
+const KIND = { setting: 'retention', records: 'retention_records', last: 'retention_run', lock: 'retention_lock' } as const;
 const DAY_MS = 24 * 3600_000;
-/** Wake attempts, claims and surfaced facts are kept this long: `m4a receipts` explains a month of
- *  deliveries, and no wake of mail that old is still in flight (a wake follows its commit). */
-export const RECORDS_DAYS = 30;
 const RECORD_KINDS = [REC.attempt, REC.claim, REC.surfaced];
 /** Messages looked at (records deleted) per store call: one short transaction, so a run never holds
  *  SQLite's writer for long; the event loop gets a turn between calls. */
@@ -82,29 +82,53 @@ export class RetentionBook {
     if (!c.account.permissions.operator) throw new MailError('permission_denied', 'this needs the operator credential', { need: 'operator' });
   }
 
+  /** A setting of an account or a room (days), the age of wake records (records_days), or both.
+   *  Everything is checked before anything is written: a refused request changes nothing. */
   async set(c: Caller, req: RT.RetentionSetRequest): Promise<RT.RetentionSetResponse> {
     this.operatorOnly(c);
-    if ((req.account === undefined) === (req.room === undefined))
-      throw new MailError('malformed', 'name exactly one of account or room', { field: 'account', reason: 'account or room' });
-    const target: Target = req.account !== undefined ? { account: req.account } : { room: req.room as string };
-    const of = await this.incarnation(target);
-    if (of === null) {
-      if ('account' in target) throw new MailError('unknown_participant', `no account ${target.account}`, { participant: target.account });
-      throw new MailError('unknown_room', `no room ${target.room}`, { room: target.room });
+    const named = (req.account !== undefined) !== (req.room !== undefined);
+    if (req.account !== undefined && req.room !== undefined)
+      throw new MailError('malformed', 'name one of account or room, not both', { field: 'account', reason: 'account or room' });
+    if (!named && req.records_days === undefined)
+      throw new MailError('malformed', 'name an account or a room (or give records_days)', { field: 'account', reason: 'account or room' });
+    if (named && req.days === undefined) throw new MailError('malformed', 'days: a number of days, or null for off', { field: 'days', reason: 'required with account or room' });
+    if (!named && req.days !== undefined) throw new MailError('malformed', 'days needs an account or a room', { field: 'days', reason: 'account or room' });
+    const out: RT.RetentionSetResponse = {};
+    if (named) {
+      const target: Target = req.account !== undefined ? { account: req.account } : { room: req.room as string };
+      const of = await this.incarnation(target);
+      if (of === null) {
+        if ('account' in target) throw new MailError('unknown_participant', `no account ${target.account}`, { participant: target.account });
+        throw new MailError('unknown_room', `no room ${target.room}`, { room: target.room });
+      }
+      const days = req.days as number | null;
+      const id = settingId(target);
+      if (days === null) await this.d.store.deleteRecord(KIND.setting, id);
+      else {
+        const s: Setting = { days, setAt: this.d.clock.now(), of };
+        await this.d.store.putRecord({ kind: KIND.setting, id, value: JSON.stringify(s), updatedAt: s.setAt });
+      }
+      Object.assign(out, target, { days });
     }
-    const id = settingId(target);
-    if (req.days === null) await this.d.store.deleteRecord(KIND.setting, id);
-    else {
-      const s: Setting = { days: req.days, setAt: this.d.clock.now(), of };
-      await this.d.store.putRecord({ kind: KIND.setting, id, value: JSON.stringify(s), updatedAt: s.setAt });
+    if (req.records_days !== undefined) {
+      const value = JSON.stringify({ days: req.records_days });
+      await this.d.store.putRecord({ kind: KIND.records, id: 'days', value, updatedAt: this.d.clock.now() });
+      out.records_days = req.records_days;
     }
-    return { ...target, days: req.days };
+    return out;
   }
 
   async list(c: Caller): Promise<RT.RetentionListResponse> {
     this.operatorOnly(c);
     const settings = (await this.settings()).map(({ id, s }) => ({ ...targetOf(id), days: s.days, set_at: iso(s.setAt) }));
-    return { settings, records_days: RECORDS_DAYS, last_run: await this.lastRun() };
+    return { settings, records_days: await this.recordsDays(), last_run: await this.lastRun() };
+  }
+
+  /** How many days wake records are kept: the operator's setting (a record, so every daemon on a
+   *  shared store and every restart reads the same), or the default. */
+  private async recordsDays(): Promise<number> {
+    const r = await this.d.store.getRecord(KIND.records, 'days');
+    return r ? (JSON.parse(r.value) as { days: number }).days : RECORDS_DAYS_DEFAULT;
   }
 
   /** The operator's run: after any run in progress here, a full run of its own. */
@@ -198,11 +222,12 @@ export class RetentionBook {
       }
     }
     const records: Record<string, number> = {};
+    const recordsDays = await this.recordsDays();
     for (const kind of RECORD_KINDS) {
       records[kind] = 0;
       try {
         for (let n = BATCH; n === BATCH && !this.closed; await yieldTurn()) {
-          n = await this.d.store.pruneRecords(kind, started - RECORDS_DAYS * DAY_MS, BATCH);
+          n = await this.d.store.pruneRecords(kind, started - recordsDays * DAY_MS, BATCH);
           records[kind] += n;
         }
       } catch (err) {
@@ -219,6 +244,7 @@ export class RetentionBook {
       records_pruned: Object.values(records).reduce((a, n) => a + n, 0),
       targets,
       records,
+      records_days: recordsDays,
       errors,
     };
   }

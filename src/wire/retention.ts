@@ -6,11 +6,31 @@ import { Selector } from './fields.js';
 
 /** At most a century: a longer setting is a typo, and off (null) says "for ever". */
 export const RETENTION_DAYS_MAX = 36_500;
+/** Wake records (attempts, claims, surfaced facts) are kept this many days unless the operator
+ *  sets otherwise: `m4a receipts` explains a month of deliveries. */
+export const RECORDS_DAYS_DEFAULT = 30;
+/** A day at least (no wake of mail that new may be pruned mid-flight), ten years at most. */
+export const RECORDS_DAYS_MIN = 1;
+export const RECORDS_DAYS_MAX = 3_650;
 
 export const RetentionSetRequest = z.strictObject({
   account: Selector.optional().describe('the account whose direct and session mail the setting covers (or room)'),
   room: Selector.optional().describe('the room whose mail the setting covers (or account)'),
-  days: z.number().int().min(1).max(RETENTION_DAYS_MAX).nullable().describe('delete acknowledged mail older than this many days; null turns retention off'),
+  days: z
+    .number()
+    .int()
+    .min(1)
+    .max(RETENTION_DAYS_MAX)
+    .nullable()
+    .optional()
+    .describe('with account or room: delete acknowledged mail older than this many days; null turns retention off'),
+  records_days: z
+    .number()
+    .int()
+    .min(RECORDS_DAYS_MIN)
+    .max(RECORDS_DAYS_MAX)
+    .optional()
+    .describe(`prune wake attempts, claims and surfaced facts older than this many days (default ${RECORDS_DAYS_DEFAULT}); alone or with a setting`),
 });
 
 export const RetentionSettingOut = z.object({
@@ -23,7 +43,8 @@ export const RetentionSettingOut = z.object({
 export const RetentionSetResponse = z.object({
   account: z.string().optional(),
   room: z.string().optional(),
-  days: z.number().nullable(),
+  days: z.number().nullable().optional(),
+  records_days: z.number().optional(),
 });
 
 export const RetentionTargetCount = z.object({ account: z.string().optional(), room: z.string().optional(), deleted: z.number() });
@@ -38,6 +59,7 @@ export const RetentionRunOut = z.object({
   records_pruned: z.number(),
   targets: z.array(RetentionTargetCount).describe('each setting and the messages it deleted'),
   records: z.record(z.string(), z.number()).describe('wake records pruned, per kind'),
+  records_days: z.number().optional().describe('the age in days past which this run pruned wake records'),
   errors: z.number().describe('settings whose pass failed (logged); tried again at the next run'),
 });
 
