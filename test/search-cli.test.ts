@@ -56,7 +56,14 @@ describe('m4a search', { timeout: 120_000 }, () => {
     assert.match(text.stdout, /an «ocelot» near/);
     assert.doesNotMatch(text.stdout, /second ocelot/);
     const paged = await cli(['search', 'ocelot', '--limit', '1']);
-    assert.match(paged.stdout, /--cursor c1\.\w+/);
+    const next = /--cursor (s1\.[12]\.\w+)/.exec(paged.stdout)?.[1];
+    assert.ok(next, paged.stdout);
+    const second = await cli(['search', 'ocelot', '--limit', '1', '--cursor', next, '--json']);
+    assert.equal(second.status, 0, second.stderr);
+    assert.deepEqual(
+      JSON.parse(second.stdout).results.map((h: { subject: string }) => h.subject),
+      ['ocelot sighting'],
+    );
     const bad = await cli(['search', '"open', '--json']);
     assert.equal(bad.status, 1);
     assert.deepEqual((({ code, field }) => ({ code, field }))(JSON.parse(bad.stderr).error), { code: 'malformed', field: 'query' });

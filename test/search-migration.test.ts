@@ -33,7 +33,7 @@ const msg = (id: string, subject: string): NewMessage => ({
 function query(text: string): SearchQuery {
   const p = parseSearchQuery(text);
   assert.ok('terms' in p);
-  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, beforeSeq: null, limit: 10, window: 2000 };
+  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, tier: 1, beforeSeq: null, limit: 10, window: 2000 };
 }
 
 describe('search migration (SQLite)', () => {

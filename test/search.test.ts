@@ -97,9 +97,11 @@ describe('search', { timeout: 60_000 }, () => {
       assert.equal(r.status, status, query);
       assert.equal(r.body.error.field, 'query', JSON.stringify(r.body));
     }
-    const c = await bob.call('/mail/search', { query: 'zebra', cursor: 'nope' });
-    assert.equal(c.status, 400);
-    assert.deepEqual([c.body.error.code, c.body.error.field], ['malformed', 'cursor']);
+    for (const cursor of ['nope', 'c1.5', 's1.3.5', 's1.1.']) {
+      const c = await bob.call('/mail/search', { query: 'zebra', cursor });
+      assert.equal(c.status, 400, cursor);
+      assert.deepEqual([c.body.error.code, c.body.error.field], ['malformed', 'cursor'], `${cursor} (an inbox cursor, the order before the tiers, too)`);
+    }
     const t = await bob.call('/mail/search', { query: 'zebra', after: 'yesterday' });
     assert.deepEqual([t.status, t.body.error.field], [400, 'after']);
   });

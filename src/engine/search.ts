@@ -1,11 +1,10 @@
 // Search (docs/operations.md "Search"): the caller's reader scope, the same as its inbox's (its
-// account, its own session lineage, its rooms now), narrowed by the filters; newest first, paged by
-// a cursor over seq. A page examines at most SEARCH_LIMITS.window index matches (the store's
+// account, its own session lineage, its rooms now), narrowed by the filters; the subject's matches
+// first, then the others, each newest first, paged by a cursor over (tier, seq). A page examines at most SEARCH_LIMITS.window index matches (the store's
 // window), so it may hold fewer than limit and still have a next_cursor. The snippet is cut here, not by a store, so every store answers alike.
 import { MailError } from '../wire/errors.js';
 import { parseSearchQuery, SEARCH_LIMITS, searchTokens, type SearchRequest, type SearchResponse, type SearchTerm } from '../wire/search.js';
-import type { ReaderScope, SearchQuery, Store, StoredMessage } from '../store/types.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import type { ReaderScope, SearchQuery, SearchTier, Store, StoredMessage } from '../store/types.js';
 import { isoSecs } from './present.js';
 import type { ShortAddresses } from './short-address.js';
 import { need, type Caller } from './mail-engine.js';
@@ -19,20 +18,40 @@ export interface SearchDeps {
 const malformed = (field: string, reason: string) => new MailError('malformed', `${field}: ${reason}`, { field, reason });
 
 export class MailSearch {
+  private inFlight = 0;
+  private readonly perAccount = new Map<string, number>();
+
   constructor(private readonly d: SearchDeps) {}
 
+  /** Refused at once over a bound, never queued: a queue would hold the flood's work for later. */
   async search(c: Caller, req: SearchRequest): Promise<SearchResponse> {
     need(c, 'read');
+    const account = c.account.id;
+    const mine = this.perAccount.get(account) ?? 0;
+    if (mine >= SEARCH_LIMITS.inFlightPerAccount) {
+      const limit = SEARCH_LIMITS.inFlightPerAccount;
+      throw new MailError('rate_limited', `account ${account} has ${limit} searches in flight already`, { retry_after: 1, limit, scope: 'account', account });
+    }
+    if (this.inFlight >= SEARCH_LIMITS.inFlightPerDaemon) {
+      const limit = SEARCH_LIMITS.inFlightPerDaemon;
+      throw new MailError('rate_limited', `this daemon has ${limit} searches in flight already`, { retry_after: 1, limit, scope: 'daemon' });
+    }
+    this.inFlight++;
+    this.perAccount.set(account, mine + 1);
+    try {
+      return await this.run(c, req);
+    } finally {
+      this.inFlight--;
+      const n = (this.perAccount.get(account) ?? 1) - 1;
+      if (n <= 0) this.perAccount.delete(account);
+      else this.perAccount.set(account, n);
+    }
+  }
+
+  private async run(c: Caller, req: SearchRequest): Promise<SearchResponse> {
     const parsed = parseSearchQuery(req.query);
     if ('problem' in parsed) throw malformed('query', parsed.problem);
-    let beforeSeq: number | null = null;
-    if (req.cursor !== undefined) {
-      try {
-        beforeSeq = decodeCursor(req.cursor);
-      } catch {
-        throw malformed('cursor', 'not a cursor from next_cursor');
-      }
-    }
+    const at = req.cursor === undefined ? { tier: 1 as const, seq: null } : decodeSearchCursor(req.cursor);
     const limit = req.limit ?? SEARCH_LIMITS.limitDefault;
     const to = req.to === undefined ? null : req.to.startsWith('#') ? { room: req.to.slice(1) } : { account: req.to };
     const q: SearchQuery = {
@@ -42,7 +61,8 @@ export class MailSearch {
       threadId: req.thread_id ?? null,
       after: req.after === undefined ? null : Date.parse(req.after),
       before: req.before === undefined ? null : Date.parse(req.before),
-      beforeSeq,
+      tier: at.tier,
+      beforeSeq: at.seq,
       limit: limit + 1,
       window: SEARCH_LIMITS.window,
     };
@@ -61,10 +81,23 @@ export class MailSearch {
       return hit;
     });
     const last = shown[shown.length - 1];
-    // More in the window: continue below the last shown; the window full: below its floor.
-    if (rows.length > limit && last) return { results, next_cursor: encodeCursor(last.seq) };
-    return page.windowFloor !== null ? { results, next_cursor: encodeCursor(page.windowFloor) } : { results };
+    // More in the window: continue below the last shown, in its tier; the window full: below its floor.
+    if (rows.length > limit && last) return { results, next_cursor: encodeSearchCursor(shown.length <= page.subjectHits ? 1 : 2, last.seq) };
+    return page.floor !== null ? { results, next_cursor: encodeSearchCursor(page.floor.tier, page.floor.seq) } : { results };
   }
+}
+
+/** A search's position: the tier and a seq in it (`s1.<tier>.<seq>`). The inbox's cursors (`c1.`,
+ *  one seq: the order before the tiers) are refused, as any other text is. */
+function encodeSearchCursor(tier: SearchTier, seq: number): string {
+  return `s1.${tier}.${seq.toString(36)}`;
+}
+
+function decodeSearchCursor(s: string): { tier: SearchTier; seq: number } {
+  const m = /^s1\.([12])\.([0-9a-z]{1,11})$/.exec(s);
+  const seq = m?.[2] ? parseInt(m[2], 36) : NaN;
+  if (!m || !Number.isSafeInteger(seq)) throw malformed('cursor', 'not a cursor from next_cursor');
+  return { tier: m[1] === '1' ? 1 : 2, seq };
 }
 
 const WORD = /[\p{L}\p{N}\p{Co}]+/gu;

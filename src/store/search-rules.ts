@@ -3,7 +3,7 @@
 // as a PostgreSQL tsquery. Terms come from wire/search.ts and hold only letters and digits, so the
 // quoting below can never be escaped by what a user typed.
 import { searchTokens, type SearchTerm } from '../wire/search.js';
-import { isKeyOfAccount, keyOfRoom, type MailKey, type ReaderScope, type SearchPage, type SearchQuery, type StoredMessage } from './types.js';
+import { isKeyOfAccount, keyOfRoom, type MailKey, type ReaderScope, type SearchPage, type SearchQuery, type SearchTier, type StoredMessage } from './types.js';
 import { scopeKeys } from './reading-rules.js';
 
 /** The scope's keys, narrowed by `to`: an account keeps its direct and session keys, a room its
@@ -22,22 +22,24 @@ const safeToken = (t: string): string => {
 };
 
 /** FTS5: each term a quoted phrase (`"a b"`, `"a b" *` for a prefix), all ANDed. A phrase matches
- *  within one column, like the reference. */
-export function fts5Match(terms: readonly SearchTerm[]): string {
-  return terms.map((t) => `"${t.tokens.map(safeToken).join(' ')}"${t.prefix ? ' *' : ''}`).join(' AND ');
+ *  within one column, like the reference. Tier 1: the whole query in the subject column alone;
+ *  tier 2: a match that is not. */
+export function fts5Match(terms: readonly SearchTerm[], tier: SearchTier | null = null): string {
+  const all = terms.map((t) => `"${t.tokens.map(safeToken).join(' ')}"${t.prefix ? ' *' : ''}`).join(' AND ');
+  if (tier === null) return all;
+  return tier === 1 ? `{subject} : (${all})` : `(${all}) NOT ({subject} : (${all}))`;
 }
 
 /** PostgreSQL: the subject is weighted A and the body D (migration 10), so a phrase is sought in
- *  one of them at a time, never across their seam; a word or prefix anywhere. */
-export function tsQuery(terms: readonly SearchTerm[]): string {
+ *  one of them at a time, never across their seam; a word or prefix anywhere. Tier 1: every
+ *  lexeme of every term weighted A (the subject); tier 2: a match that is not. */
+export function tsQuery(terms: readonly SearchTerm[], tier: SearchTier | null = null): string {
   const lexeme = (t: string, last: boolean, prefix: boolean, w: string) => `'${safeToken(t)}'${last && prefix ? ':*' : ''}${w ? (last && prefix ? w : `:${w}`) : ''}`;
-  return terms
-    .map((t) => {
-      const n = t.tokens.length;
-      const phrase = (w: string) => t.tokens.map((tok, i) => lexeme(tok, i === n - 1, t.prefix, w)).join(' <-> ');
-      return n === 1 ? phrase('') : `(${phrase('A')} | ${phrase('D')})`;
-    })
-    .join(' & ');
+  const phrase = (t: SearchTerm, w: string) => t.tokens.map((tok, i) => lexeme(tok, i === t.tokens.length - 1, t.prefix, w)).join(' <-> ');
+  const all = terms.map((t) => (t.tokens.length === 1 ? phrase(t, '') : `(${phrase(t, 'A')} | ${phrase(t, 'D')})`)).join(' & ');
+  if (tier === null) return all;
+  const subject = terms.map((t) => `(${phrase(t, 'A')})`).join(' & ');
+  return tier === 1 ? subject : `(${all}) & !(${subject})`;
 }
 
 /** Whether `tokens` holds the term (its tokens in a row, the last a prefix when so marked). */
@@ -55,17 +57,18 @@ function holds(tokens: readonly string[], t: SearchTerm): boolean {
   return false;
 }
 
-/** The reference match: every term in the subject or in the body. */
-export function messageMatches(m: StoredMessage, terms: readonly SearchTerm[]): boolean {
+/** The reference match: every term in the subject or in the body; its tier: 1 when every term is
+ *  in the subject alone, else 2; null for no match. */
+export function matchTier(m: StoredMessage, terms: readonly SearchTerm[]): SearchTier | null {
   const subject = searchTokens(m.subject);
+  if (terms.every((t) => holds(subject, t))) return 1;
   const body = searchTokens(m.body);
-  return terms.every((t) => holds(subject, t) || holds(body, t));
+  return terms.every((t) => holds(subject, t) || holds(body, t)) ? 2 : null;
 }
 
-/** The filters other than the words, as every store applies them. */
+/** The filters other than the words and the cursor, as every store applies them. */
 export function passesFilters(m: StoredMessage, q: SearchQuery): boolean {
   return (
-    (q.beforeSeq === null || m.seq < q.beforeSeq) &&
     (q.fromAccount === null || m.fromAccount === q.fromAccount) &&
     (q.threadId === null || m.threadId === q.threadId) &&
     (q.after === null || m.createdAt >= q.after) &&
@@ -73,27 +76,49 @@ export function passesFilters(m: StoredMessage, q: SearchQuery): boolean {
   );
 }
 
-/** The window rule, the same on every store: `window` holds the seqs of the first q.window index
- *  matches, newest first. When it is full and held fewer than q.limit of the scope, more may match
- *  below its lowest seq: the page's floor, where the next page continues. */
-export function windowFloor(window: readonly number[], found: number, q: SearchQuery): number | null {
-  return window.length >= q.window && found < q.limit ? (window[window.length - 1] ?? null) : null;
+/** One tier's window, as a store walks it: at most `window` index matches of the tier below
+ *  `beforeSeq` (null: from the newest), newest first, any scope; of those, the scope's that pass
+ *  the filters, at most `limit`. `examined`: how many matches it looked at; `lowest`: the lowest. */
+export type TierWalk = (
+  tier: SearchTier,
+  beforeSeq: number | null,
+  window: number,
+  limit: number,
+) => Promise<{ messages: StoredMessage[]; examined: number; lowest: number | null }>;
+
+/** The ranking and the window, the same on every store: tier 1 (the whole query in the subject)
+ *  newest first, then tier 2 (the other matches) newest first, a page examining at most q.window
+ *  matches in all from the cursor's (tier, seq) on. When the window runs out before q.limit are
+ *  found, the page's floor is where the next page continues (more may match below it). */
+export async function rankedPage(q: SearchQuery, walk: TierWalk): Promise<SearchPage> {
+  const messages: StoredMessage[] = [];
+  let subjectHits = 0;
+  let budget = q.window;
+  for (const tier of q.tier === 1 ? ([1, 2] as const) : ([2] as const)) {
+    const w = await walk(tier, tier === q.tier ? q.beforeSeq : null, budget, q.limit - messages.length);
+    messages.push(...w.messages);
+    if (tier === 1) subjectHits = w.messages.length;
+    if (messages.length >= q.limit) return { messages, subjectHits, floor: null };
+    budget -= w.examined;
+    if (budget <= 0) return { messages, subjectHits, floor: w.lowest === null ? null : { tier, seq: w.lowest } };
+  }
+  return { messages, subjectHits, floor: null };
 }
 
-/** The reference page (the memory store): the matches newest first, cut to the window, then the
- *  scope's keys and the filters, at most q.limit. */
-export function referencePage(all: Iterable<StoredMessage>, keys: readonly MailKey[], q: SearchQuery): SearchPage {
-  const matches: StoredMessage[] = [];
-  for (const m of all) if ((q.beforeSeq === null || m.seq < q.beforeSeq) && messageMatches(m, q.terms)) matches.push(m);
-  const window = matches.sort((a, b) => b.seq - a.seq).slice(0, q.window);
+/** The reference page (the memory store): every message tested, in the order and the window of
+ *  rankedPage. It reads every message of the store: the reference, not for large mailboxes. */
+export async function referencePage(all: Iterable<StoredMessage>, keys: readonly MailKey[], q: SearchQuery): Promise<SearchPage> {
+  const subject: StoredMessage[] = [];
+  const rest: StoredMessage[] = [];
+  for (const m of all) {
+    const t = matchTier(m, q.terms);
+    if (t !== null) (t === 1 ? subject : rest).push(m);
+  }
+  for (const t of [subject, rest]) t.sort((a, b) => b.seq - a.seq);
   const inScope = new Set<string>(keys);
-  const messages = window.filter((m) => inScope.has(m.toKey) && passesFilters(m, q)).slice(0, q.limit);
-  return {
-    messages,
-    windowFloor: windowFloor(
-      window.map((m) => m.seq),
-      messages.length,
-      q,
-    ),
-  };
+  return rankedPage(q, (tier, beforeSeq, window, limit) => {
+    const matches = (tier === 1 ? subject : rest).filter((m) => beforeSeq === null || m.seq < beforeSeq).slice(0, window);
+    const messages = matches.filter((m) => inScope.has(m.toKey) && passesFilters(m, q)).slice(0, limit);
+    return Promise.resolve({ messages, examined: matches.length, lowest: matches[matches.length - 1]?.seq ?? null });
+  });
 }

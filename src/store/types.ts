@@ -375,8 +375,12 @@ export interface PageQuery {
   threadId: string | null;
 }
 
+/** Tier 1 of a search: the whole query in the subject; tier 2: the other matches (search-rules.ts). */
+export type SearchTier = 1 | 2;
+
 /** A search (wire/search.ts): every term must match the subject or the body (a phrase within one of
- *  them), among the scope's keys narrowed by `to`; newest first, below `beforeSeq` (a cursor). */
+ *  them), among the scope's keys narrowed by `to`; tier 1 then tier 2, each newest first, from
+ *  (`tier`, below `beforeSeq`): a cursor. */
 export interface SearchQuery {
   terms: SearchTerm[];
   /** An account: its direct and session keys; a room: its key. Never widens the scope. */
@@ -386,6 +390,8 @@ export interface SearchQuery {
   /** created_at >= after, created_at < before (ms). */
   after: number | null;
   before: number | null;
+  /** Where the page starts: in this tier (1: from the top), only seq < beforeSeq there. */
+  tier: SearchTier;
   /** Only seq < beforeSeq (the cursor of the page before). */
   beforeSeq: number | null;
   limit: number;
@@ -394,12 +400,13 @@ export interface SearchQuery {
   window: number;
 }
 
-/** A page of a search: the scope's matches within the window, newest first, at most q.limit; and,
- *  when the window was full and fewer than q.limit were found, the lowest seq examined (more may
- *  match below it). */
+/** A page of a search: the scope's matches within the window, in rank order, at most q.limit (the
+ *  first `subjectHits` of tier 1); and, when the window was full and fewer than q.limit were
+ *  found, the tier and lowest seq examined (more may match below it). */
 export interface SearchPage {
   messages: StoredMessage[];
-  windowFloor: number | null;
+  subjectHits: number;
+  floor: { tier: SearchTier; seq: number } | null;
 }
 
 export interface PagedMessage extends StoredMessage {
@@ -660,8 +667,8 @@ export interface Store extends TaskStore, LeaseStore {
   getThread(threadId: string): Promise<StoredMessage[]>;
   /** Readable messages for the scope, oldest first, with the scope's ack time. */
   page(scope: ReaderScope, q: PageQuery): Promise<PagedMessage[]>;
-  /** Messages of the scope matching the search among the first q.window index matches, newest
-   *  first (seq descending), at most q.limit (SearchPage). */
+  /** Messages of the scope matching the search among the first q.window index matches, tier 1
+   *  then tier 2, each newest first, at most q.limit (SearchPage, search-rules.ts rankedPage). */
   search(scope: ReaderScope, q: SearchQuery): Promise<SearchPage>;
   /** Acknowledge for the scope; idempotent: a second ack returns the first unchanged. */
   ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]>;

@@ -24,6 +24,11 @@ export const SEARCH_LIMITS = {
   limitMax: 100,
   /** A snippet's length in characters, the marks and the ellipses aside. */
   snippetChars: 120,
+  /** Searches in flight at once per account, and on the whole daemon: one over either is refused
+   *  at once (rate_limited {limit, scope, retry_after}), so a flood of searches leaves the event
+   *  loop and the store to everyone else. */
+  inFlightPerAccount: 2,
+  inFlightPerDaemon: 4,
 } as const;
 
 /** A word is a run of letters, digits and private-use characters (FTS5 unicode61's token
@@ -109,7 +114,7 @@ export const SearchHit = z.object({
 });
 
 export const SearchResponse = z.object({
-  results: z.array(SearchHit).describe('newest first'),
+  results: z.array(SearchHit).describe('whole query in the subject first, then the rest; each newest first'),
   next_cursor: z.string().optional().describe('more results: pass it as cursor'),
 });
 

@@ -45,23 +45,40 @@ const reader = (account: string, lineage: string | null = null, rooms: string[] 
 function query(text: string, over: Partial<SearchQuery> = {}): SearchQuery {
   const p = parseSearchQuery(text);
   if ('problem' in p) throw new Error(p.problem);
-  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, beforeSeq: null, limit: 50, window: 50, ...over };
+  return { terms: p.terms, to: null, fromAccount: null, threadId: null, after: null, before: null, tier: 1, beforeSeq: null, limit: 50, window: 50, ...over };
 }
 
 const ids = async (s: Store, r: ReaderScope, text: string, over: Partial<SearchQuery> = {}) => (await s.search(r, query(text, over))).messages.map((m) => m.id);
 
+/** Every page of a search, as the engine pages it: limit + 1 asked; more than limit: on below the
+ *  last shown, in its tier; else the floor, when there is one. */
+async function allPages(s: Store, r: ReaderScope, text: string, limit: number, window: number): Promise<string[][]> {
+  const pages: string[][] = [];
+  let at: Pick<SearchQuery, 'tier' | 'beforeSeq'> | null = { tier: 1, beforeSeq: null };
+  while (at) {
+    assert.ok(pages.length < 100, 'the pages end');
+    const p = await s.search(r, query(text, { ...at, limit: limit + 1, window }));
+    const shown = p.messages.slice(0, limit);
+    pages.push(shown.map((m) => m.id));
+    const last = shown[shown.length - 1];
+    if (p.messages.length > limit && last) at = { tier: shown.length <= p.subjectHits ? 1 : 2, beforeSeq: last.seq };
+    else at = p.floor ? { tier: p.floor.tier, beforeSeq: p.floor.seq } : null;
+  }
+  return pages;
+}
+
 export function runSearchConformance(store: () => Store): void {
   describe('search', () => {
-    it('matches every word in the subject or the body, case-insensitive, newest first', async () => {
+    it('matches every word in the subject or the body, case-insensitive; the subject hits first', async () => {
       const s = store();
       const a = await put(s, keyOfAccount('bob'), 'Deploy failed', 'the build broke on main');
       const b = await put(s, keyOfAccount('bob'), 'status', 'DEPLOY is green, build ok');
       await put(s, keyOfAccount('bob'), 'lunch', 'nothing to see');
-      assert.deepEqual(await ids(s, reader('bob'), 'deploy'), [b, a]);
-      assert.deepEqual(await ids(s, reader('bob'), 'deploy build'), [b, a], 'words may sit in different fields');
+      assert.deepEqual(await ids(s, reader('bob'), 'deploy'), [a, b], 'the subject hit, older, first');
+      assert.deepEqual(await ids(s, reader('bob'), 'deploy build'), [b, a], 'words may sit in different fields; neither has both in its subject');
       assert.deepEqual(await ids(s, reader('bob'), 'deploy broke'), [a]);
       assert.deepEqual(await ids(s, reader('bob'), 'deploy missing'), []);
-      assert.deepEqual(await ids(s, reader('bob'), 'depl*'), [b, a]);
+      assert.deepEqual(await ids(s, reader('bob'), 'depl*'), [a, b]);
       assert.deepEqual(await ids(s, reader('bob'), 'depl'), [], 'a word is whole unless it ends with *');
     });
 
@@ -70,6 +87,7 @@ export function runSearchConformance(store: () => Store): void {
       const a = await put(s, keyOfAccount('bob'), 'release notes', 'ready for review today');
       const b = await put(s, keyOfAccount('bob'), 'review', 'for today: notes release');
       assert.deepEqual(await ids(s, reader('bob'), '"for review"'), [a]);
+      assert.deepEqual(await ids(s, reader('bob'), 'review'), [b, a]);
       assert.deepEqual(await ids(s, reader('bob'), '"release notes"'), [a]);
       assert.deepEqual(await ids(s, reader('bob'), '"notes ready"'), [], 'subject "…notes" then body "ready…" is no phrase');
       assert.deepEqual(await ids(s, reader('bob'), '"notes rel"*'), [b]);
@@ -143,6 +161,44 @@ export function runSearchConformance(store: () => Store): void {
       assert.deepEqual(await ids(s, reader('bob'), 'batch odd', { limit: 3 }), [all[29], all[27], all[25]]);
     });
 
+    it('ranks the whole query in the subject first, then the rest, each newest first, across pages', async () => {
+      const s = store();
+      const bob = keyOfAccount('bob');
+      const s1 = await put(s, bob, 'Heron sighting', 'by the lake');
+      const b1 = await put(s, bob, 'birds', 'a heron, then another heron');
+      await put(s, keyOfAccount('carol'), 'heron for carol', 'not bob');
+      const b2 = await put(s, bob, 'lake', 'grey heron sighting at dawn');
+      const s2 = await put(s, bob, 'heron again', 'the heron came back');
+      const b3 = await put(s, bob, 'notes', 'HERON');
+      await put(s, keyOfAccount('carol'), 'more', 'heron, carol only');
+      const b4 = await put(s, bob, 'herons', 'one heron');
+      await put(s, bob, 'unrelated', 'nothing');
+      const ranked = [s2, s1, b4, b3, b2, b1];
+      assert.deepEqual(await ids(s, reader('bob'), 'heron'), ranked, 'a subject hit older than every body hit comes first');
+      for (const [limit, window] of [
+        [1, 50],
+        [2, 50],
+        [1, 2],
+        [2, 3],
+        [3, 1],
+        [10, 4],
+      ] as const) {
+        const pages = await allPages(s, reader('bob'), 'heron', limit, window);
+        assert.deepEqual(pages.flat(), ranked, `limit ${limit}, window ${window}: every match once, in rank order`);
+        assert.ok(
+          pages.every((p) => p.length <= limit),
+          `limit ${limit}`,
+        );
+      }
+      assert.deepEqual(await ids(s, reader('bob'), 'heron sighting'), [s1, b2], 'both words in the subject only for s1');
+      assert.deepEqual(await ids(s, reader('bob'), '"heron again"'), [s2]);
+      assert.deepEqual(await ids(s, reader('bob'), 'her*'), [b4, s2, s1, b3, b2, b1], 'a prefix: "herons" is a subject hit too');
+      assert.deepEqual(await ids(s, reader('bob'), 'heron', { tier: 2, beforeSeq: null }), [b4, b3, b2, b1], 'tier 2 alone from its top');
+      const s2seq = (await s.getMessage(s2))?.seq ?? -1;
+      assert.deepEqual(await ids(s, reader('bob'), 'heron', { tier: 1, beforeSeq: s2seq }), [s1, b4, b3, b2, b1], 'below s2 in tier 1, then all of tier 2');
+      assert.deepEqual(await ids(s, reader('bob'), 'heron', { tier: 2, beforeSeq: s2seq }), [b2, b1], 'below s2 in tier 2');
+    });
+
     it('examines at most the window of index matches, newest first, whatever the scope keeps', async () => {
       const s = store();
       const mine: { id: string; seq: number }[] = [];
@@ -160,33 +216,33 @@ export function runSearchConformance(store: () => Store): void {
         [mine[2]!.id],
         'the 4 newest matches hold one of bob',
       );
-      assert.ok(p1.windowFloor !== null && p1.windowFloor < mine[2]!.seq && p1.windowFloor > mine[1]!.seq);
-      const p2 = await page(p1.windowFloor); // 8 7 6 5
+      assert.ok(p1.floor !== null && p1.floor.tier === 1 && p1.floor.seq < mine[2]!.seq && p1.floor.seq > mine[1]!.seq);
+      const p2 = await page(p1.floor.seq); // 8 7 6 5
       assert.deepEqual(
         p2.messages.map((m) => m.id),
         [mine[1]!.id],
       );
-      assert.ok(p2.windowFloor !== null && p2.windowFloor < mine[1]!.seq);
-      const p3 = await page(p2.windowFloor); // 4 3 2 1
+      assert.ok(p2.floor !== null && p2.floor.seq < mine[1]!.seq);
+      const p3 = await page(p2.floor.seq); // 4 3 2 1
       assert.deepEqual(
         p3.messages.map((m) => m.id),
         [],
         'a full window of others: nothing, and a floor',
       );
-      assert.ok(p3.windowFloor !== null && p3.windowFloor > mine[0]!.seq);
-      const p4 = await page(p3.windowFloor); // 0
+      assert.ok(p3.floor !== null && p3.floor.seq > mine[0]!.seq);
+      const p4 = await page(p3.floor.seq); // 0
       assert.deepEqual(
         p4.messages.map((m) => m.id),
         [mine[0]!.id],
         'the last matches: fewer than the window',
       );
-      assert.equal(p4.windowFloor, null, 'the window not full: nothing below');
+      assert.equal(p4.floor, null, 'the window not full: nothing below');
       const whole = await s.search(reader('bob'), query('heron', { window: 13, limit: 10 }));
       assert.deepEqual(
         whole.messages.map((m) => m.id),
         [mine[2]!.id, mine[1]!.id, mine[0]!.id],
       );
-      assert.equal(whole.windowFloor, mine[0]!.seq, 'exactly full: the floor is the oldest match');
+      assert.deepEqual(whole.floor, { tier: 1, seq: mine[0]!.seq }, 'exactly full: the floor is the oldest match');
       const capped = await s.search(reader('bob'), query('heron', { window: 13, limit: 2 }));
       assert.deepEqual(
         capped.messages.map((m) => m.id),

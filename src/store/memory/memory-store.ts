@@ -744,13 +744,13 @@ class MemoryStore implements Store {
     return out.sort((a, b) => a.seq - b.seq).slice(0, q.limit);
   }
 
-  /** The reference search (search-rules.ts): every message tested in turn, newest first, cut to
-   *  the window before the scope, as the index of SQLite and PostgreSQL is. Not for large mailboxes. */
+  /** The reference search (search-rules.ts): every message tested in turn, ranked and cut to the
+   *  window before the scope, as the index of SQLite and PostgreSQL is. Not for large mailboxes. */
   async search(scope: ReaderScope, q: SearchQuery): Promise<SearchPage> {
     const keys = searchKeys(scope, q.to);
-    if (keys.length === 0 || q.limit <= 0) return { messages: [], windowFloor: null };
-    const page = referencePage(this.byId.values(), keys, q);
-    return { messages: page.messages.map(copyMessage), windowFloor: page.windowFloor };
+    if (keys.length === 0 || q.limit <= 0) return { messages: [], subjectHits: 0, floor: null };
+    const page = await referencePage(this.byId.values(), keys, q);
+    return { ...page, messages: page.messages.map(copyMessage) };
   }
 
   async ack(scope: ReaderScope, items: AckItem[], at: number): Promise<AckResult[]> {

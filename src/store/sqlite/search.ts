@@ -1,11 +1,11 @@
-// Search over the FTS5 index of migration 10, in two steps so the work of a call is bounded: the
-// index's first q.window matches of the terms (MATCH text of search-rules.ts) below the cursor and
-// the durable head, newest first (FTS5 walks its matches in rowid = seq order and stops at the
+// Search over the FTS5 index of migration 10, tier by tier (search-rules.ts rankedPage), each in
+// two steps so the work of a call is bounded: the index's first matches of the tier (MATCH text of
+// search-rules.ts) below the cursor and the durable head, newest first (FTS5 walks its matches in rowid = seq order and stops at the
 // LIMIT), then the scope's keys and the filters on those rows only. better-sqlite3 runs on the
 // event loop: an unbounded walk here would stall every other caller of the daemon.
 import type Database from 'better-sqlite3';
 import { MailError } from '../../wire/errors.js';
-import { fts5Match, searchKeys, windowFloor } from '../search-rules.js';
+import { fts5Match, rankedPage, searchKeys } from '../search-rules.js';
 import type { ReaderScope, SearchPage, SearchQuery, StoredMessage } from '../types.js';
 
 /** Index matches a turn of the event loop examines (a window is 2,000: eight turns at most). */
@@ -20,27 +20,35 @@ export class SqliteSearch {
     this.matches = db.prepare<[string, number, number], number>('SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid <= ? ORDER BY rowid DESC LIMIT ?').pluck();
   }
 
-  /** `head`: the durable head (reads stop there, as every mail read does). The window is walked
-   *  in chunks, the event loop let through between them, and the walk stops once the page is full:
-   *  no call holds the loop for more than one chunk's work. */
+  /** `head`: the durable head (reads stop there, as every mail read does). Each tier's window is
+   *  walked in chunks, the event loop let through between them, and the walk stops once the page
+   *  is full: no call holds the loop for more than one chunk's work. */
   async run(scope: ReaderScope, q: SearchQuery, head: number): Promise<SearchPage> {
     const keys = searchKeys(scope, q.to);
-    if (keys.length === 0 || q.limit <= 0) return { messages: [], windowFloor: null };
-    const match = fts5Match(q.terms);
-    let top = Math.min(head, q.beforeSeq === null ? head : q.beforeSeq - 1);
-    const messages: StoredMessage[] = [];
-    let examined: number[] = [];
-    for (let left = q.window; left > 0 && messages.length < q.limit;) {
-      if (examined.length > 0) await new Promise((r) => setImmediate(r));
-      const n = Math.min(CHUNK, left);
-      const chunk = this.window(match, top, n);
-      examined = examined.concat(chunk);
-      left -= chunk.length;
-      if (chunk.length > 0) messages.push(...this.inScope(chunk, keys, q, q.limit - messages.length));
-      if (chunk.length < n) break; // the index has no more matches below
-      top = (chunk[chunk.length - 1] as number) - 1;
-    }
-    return { messages, windowFloor: windowFloor(examined, messages.length, q) };
+    if (keys.length === 0 || q.limit <= 0) return { messages: [], subjectHits: 0, floor: null };
+    let first = true;
+    return rankedPage(q, async (tier, beforeSeq, window, limit) => {
+      const match = fts5Match(q.terms, tier);
+      let top = Math.min(head, beforeSeq === null ? head : beforeSeq - 1);
+      const messages: StoredMessage[] = [];
+      let examined = 0;
+      let lowest: number | null = null;
+      for (let left = window; left > 0 && messages.length < limit;) {
+        if (!first) await new Promise((r) => setImmediate(r));
+        first = false;
+        const n = Math.min(CHUNK, left);
+        const chunk = this.window(match, top, n);
+        examined += chunk.length;
+        left -= chunk.length;
+        if (chunk.length > 0) {
+          messages.push(...this.inScope(chunk, keys, q, limit - messages.length));
+          lowest = chunk[chunk.length - 1] as number;
+          top = lowest - 1;
+        }
+        if (chunk.length < n) break; // the index has no more matches of the tier below
+      }
+      return { messages, examined, lowest };
+    });
   }
 
   private window(match: string, top: number, n: number): number[] {
