@@ -130,6 +130,21 @@ describe('GET /metrics', () => {
     assert.equal(delta('m4a_refusals_total', { door: 'http' }), 0);
   });
 
+  it('answers a scrape while the store fails its live-sessions read, counting the failure', async () => {
+    const failures = (s: Sample[]) => value(s, 'm4a_store_call_failures_total', { method: 'listSessions' });
+    const s0 = await scrape(d);
+    // An own property over the store's method, deleted again below.
+    d.store.listSessions = () => Promise.reject(new Error('the database went away'));
+    try {
+      const s1 = await scrape(d);
+      assert.equal(value(s1, 'm4a_sessions_live'), value(s0, 'm4a_sessions_live'), 'its last value kept');
+    } finally {
+      delete (d.store as Partial<typeof d.store>).listSessions;
+    }
+    // The failure is counted as it happens: the scrape that met it had read the counter already.
+    assert.equal(failures(await scrape(d)), failures(s0) + 1);
+  });
+
   it('counts parked waits while they are parked', async () => {
     await bob.inbox({});
     const waiting = bob.inbox({ wait_secs: 20 });

@@ -105,7 +105,15 @@ export class DaemonMetrics implements Observer {
       registers,
       async collect() {
         const s = src();
-        this.set(s ? (await s.engine.store.listSessions()).filter((r) => s.engine.isLive(r)).length : 0);
+        if (!s) return this.set(0);
+        // A store that fails this read must not fail the scrape (an outage is when the feed's and
+        // the failures' counters are read): the gauge keeps its last value, and the failure is
+        // counted in m4a_store_call_failures_total by the store guard.
+        try {
+          this.set((await s.engine.store.listSessions()).filter((r) => s.engine.isLive(r)).length);
+        } catch {
+          /* kept */
+        }
       },
     });
     new Counter({

@@ -30,8 +30,8 @@ async function scrape(d: TestDaemon): Promise<Sample[]> {
   return parseExposition(await r.text());
 }
 
-/** A scrape right after the daemon's connections were ended may find its live-sessions read
- *  refused (503 store_unavailable) until the pool has noticed: null then. */
+/** A scrape right after the daemon's connections were ended may find the operator credential's
+ *  lookup refused (503 store_unavailable) until the pool has noticed: null then. */
 async function scrapeSoon(d: TestDaemon): Promise<Sample[] | null> {
   const r = await fetch(`${d.url}/metrics`, { headers: { authorization: `Bearer ${d.operatorToken}` } });
   return r.status === 200 ? parseExposition(await r.text()) : null;
