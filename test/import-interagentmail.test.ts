@@ -5,7 +5,9 @@
 // name that is no selector here made one, a collision told apart), one copy per recipient with its
 // body, threads and replies, archived mail acknowledged and read mail not, urgent kept, the team
 // with its leader and the grants we have, pending timers (a team reminder naming its team and its
-// leader), a delivered timer left out. A second run adds nothing; a damaged file imports nothing.
+// leader), a delivered timer left out, chat channels as rooms (a team's channel its room, a private
+// one closed) with each post from its poster at its time, acknowledged for those who saw it. A
+// second run adds nothing; a damaged file (mail or chat) imports nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -51,6 +53,9 @@ describe('m4a import interagentmail', () => {
       .then((p) => p.filter((m) => m.toKey === keyOfAccount(account)));
   const timersOf = async (account: string): Promise<TimerRecord[]> => (await d.store.listRecords('timer', `${account}|`, 100)).map((r) => JSON.parse(r.value) as TimerRecord);
   const copy = (id: string, to: string): string => importedCopyId('interagentmail', { id, to });
+  /** Room mail of the rooms as the account reads it, oldest first. */
+  const roomMail = (account: string, rooms: string[]): Promise<PagedMessage[]> =>
+    d.store.page({ account, sessionKey: null, rooms }, { after: null, pendingOnly: false, limit: 100, threadId: null }).then((p) => p.filter((m) => m.toKey.startsWith('r:')));
 
   before(async () => {
     d = await startTestDaemon();
@@ -78,10 +83,17 @@ describe('m4a import interagentmail', () => {
     assert.equal((await d.store.getAccount('yggdrassoftgaming'))?.kind, 'human');
     assert.equal((await d.store.getAccount('yggdrassoftgaming'))?.label, 'Liliana');
     // m1 to AegisGrid and (cc) UX Reviewer, m2 and m3 to NexusGuild, m4 to AegisGrid.
-    assert.deepEqual([r.messages_created, r.messages_existing, r.acknowledged, r.timers_created, r.timers_existing], [5, 0, 2, 3, 0]);
+    // 2 copies acknowledged (archived), 8 acknowledgements of the 5 chat posts (their seen_by).
+    assert.deepEqual([r.messages_created, r.messages_existing, r.acknowledged, r.timers_created, r.timers_existing, r.posts_created, r.posts_existing], [5, 0, 10, 3, 0, 5, 0]);
     assert.ok(r.notes.some((n) => n.what === 'delivered already: not imported'));
     assert.ok(r.notes.some((n) => /team\.coordinate to NexusGuild: no such capability here/.test(n.what)));
-    assert.ok(r.notes.some((n) => n.what === 'chat channels are not imported'));
+    assert.ok(r.notes.some((n) => n.what === 'posted in the room of team reviewers; UX-Reviewer made a member'));
+    assert.deepEqual(r.rooms, [{ name: 'design-crit', created: true }]);
+    assert.deepEqual(
+      r.notes.filter((n) => /attachment/.test(n.what)).map((n) => n.what),
+      ['1 attachment: not imported (mail4agent keeps no files)'],
+      'once per message, not per copy',
+    );
 
     const aegis = await mailOf('AegisGrid');
     assert.deepEqual(
@@ -119,7 +131,7 @@ describe('m4a import interagentmail', () => {
     assert.equal(await d.store.unread({ account: 'NexusGuild', sessionKey: null, rooms: [] }), 1);
 
     const team = await d.operator.admin.teamShow({ team: 'reviewers' });
-    assert.deepEqual([...team.members].sort(), ['AegisGrid', 'NexusGuild']);
+    assert.deepEqual([...team.members].sort(), ['AegisGrid', 'NexusGuild', 'UX-Reviewer'], "a poster of the team's channel is a member");
     assert.deepEqual(team.leaders, [{ account: 'NexusGuild', grants: ['timer.schedule_team'] }]);
 
     const [own] = await timersOf('AegisGrid').then((ts) => ts.filter((t) => t.team === undefined));
@@ -132,18 +144,42 @@ describe('m4a import interagentmail', () => {
     assert.equal((await timersOf('NexusGuild')).length, 1, 'the delivered timer is not made again');
     // The agent sees its reminders as its own timers.
     assert.equal((await d.store.listRecords('timer', '', 100)).length, 3);
+
+    // The chats: the team's channel in its room, the private one a closed room of its participants.
+    const crit = await d.store.getRoom('design-crit');
+    assert.deepEqual([crit?.open, [...(crit?.members ?? [])].sort()], [false, ['NexusGuild', 'UX-Reviewer']]);
+    const posts = (await roomMail('NexusGuild', ['reviewers', 'design-crit'])).map((m) => [m.toKey, m.fromAccount, m.subject, m.createdAt, m.threadId === m.id, m.ackedAt]);
+    assert.deepEqual(posts, [
+      ['r:reviewers', 'NexusGuild', 'Security review started: AegisGrid has the brief.', at('2026-11-20T09:01:00Z'), true, at('2026-11-20T09:01:00Z')],
+      ['r:reviewers', 'AegisGrid', 'Findings sent to NexusGuild.', at('2026-11-20T09:40:00Z'), true, at('2026-11-20T09:45:00Z')],
+      ['r:reviewers', 'UX-Reviewer', "Contrast notes are in AegisGrid's inbox.", at('2026-11-20T11:10:00Z'), true, null],
+      ['r:design-crit', 'UX-Reviewer', 'Does the new palette pass?', at('2026-11-21T08:00:00Z'), true, at('2026-11-21T08:04:00Z')],
+      ['r:design-crit', 'NexusGuild', 'Ship it.', at('2026-11-21T08:05:00Z'), true, at('2026-11-21T08:05:00Z')],
+    ]);
+    const [, findings] = await roomMail('AegisGrid', ['reviewers']);
+    assert.equal(findings!.body, 'Findings sent to NexusGuild.\nTwo of them, both in the session layer.');
+    assert.equal(findings!.fromKind, 'agent');
+    assert.equal(findings!.toAddress, '#reviewers');
+    assert.match(findings!.id, /^m-iam[0-9a-f]{40}$/);
+    assert.equal(findings!.correlation, 'interagentmail:chats/reviewers/2026-11-20.json');
+    assert.equal(
+      await d.store.unread({ account: 'UX-Reviewer', sessionKey: null, rooms: ['reviewers', 'design-crit'] }),
+      4,
+      'the three posts UX Reviewer had not seen, and its unread cc copy',
+    );
   });
 
   it('a second run adds nothing, and a timer that fired since is not made again', async () => {
     const before = await d.store.listRecords('timer', '', 100);
     await d.store.deleteRecord('timer', `AegisGrid|${before.find((t) => t.id.startsWith('AegisGrid|') && !(JSON.parse(t.value) as TimerRecord).team)!.id.split('|')[1]}`);
     const r = await run(FIXTURE);
-    assert.deepEqual([r.messages_created, r.messages_existing, r.acknowledged, r.timers_created, r.timers_existing], [0, 5, 0, 0, 3]);
+    assert.deepEqual([r.messages_created, r.messages_existing, r.acknowledged, r.timers_created, r.timers_existing, r.posts_created, r.posts_existing], [0, 5, 0, 0, 3, 0, 5]);
+    assert.equal((await roomMail('NexusGuild', ['reviewers', 'design-crit'])).length, 5);
     assert.ok(r.accounts.every((a) => !a.created));
     assert.equal((await mailOf('AegisGrid')).length, 2);
     assert.equal((await d.store.listRecords('timer', '', 100)).length, 2, 'the fired (deleted) one stays gone');
     const team = await d.operator.admin.teamShow({ team: 'reviewers' });
-    assert.equal(team.members.length, 2);
+    assert.equal(team.members.length, 3);
   });
 
   it('a damaged message file is named and nothing is imported', async () => {
@@ -161,6 +197,24 @@ describe('m4a import interagentmail', () => {
     assert.match(err.error.file, /Newcomer\/inbox\/1795172400-d4e5f6a7\.json$/);
     assert.match(err.error.reason, /^not JSON/);
     assert.equal(await d.store.getAccount('Newcomer'), null, 'no account was made');
+    assert.equal(await d.store.headSeq(), head, 'no mail was stored');
+  });
+
+  it('a damaged chat file is named and nothing is imported', async () => {
+    const dir = join(home, 'damaged-chat');
+    cpSync(FIXTURE, dir, { recursive: true });
+    cpSync(join(dir, 'mailboxes/AegisGrid'), join(dir, 'mailboxes/Latecomer'), { recursive: true });
+    const file = join(dir, 'chats/design crit/2026-11-21.json');
+    const chat = JSON.parse(readFileSync(file, 'utf8')) as { messages: Record<string, unknown>[] };
+    delete chat.messages[1]!['address'];
+    writeFileSync(file, JSON.stringify(chat));
+    const head = await d.store.headSeq();
+    const r = await cli(['import', 'interagentmail', dir, '--json']);
+    assert.notEqual(r.status, 0);
+    const err = JSON.parse(r.stderr) as { error: { code: string; field: string; file: string; reason: string } };
+    assert.deepEqual([err.error.code, err.error.field, err.error.reason], ['malformed', 'file', 'address: not a string']);
+    assert.match(err.error.file, /chats\/design crit\/2026-11-21\.json$/);
+    assert.equal(await d.store.getAccount('Latecomer'), null, 'no account was made');
     assert.equal(await d.store.headSeq(), head, 'no mail was stored');
   });
 

@@ -7,7 +7,7 @@
 import { neutralise, selectorProblem, utf8Bytes } from '../wire/text.js';
 import { MailError } from '../wire/errors.js';
 import { MAIL_IMPORT_LIMITS } from '../wire/import-limits.js';
-import type { ImportedCopy, ImportedTimer, ImportMailRequest, ImportMailResponse, MailImportSource } from '../wire/import-mail.js';
+import type { ImportedCopy, ImportedPost, ImportedTimer, ImportMailRequest, ImportMailResponse, MailImportSource } from '../wire/import-mail.js';
 import type { TeamCapability } from '../wire/teams.js';
 import type { MailClient } from '../client/http-client.js';
 import { readCredentials, writeCredentials } from './credentials.js';
@@ -72,11 +72,13 @@ export interface MailPlan {
   source: MailImportSource;
   from: string;
   accounts: PlannedAccount[];
-  /** Rooms with their members (agent-mail projects). */
-  rooms: { name: string; members: string[] }[];
+  /** Rooms with their members (agent-mail projects, InterAgentMail chats; open: anyone may post). */
+  rooms: { name: string; members: string[]; open?: boolean }[];
   teams: PlannedTeam[];
   copies: ImportedCopy[];
   timers: ImportedTimer[];
+  /** Room posts (InterAgentMail chats), oldest first. */
+  posts?: ImportedPost[];
   /** What was changed or left out to fit our rules, shown after the import. */
   notes: Note[];
 }
@@ -94,14 +96,15 @@ export interface MailImportResult extends ImportMailResponse {
 const REQUEST_BUDGET = 768 * 1024;
 const size = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
 
-/** Copies oldest first (a root or parent before what refers to it), timers after. */
-export function packMailRequests(plan: Pick<MailPlan, 'copies' | 'timers'>, budget = REQUEST_BUDGET): ImportMailRequest[] {
+/** Copies oldest first (a root or parent before what refers to it), then posts, timers after. */
+export function packMailRequests(plan: Pick<MailPlan, 'copies' | 'timers' | 'posts'>, budget = REQUEST_BUDGET): ImportMailRequest[] {
   const out: ImportMailRequest[] = [];
-  let cur: ImportMailRequest = { messages: [], timers: [] };
+  const empty = (): ImportMailRequest => ({ messages: [], timers: [], ...(plan.posts?.length ? { posts: [] } : {}) });
+  let cur = empty();
   let bytes = 0;
   const flush = (): void => {
     out.push(cur);
-    cur = { messages: [], timers: [] };
+    cur = empty();
     bytes = 0;
   };
   for (const m of plan.copies) {
@@ -109,12 +112,19 @@ export function packMailRequests(plan: Pick<MailPlan, 'copies' | 'timers'>, budg
     cur.messages.push(m);
     bytes += size(m);
   }
+  for (const p of plan.posts ?? []) {
+    const posts = cur.posts?.length ?? 0;
+    if (posts >= MAIL_IMPORT_LIMITS.messages || (cur.messages.length + posts > 0 && bytes + size(p) > budget)) flush();
+    cur.posts?.push(p);
+    bytes += size(p);
+  }
+  const items = (): number => cur.messages.length + cur.timers.length + (cur.posts?.length ?? 0);
   for (const t of plan.timers) {
-    if (cur.timers.length >= MAIL_IMPORT_LIMITS.timers || (cur.messages.length + cur.timers.length > 0 && bytes + size(t) > budget)) flush();
+    if (cur.timers.length >= MAIL_IMPORT_LIMITS.timers || (items() > 0 && bytes + size(t) > budget)) flush();
     cur.timers.push(t);
     bytes += size(t);
   }
-  if (cur.messages.length || cur.timers.length || out.length === 0) flush();
+  if (items() || out.length === 0) flush();
   return out;
 }
 
@@ -143,7 +153,7 @@ export async function runMailImport(c: MailClient, plan: MailPlan, provider?: st
   for (const r of plan.rooms) {
     let created = true;
     try {
-      await c.admin.roomAdd(r.name);
+      await c.admin.roomAdd(r.name, { open: !!r.open });
     } catch (err) {
       if (!exists(err)) throw err;
       created = false;
@@ -176,7 +186,7 @@ export async function runMailImport(c: MailClient, plan: MailPlan, provider?: st
   }
 
   const requests = packMailRequests(plan);
-  const sum: ImportMailResponse = { messages_created: 0, messages_existing: 0, acknowledged: 0, timers_created: 0, timers_existing: 0 };
+  const sum: ImportMailResponse = { messages_created: 0, messages_existing: 0, acknowledged: 0, timers_created: 0, timers_existing: 0, posts_created: 0, posts_existing: 0 };
   for (const r of requests) {
     const a = plan.source === 'interagentmail' ? await c.admin.importInterAgentMail(r) : await c.admin.importAgentMail(r);
     for (const k of Object.keys(sum) as (keyof ImportMailResponse)[]) sum[k] += a[k];
@@ -194,6 +204,7 @@ export function describeMailImport(r: MailImportResult): string {
     `imported ${n(r.from)} (${r.source}): ${plural(r.accounts.length, 'account')} (${made(r.accounts)} new), ` +
       `${plural(r.messages_created, 'new message')} (${r.messages_existing} imported before), ${r.acknowledged} acknowledged, ` +
       `${plural(r.timers_created, 'new timer')} (${r.timers_existing} imported before)` +
+      (r.posts_created + r.posts_existing ? `, ${plural(r.posts_created, 'new room post')} (${r.posts_existing} imported before)` : '') +
       (r.rooms.length ? `, ${plural(r.rooms.length, 'room')} (${made(r.rooms)} new)` : '') +
       (r.teams.length ? `, ${plural(r.teams.length, 'team')} (${made(r.teams)} new)` : ''),
   ];

@@ -1,8 +1,9 @@
 // Reading InterAgentMail's data directory for `m4a import interagentmail` (as its interagentmail.py
 // and iam_service.py write it): mailboxes/<address>/profile.json, inbox|sent|archive/<id>.json (one
 // file per message and folder, the same payload in every recipient's inbox and the sender's sent),
-// mailboxes/<address>/timers/timer-*.json, and teams/<name>.json. Every file is read and checked
-// before the daemon is asked for anything: a damaged one is named and nothing is imported.
+// mailboxes/<address>/timers/timer-*.json, teams/<name>.json and chats/<channel>/<date>.json
+// (interagentmail-chats.ts). Every file is read and checked before the daemon is asked for
+// anything: a damaged one is named and nothing is imported.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import type { CopyRef, ImportedCopy, ImportedTimer } from '../wire/import-mail.j
 import type { TeamCapability } from '../wire/teams.js';
 import { NameBook, type MailPlan, type PlannedAccount, type PlannedTeam } from './import-mail-run.js';
 import { TextFitter } from './import-text.js';
+import { readInterAgentMailChats } from './interagentmail-chats.js';
 
 const FILE_BYTES = 8 << 20;
 const FOLDERS = ['inbox', 'sent', 'archive'] as const;
@@ -127,6 +129,9 @@ export function readInterAgentMailDir(dir: string): MailPlan {
             copies: new Map(),
           };
           messages.set(id, m);
+          const files = o['attachments'];
+          // Paths on the source's machine that IAM never copied: mail4agent keeps text only.
+          if (Array.isArray(files) && files.length > 0) fit.note(file, `${files.length} attachment${files.length === 1 ? '' : 's'}: not imported (mail4agent keeps no files)`);
         }
         // A recipient's own copy (the sender's sent copy is the same message, not a copy to it).
         if (folder !== 'sent' && m.recipients.includes(box)) {
@@ -243,6 +248,6 @@ export function readInterAgentMailDir(dir: string): MailPlan {
       ...(team !== undefined && by !== null ? { team, set_by: account(by) } : {}),
     });
   }
-  if (existsSync(join(dir, 'chats'))) fit.note(join(dir, 'chats'), 'chat channels are not imported');
-  return { source: 'interagentmail', from: dir, accounts, rooms: [], teams, copies, timers, notes: fit.notes };
+  const chats = readInterAgentMailChats(dir, { readJson, str, names, time, jsonFiles, bad }, account, fit, teams, teamNames);
+  return { source: 'interagentmail', from: dir, accounts, ...chats, teams, copies, timers, notes: fit.notes };
 }

@@ -3,11 +3,12 @@
 // accounts, rooms and teams). Each copy is a message in its recipient's account mailbox whose id is
 // derived from (source, source message id, recipient), so a second run finds it and adds nothing;
 // a timer likewise, with a marker record that outlives it (a fired timer is deleted, and must not be
-// imported again). Everything is checked before anything is written.
+// imported again). A chat post is a message in its room (id from source and post id), acknowledged
+// for those who had seen it. Everything is checked before anything is written.
 import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import type * as I from '../wire/import-mail.js';
-import { keyOfAccount, type AccountKind, type AckItem, type Store } from '../store/types.js';
+import { keyOfAccount, keyOfRoom, type AccountKind, type AckItem, type Store } from '../store/types.js';
 import type { Clock } from './clock.js';
 import { MAILBOX_ACCOUNT, TIMERS_PER_ACCOUNT, type TimerRecord } from './timers.js';
 import { REC } from './wake-records.js';
@@ -28,6 +29,8 @@ const TAG: Record<I.MailImportSource, string> = { interagentmail: 'iam', 'agent-
 /** One id per (source, message, recipient). The tag keeps it apart from generated ids (m- and 24
  *  base36) and from omp-mail's imports (m-omp…). */
 export const importedCopyId = (source: I.MailImportSource, ref: I.CopyRef): string => `m-${TAG[source]}${sha256(`${source}\n${ref.id}\n${ref.to}`).slice(0, 40)}`;
+/** One id per (source, post): the source's post id names its chat, so no other post has it. */
+export const importedPostId = (source: I.MailImportSource, id: string): string => `m-${TAG[source]}${sha256(`${source}\npost\n${id}`).slice(0, 40)}`;
 /** Our timer id of a source timer: the shape of the timer book's own (t- and 12 hex). */
 export const importedTimerId = (source: I.MailImportSource, id: string): string => `t-${sha256(`${source}\ntimer\n${id}`).slice(0, 12)}`;
 
@@ -64,6 +67,18 @@ export class MailImport {
       if (copies.has(k)) throw malformed(`messages[${i}]`, 'the same copy twice');
       copies.add(k);
     }
+    const posts = new Set<string>();
+    const rooms = new Set<string>();
+    for (const [i, p] of (req.posts ?? []).entries()) {
+      await need(p.from, `posts[${i}].from`);
+      for (const [j, a] of p.acked_by.entries()) await need(a.account, `posts[${i}].acked_by[${j}].account`);
+      if (!rooms.has(p.room)) {
+        if (!(await this.d.store.getRoom(p.room))) throw new MailError('unknown_room', `no room ${p.room}`, { room: p.room, field: `posts[${i}].room` });
+        rooms.add(p.room);
+      }
+      if (posts.has(p.id)) throw malformed(`posts[${i}].id`, 'the same post twice');
+      posts.add(p.id);
+    }
     const timers = new Set<string>();
     for (const [i, t] of req.timers.entries()) {
       await need(t.account, `timers[${i}].account`);
@@ -88,10 +103,10 @@ export class MailImport {
     let created = 0;
     let existing = 0;
     // Acks by (account, time): one store call each, at the source's time of handling.
-    const acks = new Map<string, { account: string; at: number; items: AckItem[] }>();
-    const ackLater = (account: string, at: number, item: AckItem): void => {
-      const k = `${account}\n${at}`;
-      const g = acks.get(k) ?? { account, at, items: [] };
+    const acks = new Map<string, { account: string; room: string | null; at: number; items: AckItem[] }>();
+    const ackLater = (account: string, at: number, item: AckItem, room: string | null = null): void => {
+      const k = `${account}\n${room ?? ''}\n${at}`;
+      const g = acks.get(k) ?? { account, room, at, items: [] };
       g.items.push(item);
       acks.set(k, g);
     };
@@ -137,8 +152,44 @@ export class MailImport {
       created++;
       if (m.acked_at !== null) ackLater(m.to, m.acked_at, { seq: out.message.seq, toKey: out.message.toKey });
     }
+    let postsCreated = 0;
+    let postsExisting = 0;
+    for (const p of req.posts ?? []) {
+      await pace();
+      const id = importedPostId(source, p.id);
+      let m = await store.getMessage(id);
+      if (m) postsExisting++;
+      else {
+        const out = await store.appendMessage(
+          {
+            id,
+            threadId: id,
+            fromAccount: p.from,
+            fromSession: null,
+            fromKind: kinds.get(p.from)!,
+            toAddress: `#${p.room}`,
+            toKey: keyOfRoom(p.room),
+            subject: p.subject,
+            body: p.body,
+            replyTo: null,
+            correlation: p.origin,
+            refs: [],
+            priority: 'normal',
+            createdAt: p.created_at,
+            idempotencyKey: null,
+            fingerprint: null,
+          },
+          now,
+        );
+        m = out.message;
+        postsCreated++;
+      }
+      for (const a of p.acked_by) ackLater(a.account, a.at, { seq: m.seq, toKey: m.toKey }, p.room);
+    }
+
     let acked = 0;
-    for (const g of acks.values()) acked += (await store.ack({ account: g.account, sessionKey: null, rooms: [] }, g.items, Math.min(g.at, now))).filter((r) => r.fresh).length;
+    for (const g of acks.values())
+      acked += (await store.ack({ account: g.account, sessionKey: null, rooms: g.room === null ? [] : [g.room] }, g.items, Math.min(g.at, now))).filter((r) => r.fresh).length;
 
     for (const t of timersToMake) {
       await pace();
@@ -154,6 +205,8 @@ export class MailImport {
       acknowledged: acked,
       timers_created: timersToMake.length,
       timers_existing: req.timers.length - timersToMake.length,
+      posts_created: postsCreated,
+      posts_existing: postsExisting,
     };
   }
 

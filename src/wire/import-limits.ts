@@ -13,4 +13,6 @@ export const MAIL_IMPORT_LIMITS = {
   messages: 1000,
   timers: 1000,
   idBytes: 256,
+  /** Acknowledgements of one room post (the chat's readers). */
+  seenBy: 1000,
 } as const;

@@ -49,9 +49,25 @@ export const ImportedTimer = z.strictObject({
   set_by: Selector.optional().describe('a team reminder: the leader who set it'),
 });
 
+/** A post of a chat channel (InterAgentMail's chats/): one message in a room, each its own thread. */
+export const ImportedPost = z.strictObject({
+  id: sourceId.describe('the post in the source: unique within it (InterAgentMail has no post ids: the CLI derives one)'),
+  room: Selector.describe('the room it lands in (made by the CLI before)'),
+  from: Selector.describe('the account that posted it'),
+  subject: Subject,
+  body: Body,
+  created_at: ms.describe('when it was posted, ms since the epoch'),
+  acked_by: z
+    .array(z.strictObject({ account: Selector, at: ms }))
+    .max(MAIL_IMPORT_LIMITS.seenBy)
+    .describe('who had seen it in the source, and when: acknowledged for them at that time'),
+  origin: text(LIMITS.correlationBytes),
+});
+
 export const ImportMailRequest = z.strictObject({
   messages: z.array(ImportedCopy).max(MAIL_IMPORT_LIMITS.messages).describe('oldest first: a thread root or a parent before its replies'),
   timers: z.array(ImportedTimer).max(MAIL_IMPORT_LIMITS.timers),
+  posts: z.array(ImportedPost).max(MAIL_IMPORT_LIMITS.messages).optional().describe('room posts of chat channels, oldest first'),
 });
 
 export const ImportMailResponse = z.object({
@@ -60,10 +76,13 @@ export const ImportMailResponse = z.object({
   acknowledged: z.number().int().describe('copies acknowledged by this run'),
   timers_created: z.number().int(),
   timers_existing: z.number().int().describe('imported by an earlier run (pending or fired since): not made again'),
+  posts_created: z.number().int().describe('room posts stored by this run (their acknowledgements are counted in acknowledged)'),
+  posts_existing: z.number().int().describe('room posts imported by an earlier run'),
 });
 
 export type CopyRef = z.output<typeof CopyRef>;
 export type ImportedCopy = z.output<typeof ImportedCopy>;
 export type ImportedTimer = z.output<typeof ImportedTimer>;
+export type ImportedPost = z.output<typeof ImportedPost>;
 export type ImportMailRequest = z.output<typeof ImportMailRequest>;
 export type ImportMailResponse = z.infer<typeof ImportMailResponse>;
