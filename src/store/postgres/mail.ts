@@ -80,21 +80,19 @@ export class PgMail {
         .map((item, i) => ({ item, i, ackKey: ackKeyFor(scope, item.toKey) }))
         .sort((a, b) => (a.ackKey < b.ackKey ? -1 : a.ackKey > b.ackKey ? 1 : a.item.seq - b.item.seq));
       const fresh: AckItem[] = [];
-      // The messages still there, held until commit: retention deletes a message only after locking
-      // it (in seq order, as here), so an ack never inserts a row for one it deleted meanwhile.
+      // Each insert takes its message's key-share lock, or finds it gone: retention locks what it
+      // deletes FOR UPDATE first, so an ack never writes a row for a message deleted meanwhile (it
+      // waits, then finds nothing). Several messages are locked first in seq order, the pass's
+      // order, so the two never wait on each other in a cycle.
       const seqs = [...new Set(items.map((it) => it.seq))];
-      const live = new Set(
-        (await tx<{ seq: number }[]>`SELECT seq FROM messages WHERE seq = ANY(${pgArray(seqs)}::bigint[]) ORDER BY seq FOR KEY SHARE`).map((r) => Number(r.seq)),
-      );
+      if (seqs.length > 1) await tx`SELECT 1 FROM messages WHERE seq = ANY(${pgArray(seqs)}::bigint[]) ORDER BY seq FOR KEY SHARE`;
       for (const { item, i, ackKey } of order) {
-        if (!live.has(item.seq)) {
-          // Deleted by retention since the caller looked it up (it was acknowledged): no row, no counter.
-          results[i] = { seq: item.seq, ackedAt: at, fresh: false };
-          continue;
-        }
         const ins = await tx<{ acked_at: number }[]>`INSERT INTO acks (ack_key, seq, to_key, acked_at)
-          VALUES (${ackKey}, ${item.seq}, ${item.toKey}, ${at}) ON CONFLICT (ack_key, seq) DO NOTHING RETURNING acked_at`;
+          SELECT ${ackKey}::text, ${item.seq}::bigint, ${item.toKey}::text, ${at}::bigint FROM messages WHERE seq = ${item.seq} FOR KEY SHARE
+          ON CONFLICT (ack_key, seq) DO NOTHING RETURNING acked_at`;
         if (ins.length === 0) {
+          // An earlier ack stands, or retention deleted the message (with its acks) since the caller
+          // looked it up: it was acknowledged, and no row or counter changes.
           const [prior] = await tx<{ acked_at: number }[]>`SELECT acked_at FROM acks WHERE ack_key = ${ackKey} AND seq = ${item.seq}`;
           results[i] = { seq: item.seq, ackedAt: prior?.acked_at ?? at, fresh: false };
           continue;
