@@ -469,7 +469,7 @@ export const OPERATION_FACTS = {
   'retention.set': {
     path: '/admin/retention/set',
     summary:
-      'Delete acknowledged mail of an account (or room) older than days, or with days null keep it for ever (the default). Room mail goes once every member acknowledged it; open task and pending approval threads stay.',
+      'Delete acknowledged mail of an account (or room) older than days, or with days null keep it for ever (the default). Room mail goes once every member acknowledged it; open task and pending approval threads stay. records_days (alone or with a setting) is how long wake records are kept (default 30).',
     callers: OPERATOR,
     readOnly: false,
     retrySafe: true,
