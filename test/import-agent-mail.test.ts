@@ -7,18 +7,15 @@
 // file that is not Agent Mail's is a named error that imports nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { startTestDaemon, raw, type TestDaemon } from './support/test-daemon.js';
+import { ROOT, startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
 import { keyOfAccount, type PagedMessage } from '../src/store/types.js';
 import { importedCopyId } from '../src/engine/import-mail.js';
 import type { MailImportResult } from '../src/cli/import-mail-run.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURE = join(ROOT, 'test/fixtures/agent-mail');
 const at = (s: string): number => Date.parse(`${s}Z`);
 const copy = (id: number, to: string): string => importedCopyId('agent-mail', { id: String(id), to });
@@ -33,19 +30,11 @@ function makeDb(file: string, extra = ''): void {
 }
 
 describe('m4a import agent-mail', () => {
+  let h: CliDaemon;
   let d: TestDaemon;
   let home: string;
   let dbFile: string;
-  let env: Record<string, string>;
-  const cli = (args: string[]) =>
-    new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), ...args],
-        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 },
-        (err, stdout, stderr) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const cli = (args: string[]) => h.cli(args);
   const run = async (file: string): Promise<MailImportResult> => {
     const r = await cli(['import', 'agent-mail', file, '--json']);
     assert.equal(r.status, 0, r.stderr);
@@ -57,16 +46,12 @@ describe('m4a import agent-mail', () => {
       .then((p) => p.filter((m) => m.toKey === keyOfAccount(account)));
 
   before(async () => {
-    d = await startTestDaemon();
-    home = mkdtempSync(join(tmpdir(), 'm4a-agent-mail-import-'));
+    h = await startCliDaemon('m4a-agent-mail-import-', { source: true });
+    ({ d, home } = h);
     dbFile = join(home, 'storage.sqlite3');
     makeDb(dbFile);
-    env = { HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
   });
-  after(async () => {
-    await d.stop();
-    rmSync(home, { recursive: true, force: true });
-  });
+  after(() => h.stop());
 
   it('makes accounts, project rooms and every copy with its thread, priority and read/ack state', async () => {
     const r = await run(dbFile);
@@ -218,16 +203,14 @@ describe('POST /admin/import/agent-mail and /admin/import/interagentmail', () =>
 });
 
 describe('m4a import agent-mail of a database larger than one request', () => {
+  let h: CliDaemon;
   let d: TestDaemon;
   let home: string;
   before(async () => {
-    d = await startTestDaemon();
-    home = mkdtempSync(join(tmpdir(), 'm4a-agent-mail-big-'));
+    h = await startCliDaemon('m4a-agent-mail-big-', { source: true });
+    ({ d, home } = h);
   });
-  after(async () => {
-    await d.stop();
-    rmSync(home, { recursive: true, force: true });
-  });
+  after(() => h.stop());
 
   it('goes in several requests, threads kept across them, and a second run adds nothing', async () => {
     const file = join(home, 'big.sqlite3');
@@ -244,16 +227,11 @@ describe('m4a import agent-mail of a database larger than one request', () => {
       }
     })();
     db.close();
-    const env = { ...process.env, HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
-    const run = () =>
-      new Promise<MailImportResult>((resolve, reject) =>
-        execFile(
-          process.execPath,
-          ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'import', 'agent-mail', file, '--json'],
-          { cwd: ROOT, encoding: 'utf8', env, timeout: 120_000, maxBuffer: 64 << 20 },
-          (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(JSON.parse(stdout) as MailImportResult)),
-        ),
-      );
+    const run = async (): Promise<MailImportResult> => {
+      const r = await h.cli(['import', 'agent-mail', file, '--json'], { timeout: 120_000, maxBuffer: 64 << 20 });
+      if (r.status !== 0) throw new Error(r.stderr);
+      return JSON.parse(r.stdout) as MailImportResult;
+    };
     const first = await run();
     assert.equal(first.requests, 3, '2,206 copies: 1,000 a request');
     assert.equal(first.messages_created, 2206);

@@ -10,18 +10,15 @@
 // second run adds nothing; a damaged file (mail or chat) imports nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import type { TestDaemon } from './support/test-daemon.js';
+import { ROOT, startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
 import { keyOfAccount, type PagedMessage } from '../src/store/types.js';
 import { importedCopyId } from '../src/engine/import-mail.js';
 import type { TimerRecord } from '../src/engine/timers.js';
 import type { MailImportResult } from '../src/cli/import-mail-run.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURE = join(ROOT, 'test/fixtures/interagentmail');
 const M1 = '1795165200-a1b2c3d4';
 const M2 = '1795167000-b2c3d4e5';
@@ -30,18 +27,10 @@ const M4 = '1795172400-d4e5f6a7';
 const at = (iso: string): number => Date.parse(iso);
 
 describe('m4a import interagentmail', () => {
+  let h: CliDaemon;
   let d: TestDaemon;
   let home: string;
-  let env: Record<string, string>;
-  const cli = (args: string[]) =>
-    new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), ...args],
-        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 },
-        (err, stdout, stderr) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const cli = (args: string[]) => h.cli(args);
   const run = async (dir: string): Promise<MailImportResult> => {
     const r = await cli(['import', 'interagentmail', dir, '--json']);
     assert.equal(r.status, 0, r.stderr);
@@ -58,14 +47,10 @@ describe('m4a import interagentmail', () => {
     d.store.page({ account, sessionKey: null, rooms }, { after: null, pendingOnly: false, limit: 100, threadId: null }).then((p) => p.filter((m) => m.toKey.startsWith('r:')));
 
   before(async () => {
-    d = await startTestDaemon();
-    home = mkdtempSync(join(tmpdir(), 'm4a-iam-import-'));
-    env = { HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
+    h = await startCliDaemon('m4a-iam-import-', { source: true });
+    ({ d, home } = h);
   });
-  after(async () => {
-    await d.stop();
-    rmSync(home, { recursive: true, force: true });
-  });
+  after(() => h.stop());
 
   it('makes the accounts, copies, threads, acks, team and timers of the data directory', async () => {
     const r = await run(FIXTURE);
@@ -226,28 +211,19 @@ describe('m4a import interagentmail', () => {
 });
 
 describe('m4a import interagentmail into a mailbox in use', () => {
+  let h: CliDaemon;
   let d: TestDaemon;
   let home: string;
   before(async () => {
-    d = await startTestDaemon();
-    home = mkdtempSync(join(tmpdir(), 'm4a-iam-import-used-'));
+    h = await startCliDaemon('m4a-iam-import-used-', { source: true });
+    ({ d, home } = h);
   });
-  after(async () => {
-    await d.stop();
-    rmSync(home, { recursive: true, force: true });
-  });
+  after(() => h.stop());
 
   it('an account of the name is the participant moving in; a room of the team name that is no team is listed and left', async () => {
     await d.account('NexusGuild');
     await d.operator.admin.roomAdd('reviewers');
-    const r = await new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'import', 'interagentmail', FIXTURE, '--json'],
-        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir }, timeout: 60_000 },
-        (err, stdout, stderr) => resolve({ status: err ? 1 : 0, stdout, stderr }),
-      ),
-    );
+    const r = await h.cli(['import', 'interagentmail', FIXTURE, '--json']);
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout) as MailImportResult;
     assert.deepEqual(

@@ -4,13 +4,11 @@
 // runs it, against a real daemon).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI } from './support/shell-agents.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
 import { keyOfLineage, type AccountRecord, type SessionRecord } from '../src/store/types.js';
 import { readFacts } from '../src/attest/proc-facts.js';
 import type { Attestation } from '../src/attest/types.js';
@@ -71,31 +69,21 @@ describe('m4a import omp-mail: imported mail never carries an attested session',
 });
 
 describe('m4a import omp-mail: names from the files reach the terminal escaped', () => {
-  let d: TestDaemon;
+  let h: CliDaemon;
   let home: string;
-  let env: Record<string, string>;
   const ESC = '\x1b';
   // A directory whose name sets the terminal's title, a file whose name turns the text red, one
   // whose name starts a line of its own.
   const dirName = `omp-${ESC}]0;pwned\x07-mail`;
   const red = `${ESC}[31mred${ESC}[0m.jsonl`;
-  const cli = (args: string[]) =>
-    new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const cli = (args: string[]) => h.cli(args);
   const noControls = (out: string, what: string): void => assert.ok(!/[\x00-\x08\x0b-\x1f\x7f]/.test(out), `${what} holds a raw control character: ${JSON.stringify(out)}`);
 
   before(async () => {
-    d = await startTestDaemon();
-    home = mkdtempSync(join(tmpdir(), 'm4a-omp-escape-'));
-    env = { HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
+    h = await startCliDaemon('m4a-omp-escape-');
+    ({ home } = h);
   });
-  after(async () => {
-    await d.stop();
-    rmSync(home, { recursive: true, force: true });
-  });
+  after(() => h.stop());
 
   it('a file or directory named with an ESC sequence or a newline is shown as \\u escapes, text and JSON', async () => {
     const dir = join(home, dirName);

@@ -7,13 +7,11 @@
 // and reads the mail.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI } from './support/shell-agents.js';
-import { startTestDaemon, raw, type TestDaemon } from './support/test-daemon.js';
+import { raw, type TestDaemon } from './support/test-daemon.js';
+import { startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
 import { ImportOmpMailResult } from '../src/wire/import-omp-mail.js';
 import { packRequests } from '../src/cli/import-commands.js';
 import { keyOfLineage, type AccountRecord, type PagedMessage, type SessionRecord } from '../src/store/types.js';
@@ -89,16 +87,11 @@ function writeFixture(dir: string): void {
 }
 
 describe('m4a import omp-mail', () => {
+  let h: CliDaemon;
   let d: TestDaemon;
   let home: string;
   let dir: string;
-  let env: Record<string, string>;
-  const cli = (args: string[]) =>
-    new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-      execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000, maxBuffer: 8 << 20 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const cli = (args: string[]) => h.cli(args);
   const runImport = async (from: string) => {
     const r = await cli(['import', 'omp-mail', from, '--json']);
     assert.equal(r.status, 0, r.stderr);
@@ -116,17 +109,13 @@ describe('m4a import omp-mail', () => {
       .then((p) => p.filter((m) => m.toKey.startsWith('s:')));
 
   before(async () => {
-    d = await startTestDaemon();
-    home = mkdtempSync(join(tmpdir(), 'm4a-omp-import-'));
+    h = await startCliDaemon('m4a-omp-import-');
+    ({ d, home } = h);
     dir = join(home, 'omp-mail');
     mkdirSync(dir);
     writeFixture(dir);
-    env = { HOME: home, XDG_CONFIG_HOME: home, M4A_DATA_DIR: d.dataDir };
   });
-  after(async () => {
-    await d.stop();
-    rmSync(home, { recursive: true, force: true });
-  });
+  after(() => h.stop());
 
   it('makes ended omp sessions with their aliases, and puts the mail in their lineages', async () => {
     const r = await runImport(dir);

@@ -5,20 +5,13 @@
 // that argv and without M4A_TOKEN, and refuses while the session is live unless --force.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI } from './support/shell-agents.js';
+import { runCli, type CliRun as Run } from './support/cli-daemon.js';
 import { AGENT_SCRIPT, startAgent, type AgentProc } from './support/agent.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { resumeOf } from '../src/cli/open-commands.js';
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
 
 const CLAUDE_ID = '7f3c1a2e-0000-4000-8000-00000000c1a0';
 const CODEX_ID = '019a0000-1111-7222-8333-444455556666';
@@ -33,12 +26,7 @@ describe('m4a open', () => {
   const live: Record<string, AgentProc> = {};
   const secrets: Record<string, string> = {};
 
-  const m4a = (args: string[], extra: Record<string, string> = {}) =>
-    new Promise<Run>((resolve) =>
-      execFile(process.execPath, [CLI, 'open', ...args], { cwd: tmp, encoding: 'utf8', env: { ...process.env, ...env, ...extra }, timeout: 30_000 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const m4a = (args: string[], extra: Record<string, string> = {}): Promise<Run> => runCli(['open', ...args], { cwd: tmp, env: { ...env, ...extra }, timeout: 30_000 });
   const json = async (target: string) => {
     const r = await m4a([target, '--json']);
     assert.equal(r.status, 0, `${target}: ${r.stderr}`);

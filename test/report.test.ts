@@ -6,20 +6,13 @@
 // existing file unless --force; the default writes 0600 under the data directory's reports/.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI } from './support/shell-agents.js';
+import { runCli, type CliRun as Run } from './support/cli-daemon.js';
 import { AGENT_SCRIPT, startAgent, type AgentProc } from './support/agent.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { Sanitizer } from '../src/cli/report-sanitize.js';
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('m4a report', () => {
   let d: TestDaemon;
@@ -33,12 +26,7 @@ describe('m4a report', () => {
   /** Messages retention deleted (the head seq counts them, the store no longer holds them). */
   let pruned = 0;
 
-  const report = (args: string[]) =>
-    new Promise<Run>((resolve) =>
-      execFile(process.execPath, [CLI, 'report', ...args], { cwd: tmp, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const report = (args: string[]): Promise<Run> => runCli(['report', ...args], { cwd: tmp, env, timeout: 30_000 });
 
   before(async () => {
     d = await startTestDaemon();

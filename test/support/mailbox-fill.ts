@@ -1,7 +1,8 @@
 // A mailbox with a row of every kind (accounts with a contact policy, rooms, a team with leaders,
 // grants and its changes, contacts, a listener, sessions with a successor, names, records, meta,
 // messages with idempotency keys and task changes, acks that leave gaps, tasks, approvals), and
-// everything a reader or the directory can see of it: for the copy tests (export/import, backup).
+// everything a reader or the directory can see of it: for the copy tests (export/import, backup,
+// migrate-store).
 import type { Store, TeamAction, TeamChange, TeamChangeRecord } from '../../src/store/types.js';
 import { keyOfLineage } from '../../src/store/types.js';
 import type { TeamCapability } from '../../src/wire/teams.js';
@@ -9,8 +10,9 @@ import { A, R, account, item, q, scope, send, session } from './store-conformanc
 import { approval, task, taskQuery } from './task-conformance.js';
 import { lease } from './lease-conformance.js';
 
-/** A mailbox with a bit of everything, including acks that leave gaps and a successor lineage. */
-export async function fill(s: Store): Promise<void> {
+/** A mailbox with a bit of everything, including acks that leave gaps and a successor lineage;
+ *  and a lease unless `lease` is false (a copy that does not carry leases). */
+export async function fill(s: Store, o: { lease?: boolean } = {}): Promise<void> {
   for (const id of ['alice', 'bob', 'carol']) await s.addAccount(account(id, { createdAt: 10 }));
   await s.addRoom('lobby', 5);
   await s.addRoom('all', 6, { everyone: true });
@@ -85,7 +87,7 @@ export async function fill(s: Store): Promise<void> {
   await s.createApproval(approval('a-1', { requesterAccount: 'bob', reviewerAccount: 'carol', taskId: 't-2', expiresAt: 99_000 }));
   await s.createApproval(approval('a-2', { state: 'approved', reason: 'fine', decidedAt: 12_000 }));
   // A lease: its epoch is durable (a fencing token is never handed out twice); the claim is not.
-  await s.claimLease(lease('l-1'), { now: 1_000, maxPerHolder: 10, conflicts: () => true });
+  if (o.lease !== false) await s.claimLease(lease('l-1'), { now: 1_000, maxPerHolder: 10, conflicts: () => true });
 }
 
 /** Everything a reader or the directory can see. */
