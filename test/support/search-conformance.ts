@@ -199,6 +199,52 @@ export function runSearchConformance(store: () => Store): void {
       assert.deepEqual(await ids(s, reader('bob'), 'heron', { tier: 2, beforeSeq: s2seq }), [b2, b1], 'below s2 in tier 2');
     });
 
+    it('ranks alike past the newest rows a store may test first (6,000 messages)', async () => {
+      const s = store();
+      // PostgreSQL tests the newest 5,000 rows by the key, then goes on by the key or the GIN index:
+      // a sparse tier 1 (every 1,000th subject) and a dense tier 2 (every 3rd body) cross that edge.
+      const made: { id: string; seq: number; tier: 1 | 2 | null }[] = [];
+      for (let i = 0; i < 6000; i += 500) {
+        const batch = Array.from({ length: 500 }, (_, j) => {
+          const k = i + j;
+          const id = `m-k${k}x${Math.random().toString(36).slice(2, 8)}`;
+          const subject = k % 1000 === 0 ? 'kingfisher report' : 'daily';
+          const body = k % 3 === 0 ? 'kingfisher seen' : 'nothing';
+          const tier = k % 1000 === 0 ? 1 : k % 3 === 0 ? 2 : null;
+          const m: NewMessage = {
+            id,
+            threadId: id,
+            fromAccount: 'zed',
+            fromSession: null,
+            fromKind: 'agent',
+            toAddress: 'bob',
+            toKey: keyOfAccount('bob'),
+            subject,
+            body,
+            replyTo: null,
+            correlation: null,
+            refs: [],
+            priority: 'normal',
+            createdAt: 1_000 + k,
+            idempotencyKey: null,
+            fingerprint: null,
+          };
+          return s.appendMessage(m, 0).then((out) => made.push({ id, seq: out.message.seq, tier }));
+        });
+        await Promise.all(batch);
+      }
+      const byTier = (t: 1 | 2) =>
+        made
+          .filter((m) => m.tier === t)
+          .sort((a, b) => b.seq - a.seq)
+          .map((m) => m.id);
+      const ranked = [...byTier(1), ...byTier(2)];
+      assert.equal(byTier(1).length, 6);
+      assert.deepEqual(await ids(s, reader('bob'), 'kingfisher', { limit: 3000, window: 3000 }), ranked);
+      const pages = await allPages(s, reader('bob'), 'kingfisher', 700, 900);
+      assert.deepEqual(pages.flat(), ranked, 'paged: every match once, in rank order');
+    });
+
     it('examines at most the window of index matches, newest first, whatever the scope keeps', async () => {
       const s = store();
       const mine: { id: string; seq: number }[] = [];
