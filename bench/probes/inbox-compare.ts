@@ -2,8 +2,10 @@
 // build and another (`--against DIR`, a checkout with its own dist/), each a daemon whose reader
 // holds `stored` messages; runs alternate between them so both see the same machine. `--prof` runs
 // this build's daemon under --cpu-prof and prints where its time went. `--send` times the send
-// (the 200-byte one that fills the mailbox, one at a time) instead of the page.
-//   node --import tsx bench/probes/inbox-compare.ts [stored=200] [requests=3000] [passes=4] [--against DIR] [--prof] [--send]
+// (the 200-byte one that fills the mailbox, one at a time) instead of the page. `--against-serve=ARGS`
+// gives the other daemon more `serve` flags (`--against . --against-serve=--no-metrics`: one build,
+// a part switched off).
+//   node --import tsx bench/probes/inbox-compare.ts [stored=200] [requests=3000] [passes=4] [--against DIR] [--against-serve=ARGS] [--prof] [--send]
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startDaemon, type Daemon } from '../lib/daemon.js';
@@ -28,19 +30,21 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const i = args.indexOf('--against');
   const against = i >= 0 ? args.splice(i, 2)[1] : undefined;
+  const serveArg = args.find((a) => a.startsWith('--against-serve='));
+  const otherServe = serveArg ? serveArg.slice('--against-serve='.length).split(' ').filter(Boolean) : [];
   const prof = args.includes('--prof');
   const sends = args.includes('--send');
   const [stored = 200, requests = 3000, passes = 4] = args.filter((a) => !a.startsWith('--')).map(Number);
   const dir = tempDir('inbox-cmp');
   const builds: Build[] = [{ name: 'this build', prof: join(dir, 'prof-this'), p50: [], p99: [], cpuUs: [] }];
-  if (against) builds.push({ name: `against ${against}`, cli: join(against, 'dist', 'cli', 'main.js'), prof: join(dir, 'prof-other'), p50: [], p99: [], cpuUs: [] });
+  if (against) builds.push({ name: `against ${against}${otherServe.length ? ` ${otherServe.join(' ')}` : ''}`, cli: join(against, 'dist', 'cli', 'main.js'), prof: join(dir, 'prof-other'), p50: [], p99: [], cpuUs: [] });
   const what = sends ? 'send' : 'inbox page';
   const senders = new Map<Build, string>();
   const body = JSON.stringify({ to: 'in-r', subject: 'profiled', body: 'x'.repeat(200) });
   for (const [k, b] of builds.entries()) {
     const data = join(dir, `data-${k}`);
     mkdirSync(data);
-    b.d = await startDaemon(data, { ...(b.cli ? { cli: b.cli } : {}), ...(prof && k === 0 ? { nodeFlags: ['--cpu-prof', '--cpu-prof-dir', b.prof] } : {}) });
+    b.d = await startDaemon(data, { ...(b.cli ? { cli: b.cli, args: otherServe } : {}), ...(prof && k === 0 ? { nodeFlags: ['--cpu-prof', '--cpu-prof-dir', b.prof] } : {}) });
     const secrets = await b.d.accounts(['in-s', 'in-r'], 2);
     b.reader = secrets.get('in-r');
     senders.set(b, secrets.get('in-s')!);

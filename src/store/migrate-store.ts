@@ -16,6 +16,7 @@ import type { ApprovalRow, TaskRow } from './sqlite/task-rows.js';
 import { LOCKS, LOCK_NAMESPACE } from './postgres/migrations.js';
 import { openPostgresStore } from './postgres/postgres-store.js';
 import { pgArray } from './postgres/pg-sql.js';
+import { indexRows, WRITER_INDEXES } from './postgres/search-docs.js';
 
 export interface MigrateStoreCounts {
   /** Rows in the source. */
@@ -87,6 +88,7 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
     // The append lock and the registry lock: daemons running on the target wait for this copy.
     await tx`SELECT seq FROM message_head WHERE one = 1 FOR UPDATE`;
     await tx`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, ${LOCKS.registry}::int)`;
+    await tx.unsafe(WRITER_INDEXES);
 
     const insert = async (table: string, rows: Record<string, unknown>[], conflict = 'ON CONFLICT DO NOTHING'): Promise<number> => {
       let n = 0;
@@ -125,7 +127,12 @@ async function copy(db: Database.Database, sql: Sql, from: string, to: string, c
       if (rows.length === 0) break;
       after = (rows[rows.length - 1] as MessageRow).seq;
       msgs.source += rows.length;
-      const r = await tx`INSERT INTO messages ${tx(rows as unknown as Record<string, unknown>[])} ON CONFLICT DO NOTHING`;
+      const r = await tx<{ seq: number }[]>`INSERT INTO messages ${tx(rows as unknown as Record<string, unknown>[])} ON CONFLICT DO NOTHING RETURNING seq`;
+      const fresh = new Set(r.map((x) => Number(x.seq)));
+      await indexRows(
+        tx,
+        rows.filter((x) => fresh.has(x.seq)),
+      );
       msgs.copied += r.count;
       await checkSame(tx, rows);
     }

@@ -122,3 +122,32 @@ export async function referencePage(all: Iterable<StoredMessage>, keys: readonly
     return Promise.resolve({ messages, examined: matches.length, lowest: matches[matches.length - 1]?.seq ?? null });
   });
 }
+
+/** PostgreSQL tsvector limits (tsearch's MAXNUMPOS, MAXENTRYPOS, MAXSTRLEN). */
+const PG_POSITIONS_PER_WORD = 256;
+const PG_LAST_POSITION = 16_383;
+const PG_WORD_BYTES = 2046;
+
+/** A message's PostgreSQL search document as a tsvector literal: the words of wire/search.ts (the
+ *  same cut as the query's, so a document and a query can never disagree on what a word is), the
+ *  subject's weighted A at positions 1…n, the body's after them (weight D), as
+ *  `setweight(to_tsvector(subject), 'A') || to_tsvector(body)` numbers them. Made by the writer,
+ *  so the database need not cut the text with a regular expression (most of an insert's cost). */
+export function pgSearchDocument(subject: string, body: string): string {
+  const at = new Map<string, string[]>();
+  let pos = 0;
+  const add = (text: string, weight: string) => {
+    for (const w of searchTokens(text)) {
+      pos++;
+      if (Buffer.byteLength(w) > PG_WORD_BYTES) continue; // to_tsvector skips it too
+      let list = at.get(w);
+      if (!list) at.set(w, (list = []));
+      if (list.length < PG_POSITIONS_PER_WORD) list.push(`${Math.min(pos, PG_LAST_POSITION)}${weight}`);
+    }
+  };
+  add(subject, 'A');
+  add(body, '');
+  let out = '';
+  for (const [w, list] of at) out += `${out ? ' ' : ''}'${safeToken(w)}':${list.join(',')}`;
+  return out;
+}

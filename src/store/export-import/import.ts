@@ -53,12 +53,25 @@ async function run(input: Readable, target: ImportTarget, o: ImportOptions): Pro
   let header: Header | null = null;
   const counts: ImportReport['counts'] = {};
   let noSecret = 0;
-  let pending: { spec: TableSpec; sig: string; rows: Row[]; lines: number[]; max: number } | null = null;
+  let pending: { spec: TableSpec; columns: string[]; rows: Row[]; lines: number[]; max: number } | null = null;
+  // One chunk's insert runs while the next chunk is parsed (PostgreSQL works on one core, this
+  // process on the other); at most one is in flight, so memory stays at two chunks.
+  let inflight: Promise<void> | null = null;
+  const settle = async (): Promise<void> => {
+    const i = inflight;
+    inflight = null;
+    await i;
+  };
   const flush = async (): Promise<void> => {
     if (!pending) return;
     const p = pending;
     pending = null;
-    (counts[p.spec.type] ??= { lines: 0, added: 0 }).added += await target.insert(p.spec, p.rows, p.lines);
+    await settle();
+    const c = (counts[p.spec.type] ??= { lines: 0, added: 0 });
+    inflight = target.insert(p.spec, p.rows, p.lines, p.columns).then((n) => {
+      c.added += n;
+    });
+    inflight.catch(() => undefined); // observed by the next settle
   };
   const take = async (text: string, line: number): Promise<void> => {
     if (text.trim() === '') return;
@@ -76,22 +89,30 @@ async function run(input: Readable, target: ImportTarget, o: ImportOptions): Pro
     }
     const spec = typeof row.type === 'string' ? BY_TYPE.get(row.type) : undefined;
     if (!spec) throw bad(line, 'unknown_type', `unknown type ${JSON.stringify(row.type)}`);
-    delete row.type;
+    // The row keeps its `type` (deleting a property slows every later read of the object); the
+    // columns are named beside it.
     const cols = target.columns(spec.table);
-    for (const [k, x] of Object.entries(row)) {
+    const columns: string[] = [];
+    for (const k in row) {
+      if (k === 'type') continue;
+      const x = row[k];
       if (!cols.has(k)) throw bad(line, 'unknown_column', `${spec.type} has no column ${JSON.stringify(k)} in this build's ${target.store} store`);
       if (x !== null && typeof x !== 'string' && typeof x !== 'number') throw bad(line, 'bad_value', `${spec.type}.${k} is neither a string, a number nor null`);
+      columns.push(k);
     }
     for (const k of spec.key) if (row[k] === undefined || row[k] === null) throw bad(line, 'missing_key', `${spec.type} lacks its key ${k}`);
     if (spec.table === 'accounts' && row[SECRET_COLUMN] === undefined) {
       row[SECRET_COLUMN] = NO_SECRET;
+      columns.push(SECRET_COLUMN);
       noSecret++;
     }
-    if (spec.table === 'members') row.acked = 0; // recomputed from the acks at the end
+    if (spec.table === 'members') {
+      row.acked = 0; // recomputed from the acks at the end
+      if (!columns.includes('acked')) columns.push('acked');
+    }
     (counts[spec.type] ??= { lines: 0, added: 0 }).lines++;
-    const sig = `${spec.type}|${Object.keys(row).join(',')}`;
-    if (pending && pending.sig !== sig) await flush();
-    pending ??= { spec, sig, rows: [], lines: [], max: chunkFor(target, Object.keys(row).length) };
+    if (pending && (pending.spec !== spec || !sameColumns(pending.columns, columns))) await flush();
+    pending ??= { spec, columns, rows: [], lines: [], max: chunkFor(target, columns.length) };
     pending.rows.push(row);
     pending.lines.push(line);
     if (pending.rows.length >= pending.max) await flush();
@@ -115,6 +136,7 @@ async function run(input: Readable, target: ImportTarget, o: ImportOptions): Pro
     if (rest !== '') await take(rest, ++line);
     if (header === null) throw bad(Math.max(line, 1), 'no_header', 'the file is empty: no header line');
     await flush();
+    await settle();
     const h = header as Header;
     const headSeq = await target.finish(h.head_seq);
     return {
@@ -124,10 +146,13 @@ async function run(input: Readable, target: ImportTarget, o: ImportOptions): Pro
       headSeq,
     };
   } catch (err) {
+    await settle().catch(() => undefined); // the error being thrown is the one to report
     await target.abort();
     throw err;
   }
 }
+
+const sameColumns = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((c, i) => c === b[i]);
 
 function checkHeader(row: Row, line: number, target: ImportTarget): Header {
   if (row.type !== 'header' || row.format !== FORMAT) throw bad(line, 'no_header', `the first line is not a ${FORMAT} header: not a file of m4a export`);

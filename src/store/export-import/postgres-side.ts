@@ -4,6 +4,7 @@
 // the database as it was. Daemons catch up on the imported mail when it commits (NOTIFY).
 import { LOCKS, LOCK_NAMESPACE, MIGRATIONS } from '../postgres/migrations.js';
 import { pgArray, type Sql } from '../postgres/pg-sql.js';
+import { indexRows, WRITER_INDEXES } from '../postgres/search-docs.js';
 import { notACopy, seqTaken } from './sqlite-side.js';
 import { PRIVATE_COLUMNS, type Row, type TableSpec } from './tables.js';
 import type { ExportSource, ImportTarget } from './sides.js';
@@ -64,6 +65,7 @@ export async function postgresTarget(sql: Sql, channel: string): Promise<ImportT
   let open = true;
   try {
     await unbounded(q);
+    await q.unsafe(WRITER_INDEXES);
     const [h] = await q<{ seq: number }[]>`SELECT seq FROM message_head WHERE one = 1 FOR UPDATE`;
     await q`SELECT pg_advisory_xact_lock(${LOCK_NAMESPACE}::int, ${LOCKS.registry}::int)`;
     const cols = await columnsOf(q);
@@ -73,13 +75,17 @@ export async function postgresTarget(sql: Sql, channel: string): Promise<ImportT
       migration: MIGRATIONS.length,
       headBefore,
       columns: (table) => cols.get(table) ?? new Set(),
-      async insert(t, rows, lines) {
+      async insert(t, rows, lines, columns) {
         const conflict = t.higher
           ? `ON CONFLICT (${t.key.join(', ')}) DO UPDATE SET "${t.higher}" = excluded."${t.higher}" WHERE excluded."${t.higher}" > "${t.table}"."${t.higher}"`
           : 'ON CONFLICT DO NOTHING';
-        if (t.table !== 'messages') return (await q`INSERT INTO ${q(t.table)} ${q(rows)} ${q.unsafe(conflict)}`).count;
-        const added = await q<{ seq: number }[]>`INSERT INTO messages ${q(rows)} ON CONFLICT DO NOTHING RETURNING seq`;
-        const fresh = new Set(added.map((r) => r.seq));
+        if (t.table !== 'messages') return (await q`INSERT INTO ${q(t.table)} ${q(rows as Record<string, string | number | null>[], columns)} ${q.unsafe(conflict)}`).count;
+        const added = await q<{ seq: number }[]>`INSERT INTO messages ${q(rows as Record<string, string | number | null>[], columns)} ON CONFLICT DO NOTHING RETURNING seq`;
+        const fresh = new Set(added.map((r) => Number(r.seq)));
+        await indexRows(
+          q,
+          rows.filter((r) => fresh.has(r.seq as number)).map((r) => ({ seq: r.seq as number, subject: (r.subject as string | null) ?? '', body: (r.body as string | null) ?? '' })),
+        );
         const lineOf = (seq: number): number => lines[rows.findIndex((r) => r.seq === seq)] ?? 0;
         for (const r of added) if (r.seq <= headBefore) throw seqTaken(lineOf(r.seq), r.seq);
         const rest = rows.filter((r) => !fresh.has(r.seq as number));

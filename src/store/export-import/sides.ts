@@ -18,9 +18,10 @@ export interface ImportTarget {
   /** The target's head before the import: a new message at or below it is refused. */
   headBefore: number;
   columns(table: string): ReadonlySet<string>;
-  /** Inserts rows of one table (same keys each); returns how many were new (or raised). `lines`
-   *  are the rows' line numbers, for the errors. */
-  insert(t: TableSpec, rows: Row[], lines: number[]): Promise<number>;
+  /** Inserts rows of one table, each with the same `columns` (a row may hold other keys: they
+   *  are not written); returns how many were new (or raised). `lines` are the rows' line numbers,
+   *  for the errors. */
+  insert(t: TableSpec, rows: Row[], lines: number[], columns: readonly string[]): Promise<number>;
   /** Recomputes the counters, carries the head over and commits; returns the head. */
   finish(sourceHead: number): Promise<number>;
   abort(): Promise<void>;

@@ -53,12 +53,17 @@ function columnsOf(db: Database.Database, table: string): string[] {
 /** The import's target: `db` is open and migrated; everything happens in one transaction. */
 export function sqliteTarget(db: Database.Database): ImportTarget {
   db.exec('BEGIN IMMEDIATE');
+  // The search index is filled once at the end, not message by message from its trigger (2.5x
+  // faster at 1,000,000): the trigger is dropped inside this transaction and made again as it was,
+  // so nothing outside it ever sees the store without it.
+  const trigger = (db.prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_fts_insert'").get() as { sql: string } | undefined)?.sql;
+  if (trigger) db.exec('DROP TRIGGER messages_fts_insert');
   const headBefore = (db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").get() as { seq: number } | undefined)?.seq ?? 0;
   const statements = new Map<string, Database.Statement>();
   const cols = new Map(TABLES.map((t) => [t.table, new Set(columnsOf(db, t.table))]));
   const seqOf = db.prepare<[string], { seq: number }>('SELECT seq FROM messages WHERE id = ?');
   const idAt = db.prepare<[number], { id: string }>('SELECT id FROM messages WHERE seq = ?');
-  const insertFor = (t: TableSpec, keys: string[]): Database.Statement => {
+  const insertFor = (t: TableSpec, keys: readonly string[]): Database.Statement => {
     const sig = `${t.table}|${keys.join(',')}`;
     let s = statements.get(sig);
     if (!s) {
@@ -76,10 +81,10 @@ export function sqliteTarget(db: Database.Database): ImportTarget {
     migration: MIGRATIONS.length,
     headBefore,
     columns: (table) => cols.get(table) ?? new Set(),
-    async insert(t, rows, lines) {
+    async insert(t, rows, lines, columns) {
       let added = 0;
+      const s = insertFor(t, columns);
       rows.forEach((r, i) => {
-        const s = insertFor(t, Object.keys(r));
         const n = s.run(r).changes;
         added += n;
         if (t.table !== 'messages') return;
@@ -93,6 +98,11 @@ export function sqliteTarget(db: Database.Database): ImportTarget {
       return added;
     },
     async finish(sourceHead) {
+      if (trigger) {
+        // Every message this run added is above the head it found (a lower one was refused).
+        db.prepare('INSERT INTO messages_fts(rowid, subject, body) SELECT seq, subject, body FROM messages WHERE seq > ?').run(headBefore);
+        db.exec(trigger);
+      }
       db.exec(`INSERT INTO mailbox_counts (to_key, total, unacked)
         SELECT m.to_key, count(*), count(*) - count(a.seq) FROM messages AS m
         LEFT JOIN acks AS a ON a.ack_key = m.to_key AND a.seq = m.seq GROUP BY m.to_key

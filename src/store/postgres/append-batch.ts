@@ -22,6 +22,7 @@ import { messageParams, toMessage, type MessageRow } from '../sqlite/rows.js';
 import { pgArray, type Sql } from './pg-sql.js';
 import { isConnectionLoss } from './with-retry.js';
 import { keyedPayload } from './commit-feed.js';
+import { indexRows, WRITER_INDEXES } from './search-docs.js';
 
 interface AppendInput {
   m: NewMessage;
@@ -212,7 +213,9 @@ export class AppendBatch {
         const keys = [...perKey.keys()].sort();
         // Pipelined: one round trip for the writes; counters in key order (no deadlock with acks).
         await Promise.all([
+          tx.unsafe(WRITER_INDEXES),
           tx`INSERT INTO messages ${tx(rows)}`,
+          indexRows(tx, created),
           tx`INSERT INTO mailbox_counts (to_key, total, unacked)
             SELECT k, n, n FROM unnest(${pgArray(keys)}::text[], ${pgArray(keys.map((k) => perKey.get(k) as number))}::bigint[]) AS x(k, n)
             ON CONFLICT (to_key) DO UPDATE SET total = mailbox_counts.total + excluded.total, unacked = mailbox_counts.unacked + excluded.unacked`,
