@@ -71,7 +71,9 @@ export function summarize(s: Sample[]): MetricsSummary {
     const p = quantile(b, 0.99);
     if (p !== null && (slowest === null || p > slowest.p99_seconds)) slowest = { method, p99_seconds: p };
   }
-  const lag = s.find((x) => x.name === 'm4a_pg_feed_lag_seconds');
+  // The feed's metrics are served by every daemon (0 on SQLite); a PostgreSQL daemon has LISTENed.
+  const onPostgres = sum(s, 'm4a_pg_feed_listens_total') > 0;
+  const lag = onPostgres ? s.find((x) => x.name === 'm4a_pg_feed_lag_seconds') : undefined;
   return {
     operations: sum(s, 'm4a_operations_total'),
     sends: sum(s, 'm4a_sends_total'),
