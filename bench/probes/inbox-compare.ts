@@ -37,7 +37,15 @@ async function main(): Promise<void> {
   const [stored = 200, requests = 3000, passes = 4] = args.filter((a) => !a.startsWith('--')).map(Number);
   const dir = tempDir('inbox-cmp');
   const builds: Build[] = [{ name: 'this build', prof: join(dir, 'prof-this'), p50: [], p99: [], cpuUs: [] }];
-  if (against) builds.push({ name: `against ${against}${otherServe.length ? ` ${otherServe.join(' ')}` : ''}`, cli: join(against, 'dist', 'cli', 'main.js'), prof: join(dir, 'prof-other'), p50: [], p99: [], cpuUs: [] });
+  if (against)
+    builds.push({
+      name: `against ${against}${otherServe.length ? ` ${otherServe.join(' ')}` : ''}`,
+      cli: join(against, 'dist', 'cli', 'main.js'),
+      prof: join(dir, 'prof-other'),
+      p50: [],
+      p99: [],
+      cpuUs: [],
+    });
   const what = sends ? 'send' : 'inbox page';
   const senders = new Map<Build, string>();
   const body = JSON.stringify({ to: 'in-r', subject: 'profiled', body: 'x'.repeat(200) });
