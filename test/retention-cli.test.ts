@@ -5,31 +5,19 @@
 // bad input refused as malformed by its field and bounds, changing nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { ManualClock } from '../src/engine/clock.js';
 import { MailError } from '../src/wire/errors.js';
 import type { MailClient } from '../src/client/http-client.js';
-import { CLI } from './support/shell-agents.js';
+import { runCli } from './support/cli-daemon.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 
 const DAY = 24 * 3600_000;
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('m4a admin retention', () => {
   let d: TestDaemon;
   const clock = new ManualClock();
   // Asynchronous: the daemon runs in this test process and must keep answering meanwhile.
-  const cli = (args: string[]) =>
-    new Promise<Run>((resolve) =>
-      execFile(process.execPath, [CLI, 'admin', 'retention', ...args, '--data-dir', d.dataDir], { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const cli = (args: string[]) => runCli(['admin', 'retention', ...args, '--data-dir', d.dataDir], { timeout: 30_000 });
   const ok = async (args: string[]) => {
     const r = await cli(args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}${r.stdout}`);

@@ -7,27 +7,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execFile } from 'node:child_process';
-import { CLI } from './support/shell-agents.js';
+import { runCli } from './support/cli-daemon.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('m4a admin team / m4a team', () => {
   let d: TestDaemon;
   let home: string;
   let env: Record<string, string>;
   // Asynchronous: the daemon runs in this test process and must keep answering meanwhile.
-  const cli = (args: string[]) =>
-    new Promise<Run>((resolve) =>
-      execFile(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) =>
-        resolve({ status: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
-      ),
-    );
+  const cli = (args: string[]) => runCli(args, { env, timeout: 30_000 });
   const ok = async (args: string[]) => {
     const r = await cli(args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}${r.stdout}`);

@@ -10,12 +10,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { MailClient } from '../../src/client/http-client.js';
 import { parseExposition, type Sample } from '../../src/cli/metrics-summary.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { until } from '../support/until.js';
-import { admin, freshSchema, noteFailure, pgSkip, sleep, terminateBackends } from './support/pg.js';
+import { admin, freshSchema, kept, pgSkip, sleep, terminateBackends } from './support/pg.js';
 
 const run = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -70,17 +70,6 @@ describe('postgres: /metrics of the commit feed, two daemons on one database', {
     await b?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  const kept =
-    (fn: (ctx: TestContext) => Promise<void>) =>
-    async (ctx: TestContext): Promise<void> => {
-      try {
-        await fn(ctx);
-      } catch (err) {
-        noteFailure();
-        throw err;
-      }
-    };
 
   it(
     "a send through A moves B's feed counters by its two notifications and one announce, and A's append counters by one",

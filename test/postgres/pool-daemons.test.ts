@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { MailClient } from '../../src/client/http-client.js';
 import { ManualClock } from '../../src/engine/clock.js';
 import { MailError } from '../../src/wire/errors.js';
@@ -17,7 +17,7 @@ import type { TaskClaimResponse, TaskOut } from '../../src/wire/tasks.js';
 import type { LeaseRecord } from '../../src/store/types.js';
 import { recordingLogger, type LogLine } from '../support/recording-logger.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
-import { freshSchema, noteFailure, pgSkip } from './support/pg.js';
+import { freshSchema, kept, pgSkip } from './support/pg.js';
 
 const WORKERS = Array.from({ length: 10 }, (_, i) => `w${i}`);
 
@@ -70,17 +70,6 @@ describe('postgres: pooled tasks on two daemons sharing one store', { skip: pgSk
     await d2?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  const kept =
-    (fn: (ctx: TestContext) => Promise<void>) =>
-    async (ctx: TestContext): Promise<void> => {
-      try {
-        await fn(ctx);
-      } catch (err) {
-        noteFailure();
-        throw err;
-      }
-    };
 
   /** Moves the clock: both daemons' sweeps start at that moment; then waits for both to end. */
   const pass = async (ms: number) => {

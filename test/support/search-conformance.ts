@@ -7,31 +7,32 @@ import { keyOfAccount, keyOfLineage, keyOfRoom, type NewMessage, type ReaderScop
 import { parseSearchQuery } from '../../src/wire/search.js';
 
 let n = 0;
+/** A message from zed to `toKey`, its own thread. */
+function newMessage(id: string, toKey: string, subject: string, body: string, createdAt: number): NewMessage {
+  return {
+    id,
+    threadId: id,
+    fromAccount: 'zed',
+    fromSession: null,
+    fromKind: 'agent',
+    toAddress: toKey.slice(2),
+    toKey,
+    subject,
+    body,
+    replyTo: null,
+    correlation: null,
+    refs: [],
+    priority: 'normal',
+    createdAt,
+    idempotencyKey: null,
+    fingerprint: null,
+  };
+}
+
 async function put(s: Store, toKey: string, subject: string, body: string, over: Partial<NewMessage> = {}): Promise<string> {
   n++;
   const id = `m-s${n}x${Math.random().toString(36).slice(2, 8)}`;
-  const out = await s.appendMessage(
-    {
-      id,
-      threadId: id,
-      fromAccount: 'zed',
-      fromSession: null,
-      fromKind: 'agent',
-      toAddress: toKey.slice(2),
-      toKey,
-      subject,
-      body,
-      replyTo: null,
-      correlation: null,
-      refs: [],
-      priority: 'normal',
-      createdAt: 10_000 + n,
-      idempotencyKey: null,
-      fingerprint: null,
-      ...over,
-    },
-    0,
-  );
+  const out = await s.appendMessage({ ...newMessage(id, toKey, subject, body, 10_000 + n), ...over }, 0);
   assert.equal(out.kind, 'created');
   return id;
 }
@@ -211,24 +212,7 @@ export function runSearchConformance(store: () => Store): void {
           const subject = k % 1000 === 0 ? 'kingfisher report' : 'daily';
           const body = k % 3 === 0 ? 'kingfisher seen' : 'nothing';
           const tier = k % 1000 === 0 ? 1 : k % 3 === 0 ? 2 : null;
-          const m: NewMessage = {
-            id,
-            threadId: id,
-            fromAccount: 'zed',
-            fromSession: null,
-            fromKind: 'agent',
-            toAddress: 'bob',
-            toKey: keyOfAccount('bob'),
-            subject,
-            body,
-            replyTo: null,
-            correlation: null,
-            refs: [],
-            priority: 'normal',
-            createdAt: 1_000 + k,
-            idempotencyKey: null,
-            fingerprint: null,
-          };
+          const m = newMessage(id, keyOfAccount('bob'), subject, body, 1_000 + k);
           return s.appendMessage(m, 0).then((out) => made.push({ id, seq: out.message.seq, tier }));
         });
         await Promise.all(batch);

@@ -4,7 +4,7 @@
 // skip with the reason printed, unless M4A_REQUIRE_POSTGRES=1 (CI), which turns the skip into a failure.
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { after, it } from 'node:test';
+import { after, it, type TestContext } from 'node:test';
 import postgres from 'postgres';
 
 export const PG_URL = process.env.M4A_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -63,6 +63,18 @@ let failed = false;
 export function noteFailure(): void {
   failed = true;
 }
+
+/** A test body that marks the file as failed (noteFailure) when it throws. */
+export const kept =
+  (fn: (ctx: TestContext) => Promise<void>) =>
+  async (ctx: TestContext): Promise<void> => {
+    try {
+      await fn(ctx);
+    } catch (err) {
+      noteFailure();
+      throw err;
+    }
+  };
 
 const admins: postgres.Sql[] = [];
 const schemas: string[] = [];
