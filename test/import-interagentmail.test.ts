@@ -10,7 +10,7 @@
 // second run adds nothing; a damaged file (mail or chat) imports nothing.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestDaemon } from './support/test-daemon.js';
 import { ROOT, startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
@@ -201,6 +201,40 @@ describe('m4a import interagentmail', () => {
     assert.match(err.error.file, /chats\/design crit\/2026-11-21\.json$/);
     assert.equal(await d.store.getAccount('Latecomer'), null, 'no account was made');
     assert.equal(await d.store.headSeq(), head, 'no mail was stored');
+  });
+
+  it('a private chat whose room exists here open is refused before anything is written', async () => {
+    const dir = join(home, 'open-room');
+    cpSync(FIXTURE, dir, { recursive: true });
+    cpSync(join(dir, 'mailboxes/AegisGrid'), join(dir, 'mailboxes/Opener'), { recursive: true });
+    const file = join(dir, 'chats/lobby/2026-11-21.json');
+    cpSync(join(dir, 'chats/design crit'), join(dir, 'chats/lobby'), { recursive: true });
+    rmSync(join(dir, 'chats/design crit'), { recursive: true });
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), channel: 'lobby' }));
+    await d.operator.admin.roomAdd('lobby', { open: true });
+    const head = await d.store.headSeq();
+    const r = await cli(['import', 'interagentmail', dir, '--json']);
+    assert.notEqual(r.status, 0);
+    const err = JSON.parse(r.stderr) as { error: { code: string; field: string; reason: string; room: string } };
+    assert.deepEqual([err.error.code, err.error.field, err.error.reason, err.error.room], ['malformed', 'room', 'room_exists', 'lobby']);
+    assert.equal(await d.store.getAccount('Opener'), null, 'no account was made');
+    assert.equal(await d.store.headSeq(), head, 'no mail was stored');
+  });
+
+  it('a chat folder with an invisible character in its name is imported, the character shown', async () => {
+    const dir = join(home, 'zero-width');
+    cpSync(FIXTURE, dir, { recursive: true });
+    const name = 'dev\u200b';
+    const file = join(dir, `chats/${name}/2026-11-21.json`);
+    cpSync(join(dir, 'chats/design crit'), join(dir, `chats/${name}`), { recursive: true });
+    rmSync(join(dir, 'chats/design crit'), { recursive: true });
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), channel: name }));
+    const r = await run(dir);
+    assert.ok(r.posts_created > 0, 'its posts were stored');
+    assert.ok(
+      r.notes.some((n) => /^origin: .*\\u escapes$/.test(n.what)),
+      JSON.stringify(r.notes),
+    );
   });
 
   it('a missing data directory is named', async () => {

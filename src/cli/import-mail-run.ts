@@ -131,6 +131,18 @@ export function packMailRequests(plan: Pick<MailPlan, 'copies' | 'timers' | 'pos
 const exists = (err: unknown): boolean => err instanceof MailError && err.code === 'already_exists';
 
 export async function runMailImport(c: MailClient, plan: MailPlan, provider?: string): Promise<MailImportResult> {
+  // Before anything is written: a room of the name that is every account's, or open where the
+  // source's group was private, would show the imported mail to people it was never for.
+  const present = new Map((await c.admin.roomList()).rooms.map((r) => [r.name, r]));
+  for (const r of plan.rooms) {
+    const there = present.get(r.name);
+    if (there && (there.everyone || (there.open && !r.open)))
+      throw new MailError(
+        'malformed',
+        `room ${r.name} exists here and is ${there.everyone ? "every account's" : 'open'}, but the source's ${r.name} is private: rename or remove that room first; nothing was imported`,
+        { field: 'room', reason: 'room_exists', room: r.name },
+      );
+  }
   const accounts: MailImportResult['accounts'] = [];
   const creds = readCredentials();
   let newSecrets = false;

@@ -12,6 +12,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MailError } from '../wire/errors.js';
 import { LIMITS } from '../wire/limits.js';
+import { MAIL_IMPORT_LIMITS } from '../wire/import-limits.js';
 import type { ImportedPost } from '../wire/import-mail.js';
 import { NameBook, type MailPlan, type PlannedTeam } from './import-mail-run.js';
 import { cutBytes, type TextFitter } from './import-text.js';
@@ -81,6 +82,8 @@ export function readInterAgentMailChats(
         if (typeof seen !== 'object' || seen === null || Array.isArray(seen)) throw r.bad(file, 'seen_by: not an object of address: time');
         const from = account(address);
         members.add(from);
+        if (Object.keys(seen).length > MAIL_IMPORT_LIMITS.seenBy)
+          throw r.bad(file, `seen_by: ${Object.keys(seen).length} readers of one message, at most ${MAIL_IMPORT_LIMITS.seenBy}`);
         const ackedBy = Object.keys(seen as Json)
           .sort()
           .map((a) => ({ account: account(a), at: r.time(seen as Json, a, file) }));
@@ -98,7 +101,8 @@ export function readInterAgentMailChats(
           body: fit.body(text, file),
           created_at: at,
           acked_by: [...new Map(ackedBy.map((a) => [a.account, a])).values()],
-          origin: cutBytes(`interagentmail:chats/${ch}/${f}`, LIMITS.correlationBytes),
+          // A folder's name may hold what a line of ours may not (a zero-width space): made visible.
+          origin: fit.line(`interagentmail:chats/${ch}/${f}`, LIMITS.correlationBytes, file, 'origin'),
         });
       }
     }

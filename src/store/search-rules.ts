@@ -123,31 +123,55 @@ export async function referencePage(all: Iterable<StoredMessage>, keys: readonly
   });
 }
 
-/** PostgreSQL tsvector limits (tsearch's MAXNUMPOS, MAXENTRYPOS, MAXSTRLEN). */
-const PG_POSITIONS_PER_WORD = 256;
+/** PostgreSQL's tsvector rules, as to_tsvector and || apply them (tsearch's MAXSTRLEN, MAXNUMPOS,
+ *  MAXENTRYPOS): a word of 2,048 bytes or more is skipped without taking a position; one field
+ *  keeps 255 positions a word, the two together 256; a position past 16,383 is 16,383. */
+const PG_WORD_BYTES = 2048;
+const PG_FIELD_POSITIONS = 255;
+const PG_WORD_POSITIONS = 256;
 const PG_LAST_POSITION = 16_383;
-const PG_WORD_BYTES = 2046;
+
+/** One field's positions a word, numbered from 1 as to_tsvector numbers them. */
+function pgPositions(text: string): Map<string, number[]> {
+  const at = new Map<string, number[]>();
+  let pos = 0;
+  for (const w of searchTokens(text)) {
+    if (w.length * 3 >= PG_WORD_BYTES && Buffer.byteLength(w) >= PG_WORD_BYTES) continue;
+    const p = Math.min(++pos, PG_LAST_POSITION);
+    let list = at.get(w);
+    if (!list) at.set(w, (list = []));
+    if (list.length < PG_FIELD_POSITIONS && list[list.length - 1] !== p) list.push(p);
+  }
+  return at;
+}
 
 /** A message's PostgreSQL search document as a tsvector literal: the words of wire/search.ts (the
- *  same cut as the query's, so a document and a query can never disagree on what a word is), the
- *  subject's weighted A at positions 1…n, the body's after them (weight D), as
- *  `setweight(to_tsvector(subject), 'A') || to_tsvector(body)` numbers them. Made by the writer,
- *  so the database need not cut the text with a regular expression (most of an insert's cost). */
+ *  same cut as the query's, so a document and a query can never disagree on what a word is), as
+ *  `setweight(to_tsvector('simple', subject), 'A') || to_tsvector('simple', body)` numbers them
+ *  (the body's positions after the subject's last). Made by the writer, so the database need not
+ *  cut the text with a regular expression (most of an insert's cost). */
 export function pgSearchDocument(subject: string, body: string): string {
-  const at = new Map<string, string[]>();
-  let pos = 0;
-  const add = (text: string, weight: string) => {
-    for (const w of searchTokens(text)) {
-      pos++;
-      if (Buffer.byteLength(w) > PG_WORD_BYTES) continue; // to_tsvector skips it too
-      let list = at.get(w);
-      if (!list) at.set(w, (list = []));
-      if (list.length < PG_POSITIONS_PER_WORD) list.push(`${Math.min(pos, PG_LAST_POSITION)}${weight}`);
+  const subj = pgPositions(subject);
+  let shift = 0;
+  for (const list of subj.values()) shift = Math.max(shift, list[list.length - 1] as number);
+  const all = new Map<string, string[]>();
+  for (const [w, list] of subj)
+    all.set(
+      w,
+      list.map((p) => `${p}A`),
+    );
+  for (const [w, list] of pgPositions(body)) {
+    const have = all.get(w) ?? [];
+    let last = -1;
+    for (const p of list) {
+      const q = Math.min(p + shift, PG_LAST_POSITION);
+      if (have.length >= PG_WORD_POSITIONS) break;
+      if (q !== last) have.push(String(q));
+      last = q;
     }
-  };
-  add(subject, 'A');
-  add(body, '');
+    all.set(w, have);
+  }
   let out = '';
-  for (const [w, list] of at) out += `${out ? ' ' : ''}'${safeToken(w)}':${list.join(',')}`;
+  for (const [w, list] of all) out += `${out ? ' ' : ''}'${safeToken(w)}':${list.join(',')}`;
   return out;
 }

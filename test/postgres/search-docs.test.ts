@@ -26,6 +26,11 @@ const TEXTS: [string, string][] = [
   ['repeat repeat repeat', 'repeat '.repeat(300)],
   ['a-b_c.d/e@f', 'x1y2 1.5 2e10 -3 $4 #5 foo_bar foo-bar foo.bar https://example.com/a?b=c me@example.com'],
   ['tabs\tand\nlines', 'line one\r\nline two\ttabbed   spaced'],
+  // tsvector's edges: positions a word in one field (255) and in both (256), a word too long to
+  // index (2,048 bytes: skipped without taking a position), positions past 16,383.
+  ['w '.repeat(200), 'w '.repeat(200)],
+  ['x', `a ${'x'.repeat(2047)} b ${'y'.repeat(2048)} c ${'é'.repeat(1024)} d`],
+  ['s', `${'filler '.repeat(16_500)}tail tail tail`],
 ];
 
 describe('postgres: writers make the search documents', { skip: pgSkip }, () => {

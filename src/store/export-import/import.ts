@@ -146,9 +146,13 @@ async function run(input: Readable, target: ImportTarget, o: ImportOptions): Pro
       headSeq,
     };
   } catch (err) {
-    await settle().catch(() => undefined); // the error being thrown is the one to report
+    // An insert still in flight holds earlier lines than the parse that failed: its error first.
+    let first: unknown = err;
+    await settle().catch((earlier: unknown) => {
+      first = earlier;
+    });
     await target.abort();
-    throw err;
+    throw first;
   }
 }
 
