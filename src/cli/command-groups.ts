@@ -32,6 +32,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   { names: ['report'], load: async () => (await import('./report-commands.js')).registerReport },
   { names: ['open'], load: async () => (await import('./open-commands.js')).registerOpen },
   { names: ['search'], load: async () => (await import('./search-commands.js')).registerSearch },
+  { names: ['wait-for'], load: async () => (await import('./wait-for-command.js')).registerWaitFor },
 ];
 
 /** The groups a command line (argv after the script) needs: none for one of main.ts's own

@@ -3,6 +3,7 @@
 // layer, so it can become its own package. Named errors from the daemon come back as MailError
 // with their inputs, whichever door carried them.
 import type { SearchRequest as SearchInput, SearchResponse } from '../wire/search.js';
+import type { WaitForRequest, WaitForResponse } from '../wire/wait-for.js';
 import type { Agent } from 'node:http';
 import { createRequire } from 'node:module';
 import { AGENT_SESSION_HEADER } from '../wire/capabilities.js';
@@ -234,6 +235,11 @@ export class MailClient {
   get(messageId: string, thread = false, verbose = false): Promise<W.GetResponse> {
     return this.call(pathOf('get'), { message_id: messageId, ...(thread ? { thread: true } : {}), ...(verbose ? { verbose: true } : {}) });
   }
+  /** The next matching mail that arrives after the call, with its codes and links (null on a timeout). */
+  waitFor(input: WaitForRequest, signal?: AbortSignal): Promise<WaitForResponse> {
+    return this.call(pathOf('wait_for'), input, input.timeout_secs * 1000, signal);
+  }
+
   /** Full-text search of the mail this caller may read, newest first. */
   search(input: SearchInput): Promise<SearchResponse> {
     return this.call(pathOf('search'), input);

@@ -110,6 +110,7 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   ack: (x, c, i) => x.engine.ack(c, i),
   get: (x, c, i) => x.engine.get(c, i),
   search: (x, c, i) => x.engine.search(c, i),
+  wait_for: (x, c, i) => x.engine.waitFor(c, i, x.signal),
   unread: (x, c) => x.engine.unread(c),
   whoami: (x, c) => x.engine.whoami(c),
   status: (x, c, i) => x.engine.status(c, i),

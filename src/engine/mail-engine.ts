@@ -37,6 +37,8 @@ import { ContactBook } from './contacts.js';
 import { AttentionBook } from './attention.js';
 import { RetentionBook } from './retention.js';
 import { MailSearch } from './search.js';
+import { MailWaitFor } from './wait-for.js';
+import type { WaitForRequest, WaitForResponse } from '../wire/wait-for.js';
 import type { SearchRequest, SearchResponse } from '../wire/search.js';
 
 export interface EngineOptions {
@@ -95,6 +97,7 @@ export class MailEngine {
   /** Printed forms of session addresses (account/slug …), looked up per answer. */
   private addresses: ShortAddresses;
   private searcher: MailSearch;
+  private waitFors: MailWaitFor;
   private dir: Directory;
   /** The sending path (mail-post.ts), reading (mail-reads.ts), reminders (timer-ops.ts). */
   private post: MailPost;
@@ -215,6 +218,7 @@ export class MailEngine {
       attention: this.attention,
     });
     this.searcher = new MailSearch({ store: this.store, addresses: this.addresses, scope });
+    this.waitFors = new MailWaitFor({ store: this.store, clock: o.clock, waits: this.waits, addresses: this.addresses, scope });
     this.push = new MailPush({ clock: o.clock, read: (c, req, door) => this.reads.read(c, req, door, true), headSeq: () => this.store.headSeq() });
     // A commit is a hint; parked readers re-query (the query is the truth), many at once in a batch.
     this.unsubscribe = o.store.onCommit((e) => {
@@ -317,6 +321,11 @@ export class MailEngine {
   /** Full-text search of the mail the caller may read (search.ts). */
   search(c: Caller, req: SearchRequest): Promise<SearchResponse> {
     return this.searcher.search(c, req);
+  }
+
+  /** The next matching message that commits after the call, with its codes and links (wait-for.ts). */
+  waitFor(c: Caller, req: WaitForRequest, signal?: AbortSignal): Promise<WaitForResponse> {
+    return this.waitFors.waitFor(c, req, signal);
   }
 
   get(c: Caller, req: W.GetRequest): Promise<W.GetResponse> {

@@ -79,6 +79,13 @@ export const OPERATION_FACTS = {
     retrySafe: true,
     tool: 'm4a_mail_search',
   },
+  wait_for: {
+    path: '/mail/wait_for',
+    summary: 'Wait for new mail matching all filters (from: as printed or account; any case); gives its codes and links.',
+    callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+  },
   unread: {
     path: '/mail/unread',
     summary: 'Count your unread mail.',

@@ -16,6 +16,7 @@ import * as TM from './teams.js';
 import * as CT from './contacts.js';
 import * as RT from './retention.js';
 import * as S from './search.js';
+import * as WF from './wait-for.js';
 import * as SP from './support.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
@@ -39,6 +40,7 @@ export const OPERATION_SCHEMAS = {
   ack: { input: W.AckRequest, output: W.AckResponse },
   get: { input: W.GetRequest, output: W.GetResponse, mcpInput: W.McpGetRequest },
   search: { input: S.SearchRequest, output: S.SearchResponse, mcpInput: S.McpSearchRequest },
+  wait_for: { input: WF.WaitForRequest, output: WF.WaitForResponse },
   unread: { input: W.EmptyRequest, output: W.UnreadResponse },
   whoami: { input: W.EmptyRequest, output: W.WhoamiResponse },
   status: { input: W.StatusRequest, output: W.StatusResponse },

@@ -269,6 +269,17 @@ describe('fuzz: HTTP routes and MCP', () => {
           cursor: cursors,
         },
       },
+      '/mail/wait_for': {
+        // Never a long accepted timeout: the fuzz must not park for minutes.
+        base: () => ({ timeout_secs: 0 }),
+        more: [{ from: 'bob', subject_contains: 'code', body_contains: 'x', timeout_secs: 0.01 }],
+        fields: {
+          from: ['bob', '', 'x'.repeat(257), 1],
+          subject_contains: ['c', '', 'ü東京'],
+          body_contains: ['x'.repeat(256), 'x'.repeat(257)],
+          timeout_secs: [0, 0.01, 600.5, 601, -1, 1e9, 'x', null],
+        },
+      },
       '/mail/unread': { base: () => ({}), fields: {} },
       '/mail/whoami': { base: () => ({}), fields: {} },
       '/mail/directory': { base: () => ({}), more: [{ include_ended: true, detail: true }], fields: { include_ended: bool, detail: bool } },
