@@ -15,7 +15,7 @@ import { MailClient } from '../../src/client/http-client.js';
 import { MailError } from '../../src/wire/errors.js';
 import { systemIds } from '../../src/engine/clock.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { PG_DENSE_SQL, PG_NEWEST_SQL, PG_SPARSE_SQL } from '../../src/store/postgres/search.js';
+import { PG_BELOW_SQL, PG_NEWEST_SQL } from '../../src/store/postgres/search.js';
 import { tsQuery } from '../../src/store/search-rules.js';
 import { parseSearchQuery } from '../../src/wire/search.js';
 import type { NewMessage, Store } from '../../src/store/types.js';
@@ -255,7 +255,7 @@ async function postgresMode(url: string): Promise<void> {
         const first = await seqsOf(PG_NEWEST_SQL, [tsq, 2000, Number.MAX_SAFE_INTEGER, 5_000]);
         const need = 2000 - first.length;
         const gin = !(first.length > 0 && need <= 20 * first.length);
-        const step2: [string, (string | number)[]] = [gin ? PG_SPARSE_SQL : PG_DENSE_SQL, [tsq, need, edge]];
+        const step2: [string, (string | number)[]] = [PG_BELOW_SQL, [tsq, need, edge]];
         if (gin) await sql.unsafe('SET enable_seqscan = off; SET enable_indexscan = off');
         const second = need === 0 ? [] : await seqsOf(...step2);
         if (gin) await sql.unsafe('RESET enable_seqscan; RESET enable_indexscan');

@@ -3,12 +3,12 @@
 // daemon checks the filters and names what it refuses. A timeout prints nothing and exits 1.
 import type { Command } from 'commander';
 import type { WaitForRequest } from '../wire/wait-for.js';
-
-/** The CLI's default; the operation itself requires timeout_secs. */
-const DEFAULT_TIMEOUT_SECS = 60;
 import { withDaemon, type ConnectOptions } from './connect.js';
 import { fail, printJson, printText } from './output.js';
 import { bold, dim } from './format.js';
+
+/** The CLI's default; the operation itself requires timeout_secs. */
+const DEFAULT_TIMEOUT_SECS = 60;
 
 interface WaitForOptions extends ConnectOptions {
   from?: string;

@@ -4,7 +4,8 @@
 // window), so it may hold fewer than limit and still have a next_cursor. The snippet is cut here, not by a store, so every store answers alike.
 import { MailError } from '../wire/errors.js';
 import { parseSearchQuery, SEARCH_LIMITS, searchTokens, type SearchRequest, type SearchResponse, type SearchTerm } from '../wire/search.js';
-import type { ReaderScope, SearchQuery, SearchTier, Store, StoredMessage } from '../store/types.js';
+import type { ReaderScope, SearchQuery, Store, StoredMessage } from '../store/types.js';
+import { decodeSearchCursor, encodeSearchCursor } from './cursor.js';
 import { isoSecs } from './present.js';
 import type { ShortAddresses } from './short-address.js';
 import { need, type Caller } from './mail-engine.js';
@@ -85,19 +86,6 @@ export class MailSearch {
     if (rows.length > limit && last) return { results, next_cursor: encodeSearchCursor(shown.length <= page.subjectHits ? 1 : 2, last.seq) };
     return page.floor !== null ? { results, next_cursor: encodeSearchCursor(page.floor.tier, page.floor.seq) } : { results };
   }
-}
-
-/** A search's position: the tier and a seq in it (`s1.<tier>.<seq>`). The inbox's cursors (`c1.`,
- *  one seq: the order before the tiers) are refused, as any other text is. */
-function encodeSearchCursor(tier: SearchTier, seq: number): string {
-  return `s1.${tier}.${seq.toString(36)}`;
-}
-
-function decodeSearchCursor(s: string): { tier: SearchTier; seq: number } {
-  const m = /^s1\.([12])\.([0-9a-z]{1,11})$/.exec(s);
-  const seq = m?.[2] ? parseInt(m[2], 36) : NaN;
-  if (!m || !Number.isSafeInteger(seq)) throw malformed('cursor', 'not a cursor from next_cursor');
-  return { tier: m[1] === '1' ? 1 : 2, seq };
 }
 
 const WORD = /[\p{L}\p{N}\p{Co}]+/gu;

@@ -4,7 +4,7 @@
 // in between still wakes it; every wake is a hint and the query after the last seen seq is the
 // truth. Old mail never answers it: the first query starts at the store's head at the call.
 import { MailError } from '../wire/errors.js';
-import { WAIT_FOR_LIMITS, type WaitForRequest, type WaitForResponse } from '../wire/wait-for.js';
+import type { WaitForRequest, WaitForResponse } from '../wire/wait-for.js';
 import { readKeys, type PagedMessage, type ReaderScope, type Store } from '../store/types.js';
 import type { Clock } from './clock.js';
 import { extractCodesAndLinks } from './mail-extract.js';
@@ -34,17 +34,8 @@ export class MailWaitFor {
 
   async waitFor(c: Caller, req: WaitForRequest, signal?: AbortSignal): Promise<WaitForResponse> {
     need(c, 'read');
+    // The bounds (timeout_secs at most 600, each filter one line of 256 bytes) are the wire's.
     const secs = req.timeout_secs;
-    if (secs > WAIT_FOR_LIMITS.timeoutSecsMax) {
-      throw new MailError('too_large', `timeout_secs is over ${WAIT_FOR_LIMITS.timeoutSecsMax}`, { field: 'timeout_secs', limit: WAIT_FOR_LIMITS.timeoutSecsMax, actual: secs });
-    }
-    if (secs < 0) throw new MailError('malformed', 'timeout_secs is below 0', { field: 'timeout_secs', reason: 'negative' });
-    for (const field of ['from', 'subject_contains', 'body_contains'] as const) {
-      const v = req[field];
-      if (v !== undefined && v.length > WAIT_FOR_LIMITS.filterChars) {
-        throw new MailError('too_large', `${field} is over ${WAIT_FOR_LIMITS.filterChars} characters`, { field, limit: WAIT_FOR_LIMITS.filterChars, actual: v.length });
-      }
-    }
     const deadline = this.d.clock.now() + Math.round(secs * 1000);
     // Its own owner, so a wait_for never displaces the session's inbox waits (or they it).
     const owner = `wait_for:${c.account.id}/${c.session?.id ?? ''}`;

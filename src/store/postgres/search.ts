@@ -1,4 +1,4 @@
-// Search over message_search (migration 10), tier by tier (search-rules.ts rankedPage), each in two
+// Search over message_search (migrations 10 and 11), tier by tier (search-rules.ts rankedPage), each in two
 // steps as on SQLite so every store gives the same pages: the first matches of the tier (a tsquery of search-rules.ts, cast, never
 // parsed from user text) below the cursor, newest first; then the scope's keys and the filters on
 // those rows only.
@@ -17,10 +17,9 @@ export const PG_NEWEST_SQL =
   'SELECT seq FROM (SELECT seq, doc FROM message_search WHERE seq < $3::bigint ORDER BY seq DESC LIMIT $4) AS newest WHERE doc @@ $1::tsquery ORDER BY seq DESC LIMIT $2';
 /** The lowest of those rows (null: there were fewer, the table ends within them). */
 const PG_EDGE_SQL = 'SELECT seq FROM message_search WHERE seq < $1::bigint ORDER BY seq DESC OFFSET $2 LIMIT 1';
-/** Step 2, for a sparse tier: the GIN index's candidates below the edge, then the top $2. */
-export const PG_SPARSE_SQL = 'SELECT seq FROM message_search WHERE doc @@ $1::tsquery AND seq < $3::bigint ORDER BY seq DESC LIMIT $2';
-/** Step 2, for a dense tier: on down the key below the edge (the planner's plan). */
-export const PG_DENSE_SQL = PG_SPARSE_SQL;
+/** Step 2: the top $2 matches below the edge. A dense tier runs it as the planner plans it (on
+ *  down the key); a sparse one with the key and sequential scans off (the GIN index's candidates). */
+export const PG_BELOW_SQL = 'SELECT seq FROM message_search WHERE doc @@ $1::tsquery AND seq < $3::bigint ORDER BY seq DESC LIMIT $2';
 
 /** A tier's window, newest first. The planner estimates a tsquery's rows from its lexemes and
  *  ignores weights and negation, so for tier 1 (`'alpha':A`) of a word common in bodies and absent
@@ -40,10 +39,10 @@ async function tierWindow(sql: Sql, query: string, beforeSeq: number | null, win
   const params = [query, need, Number(edge[0].seq)];
   const rest =
     seqs.length > 0 && need <= 20 * seqs.length
-      ? await sql.unsafe<{ seq: string | number }[]>(PG_DENSE_SQL, params)
+      ? await sql.unsafe<{ seq: string | number }[]>(PG_BELOW_SQL, params)
       : await sql.begin(async (tx) => {
           await tx.unsafe('SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off');
-          return tx.unsafe<{ seq: string | number }[]>(PG_SPARSE_SQL, params);
+          return tx.unsafe<{ seq: string | number }[]>(PG_BELOW_SQL, params);
         });
   return seqs.concat(rest.map((r) => Number(r.seq)));
 }
