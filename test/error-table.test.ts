@@ -45,6 +45,10 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   not_granted: [403, 'tool_error'],
   no_recipients: [409, 'tool_error'],
   contact_refused: [403, 'tool_error'],
+  email_unavailable: [409, 'tool_error'],
+  external_cap_reached: [507, 'tool_error'],
+  auto_submitted: [409, 'tool_error'],
+  unknown_attachment: [404, 'tool_error'],
   internal: [500, 'tool_error'],
 };
 

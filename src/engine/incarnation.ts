@@ -4,9 +4,12 @@
 // this account's own.
 import { lineageKeyPrefix, type AccountRecord, type RecordSweep, type Store, type StoredMessage } from '../store/types.js';
 import { REC } from './wake-records.js';
+import { EMAIL_BY_MESSAGE, EMAIL_REC } from './email-records.js';
 
 /** Records keyed `<message id>|<recipient>…`: what happened to one message for one recipient. */
 const PER_RECIPIENT = [REC.attempt, REC.claim, REC.surfaced];
+/** Records keyed `<message id>|…`: deleted with their message (its receipts, its e-mail parts). */
+const BY_MESSAGE = [...PER_RECIPIENT, ...EMAIL_BY_MESSAGE];
 /** Records keyed `<one party>|<the other>[|…]`: a contact request between two accounts. */
 const CONTACT_KINDS = [REC.contactRequest, REC.contactAsked, REC.contactHeld, REC.contactClaim];
 /** As web-auth.ts names them: the password (id = account) and the login index (`account/…`). */
@@ -34,18 +37,20 @@ export function accountSweep(account: string): RecordSweep {
       { kind: 'a2a_conversation', prefix: `${account}|` },
       // The kept answers of its team sends with an idempotency key (team-send.ts).
       { kind: 'team_send', prefix: `${account}|` },
+      // What its e-mail sends count against the hourly rate (email-out.ts).
+      { kind: EMAIL_REC.rate, prefix: `${account}|` },
       // Contact requests (contact-requests.ts): ids start with one party and name the other
       // second, so the prefix sweeps them for the first and byRecipient for the second.
       ...CONTACT_KINDS.map((kind) => ({ kind, prefix: `${account}|` })),
     ],
-    byMessage: PER_RECIPIENT,
+    byMessage: BY_MESSAGE,
     byRecipient: [...PER_RECIPIENT, ...CONTACT_KINDS],
   };
 }
 
 /** A room keeps nothing of its own beyond its messages' receipts. */
 export function roomSweep(): RecordSweep {
-  return { owned: [], byMessage: PER_RECIPIENT, byRecipient: [] };
+  return { owned: [], byMessage: BY_MESSAGE, byRecipient: [] };
 }
 
 /** Tells one account from a removed one of the same name (in practice: both would have to be

@@ -38,6 +38,7 @@ import { AttentionBook } from './attention.js';
 import { RetentionBook } from './retention.js';
 import { MailSearch } from './search.js';
 import { MailWaitFor } from './wait-for.js';
+import { EmailBook, type EmailOptions } from './email-book.js';
 import type { WaitForRequest, WaitForResponse } from '../wire/wait-for.js';
 import type { SearchRequest, SearchResponse } from '../wire/search.js';
 
@@ -58,6 +59,8 @@ export interface EngineOptions {
   timerPollMs?: number;
   /** Store calls are timed for it (the daemon's metrics, observer.ts). */
   observer?: Observer;
+  /** Real e-mail (email-book.ts): absent, the daemon has no mail domain. */
+  email?: EmailOptions;
 }
 
 /** Who is calling: a verified account and, for agents, its attested session. */
@@ -116,6 +119,8 @@ export class MailEngine {
   readonly attention: AttentionBook;
   /** Deletes old acknowledged mail where set, prunes old wake records (retention.ts). */
   readonly retention: RetentionBook;
+  /** Real e-mail: addresses, mail from the SMTP door, mail to the relay (email-book.ts). */
+  readonly email: EmailBook;
   private incarnations: IncarnationCheck;
   /** Which parked readers each recent commit woke (seq → owners), for the wake dispatcher. */
   private woken = new Map<number, string[]>();
@@ -152,8 +157,10 @@ export class MailEngine {
       idempotencyWindowMs,
       scope,
       teams: { send: (c, req, parent) => this.teams.send(c, req, parent) },
+      email: { send: (c, req, parent) => this.email.send(c, req, parent) },
       contacts: { admit: (c, target, parent, task) => this.contacts.admit(c, target, parent, task), hold: (c, req, parent, err) => this.contacts.hold(c, req, parent, err) },
     });
+    this.email = new EmailBook({ store: this.store, clock: o.clock, ids: this.ids, log: this.log, post: this.post, options: o.email });
     this.timerOps = new TimerOps({ store: this.store, clock: o.clock, ids: this.ids, log: this.log, pollMs: o.timerPollMs, send: (c, req) => this.post.send(c, req) });
     this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses });
     const work = {

@@ -7,7 +7,7 @@ import { formatAddress, isTeamAddress, parseCompactAddress, type Address } from 
 import { utf8Bytes } from '../wire/text.js';
 import { LIMITS } from '../wire/limits.js';
 import type * as W from '../wire/ops.js';
-import { readKeys, type ReaderScope, type Store, type StoredMessage } from '../store/types.js';
+import { readKeys, type NewMessage, type ReaderScope, type Store, type StoredMessage } from '../store/types.js';
 import type { Clock, Ids } from './clock.js';
 import type { Logger } from './log.js';
 import { senderAddress } from './present.js';
@@ -19,6 +19,9 @@ import type { TaskMark } from './tasks.js';
 import type { LoopGuard } from './loop-guard.js';
 import { sentBy } from './incarnation.js';
 import { need, type Caller } from './mail-engine.js';
+
+/** An external sender's stored account field: `email:` and the address (email-book.ts). */
+export const EMAIL_PREFIX = 'email:';
 
 /** What the sending path needs from the mail engine. */
 export interface PostDeps {
@@ -34,6 +37,8 @@ export interface PostDeps {
   scope(c: Caller): Promise<ReaderScope>;
   /** team: and leader: mail, expanded into one copy per recipient (teams.ts), each through deliver. */
   teams: { send(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> };
+  /** Mail to an `email:` address: stored and queued for the relay (email-book.ts). */
+  email: { send(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> };
   /** The recipient's contact policy (contacts.ts): admit throws contact_refused; a send with
    *  request_contact that was refused is held for a contact request instead (hold). */
   contacts: {
@@ -61,6 +66,8 @@ function replyTarget(m: StoredMessage, addressedToCaller: boolean, toSender: boo
     if (r.ok) return r.address;
   }
   if (m.toKey.startsWith('r:') && !toSender) return { kind: 'room', room: m.toKey.slice(2) };
+  // Mail from outside came from an e-mail address: the answer leaves through the relay.
+  if (m.fromKind === 'external') return { kind: 'email', email: m.fromAccount.slice(EMAIL_PREFIX.length) };
   return m.fromSession ? { kind: 'session', participant: m.fromAccount, session: m.fromSession } : { kind: 'direct', participant: m.fromAccount };
 }
 
@@ -85,6 +92,7 @@ export class MailPost {
   /** One recipient through deliver; team: and leader: through the team's expansion. */
   private async dispatch(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> {
     if (isTeamAddress(req.to)) return this.d.teams.send(c, req, parent);
+    if (req.to.kind === 'email') return this.d.email.send(c, req, parent);
     try {
       return (await this.deliver(c, req, parent)).answer;
     } catch (err) {
@@ -127,6 +135,7 @@ export class MailPost {
     const priority = req.priority ?? 'normal';
     const now = this.d.clock.now();
     if (isTeamAddress(req.to)) throw new MailError('internal', 'team: and leader: mail is expanded before deliver');
+    if (req.to.kind === 'email') throw new MailError('internal', 'email: mail goes through the e-mail book, not deliver');
     const target = await resolveRecipient(this.d.store, this.d.sessions, req.to, parent, now, c.account);
     await this.d.contacts.admit(c, target, parent, task);
     if (opts.writtenTo !== undefined) target.address = opts.writtenTo;
@@ -186,6 +195,21 @@ export class MailPost {
       ...(outcome.kind === 'created' && target.waiting ? { not_running: true as const } : {}),
     };
     return { answer, message: m };
+  }
+
+  /** Stores a message that came from outside or leaves for outside (email-book.ts), already built:
+   *  the same judging window, quiet marking and doorbells as a send; `quiet` wakes nobody. */
+  async storeBuilt(m: NewMessage, quiet: string | null, ring: string[]): Promise<Awaited<ReturnType<Store['appendMessage']>>> {
+    const judged = this.d.loops.judgingStarts(m.id);
+    let outcome: Awaited<ReturnType<Store['appendMessage']>>;
+    try {
+      outcome = await this.d.store.appendMessage(m, this.d.clock.now() - this.d.idempotencyWindowMs);
+      if (outcome.kind === 'created' && quiet) this.d.loops.markQuiet(m.id);
+    } finally {
+      judged();
+    }
+    if (outcome.kind === 'created' && !quiet) void this.ring(ring, outcome.message);
+    return outcome;
   }
 
   /** A message the caller may answer: addressed to it, or sent by its account (a follow-up).

@@ -3,6 +3,8 @@
 import type { MessageOut, Card, PeerOut, SessionOut } from '../wire/ops.js';
 import type { PagedMessage, SessionRecord, StoredMessage } from '../store/types.js';
 import type { Printed } from './short-address.js';
+import { fenceBody } from './email-fence.js';
+import { extractCodesAndLinks } from './mail-extract.js';
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
 /** Second precision, as message items carry it: `2025-01-02T03:04:05Z`. A page's messages often
@@ -56,12 +58,19 @@ export function presentMessage(m: StoredMessage, ackedAt: number | null, o: Pres
   if (v || m.priority !== 'normal') out.priority = m.priority;
   out.created_at = at(m.createdAt);
   if (v || ackedAt !== null) out.acked_at = ackedAt === null ? null : at(ackedAt);
-  if (o.includeBody ?? true) out.body = m.body;
+  const external = m.fromKind === 'external';
+  if (o.includeBody ?? true) out.body = external ? fenceBody(m.body) : m.body;
   if (m.replyTo) out.reply_to = m.replyTo;
   if (m.correlation !== null) out.correlation = m.correlation;
   if (m.refs.length) out.refs = m.refs.map((r) => (r.digest === undefined ? { kind: r.kind, locator: r.locator } : { ...r }));
   // Only a task's messages have it (ordinary mail pays nothing for it, verbose or not).
   if (m.task) out.task = { task_id: m.task.task_id, state: m.task.state, version: m.task.version };
+  // Mail from outside carries what a verification mail asks of its reader (docs/email.md).
+  if (external) {
+    const { codes, links } = extractCodesAndLinks(m.subject, m.body);
+    if (v || codes.length) out.codes = codes;
+    if (v || links.length) out.links = links;
+  }
   return out;
 }
 

@@ -7,6 +7,8 @@ import type { ContactPolicy } from '../wire/contacts.js';
 import type { SearchTerm } from '../wire/search.js';
 
 export type AccountKind = 'agent' | 'human' | 'service';
+/** Who wrote a message: an account's kind, or `external` for e-mail from outside (the SMTP door). */
+export type SenderKind = AccountKind | 'external';
 
 export interface Permissions {
   send: boolean;
@@ -105,7 +107,7 @@ export interface NewMessage {
   threadId: string;
   fromAccount: string;
   fromSession: string | null;
-  fromKind: AccountKind;
+  fromKind: SenderKind;
   /** The compact address the message is delivered to (after any redirect). */
   toAddress: string;
   toKey: MailKey;
@@ -683,6 +685,9 @@ export interface Store extends TaskStore, LeaseStore {
   /** Messages stored (the mailbox totals summed, not a scan: a deleted message or a seq gap is not
    *  counted), tasks and approvals by state (an approval pending past its expiry at `now`: expired). */
   tallies(now: number): Promise<StoreTallies>;
+  /** Mail from outside (fromKind 'external', the SMTP door) stored under the key, counted up to
+   *  `limit` (the door's cap per account): one partial index, whatever else the key holds. */
+  externalCount(key: MailKey, limit: number): Promise<number>;
   /** Messages delivered to one key with seq > after, oldest first, at most limit (woken waits). */
   messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]>;
 
@@ -776,6 +781,7 @@ export const STORE_METHODS = {
   readerFacts: 'read',
   headSeq: 'read',
   tallies: 'read',
+  externalCount: 'read',
   messagesAfter: 'read',
   putRecord: 'write',
   insertRecords: 'write',

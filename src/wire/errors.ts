@@ -42,6 +42,10 @@ export type ErrorCode =
   | 'not_granted'
   | 'no_recipients'
   | 'contact_refused'
+  | 'email_unavailable'
+  | 'external_cap_reached'
+  | 'auto_submitted'
+  | 'unknown_attachment'
   | 'internal';
 
 /** How an error travels over MCP: refused at the HTTP layer before JSON-RPC is read (credential,
@@ -101,6 +105,10 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   },
   no_recipients: { http: 409, mcp: 'tool_error', meaning: 'team: or leader: reaches nobody but the sender {team}' },
   contact_refused: { http: 403, mcp: 'tool_error', meaning: "the recipient's contact policy refuses mail from the caller; nothing was stored {recipient, policy}" },
+  email_unavailable: { http: 409, mcp: 'tool_error', meaning: 'this daemon has no mail domain, or no relay to send e-mail through' },
+  external_cap_reached: { http: 507, mcp: 'tool_error', meaning: 'the account holds the most mail from outside it may; the SMTP door answers 452 {account, limit}' },
+  auto_submitted: { http: 409, mcp: 'tool_error', meaning: 'the mail was sent automatically (Auto-Submitted): it is never answered by e-mail {message_id}' },
+  unknown_attachment: { http: 404, mcp: 'tool_error', meaning: 'the message has no kept attachment of that number {message_id, n}' },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
 

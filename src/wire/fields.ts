@@ -79,6 +79,7 @@ const TaggedAddress = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('room'), room: Selector }),
   z.strictObject({ kind: z.literal('team'), team: Selector }),
   z.strictObject({ kind: z.literal('leader'), team: Selector }),
+  z.strictObject({ kind: z.literal('email'), email: z.string() }),
 ]);
 
 /** An address in either form; always parsed to the tagged form. Each part of the compact form
@@ -86,8 +87,8 @@ const TaggedAddress = z.discriminatedUnion('kind', [
 export const AddressInput = z
   .union([z.string(), TaggedAddress], { error: missingTo })
   .transform((v, ctx): Address => {
-    if (typeof v !== 'string') return v;
-    const r = parseCompactAddress(v);
+    if (typeof v !== 'string' && v.kind !== 'email') return v;
+    const r = parseCompactAddress(typeof v === 'string' ? v : `email:${v.email}`);
     if (r.ok) return r.address;
     if (r.tooLarge) ctx.addIssue({ code: 'custom', message: r.reason, params: { m4a: 'too_large', limit: r.tooLarge.limit, actual: r.tooLarge.actual } });
     else ctx.addIssue({ code: 'custom', message: r.reason });

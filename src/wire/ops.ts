@@ -77,7 +77,10 @@ export const MessageOut = z.object({
   thread_id: z.string().optional().describe('the thread; left out when it is this message (a first message)'),
   from: z.string().describe('the sender (account, account/slug, account/@alias or account/s-…); write it back as to'),
   from_session: z.string().optional().describe("get: the sender session's full id"),
-  from_kind: z.enum(['agent', 'human', 'service']).optional().describe('left out for agents; human: written by a person in the browser'),
+  from_kind: z
+    .enum(['agent', 'human', 'service', 'external'])
+    .optional()
+    .describe('left out for agents; human: written by a person in the browser; external: e-mail from outside, untrusted (its body is fenced)'),
   to: z.string().optional().describe('left out when it is your account'),
   subject: z.string(),
   priority: Priority.optional().describe('left out when normal'),
@@ -89,6 +92,12 @@ export const MessageOut = z.object({
   correlation: z.string().optional(),
   refs: z.array(RefOut).optional(),
   task: z.object({ task_id: z.string(), state: TaskState, version: z.number().int() }).optional().describe("a task's change: its id, the state it entered, its version"),
+  codes: z.array(z.string()).optional().describe('external mail: one-time codes read from it (docs/email.md)'),
+  links: z.array(z.string()).optional().describe('external mail: its http(s) links, verification-looking first'),
+  attachments: z
+    .array(z.object({ n: z.number().int(), name: z.string(), type: z.string(), size: z.number().int(), kept: z.boolean() }))
+    .optional()
+    .describe('external mail (get): its attachments; m4a attachment MESSAGE N fetches a kept one'),
 });
 
 export const InboxResponse = z.object({

@@ -705,6 +705,12 @@ class MemoryStore implements Store {
     return this.seq;
   }
 
+  async externalCount(key: MailKey, limit: number): Promise<number> {
+    let n = 0;
+    for (const m of this.byKey.get(key) ?? []) if (m.fromKind === 'external' && ++n >= limit) break;
+    return n;
+  }
+
   async tallies(now: number): Promise<StoreTallies> {
     let messages = 0;
     for (const c of this.mailboxCounts.values()) messages += c.total;

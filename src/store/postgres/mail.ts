@@ -36,6 +36,12 @@ export class PgMail {
     return r?.seq ?? 0;
   }
 
+  async externalCount(key: MailKey, limit: number): Promise<number> {
+    const [r] = await this.sql<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM (SELECT 1 FROM messages WHERE to_key = ${key} AND from_kind = 'external' LIMIT ${limit}) AS x`;
+    return r?.n ?? 0;
+  }
+
   async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {
     if (limit <= 0) return [];
     const rows = await this.sql<MessageRow[]>`SELECT * FROM messages WHERE to_key = ${key} AND seq > ${after} ORDER BY seq LIMIT ${limit}`;

@@ -352,6 +352,11 @@ export const MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
+  // 12: mail from outside (the SMTP door, issue #19) is capped per account; the cap's count reads
+  // only such mail, however much other mail the account holds.
+  `
+  CREATE INDEX messages_external ON messages (to_key, seq) WHERE from_kind = 'external';
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

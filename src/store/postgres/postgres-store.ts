@@ -395,6 +395,9 @@ export class PostgresStore implements Store {
   tallies(now: number) {
     return this.op('tallies', () => pgTallies(this.sql, now));
   }
+  externalCount(key: MailKey, limit: number) {
+    return this.op('externalCount', () => this.mail.externalCount(key, limit));
+  }
   messagesAfter(key: MailKey, after: number, limit: number) {
     return this.op('messagesAfter', () => this.mail.messagesAfter(key, after, limit));
   }

@@ -320,6 +320,11 @@ export const MIGRATIONS: readonly string[] = [
   END;
   INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
   `,
+  // 11: mail from outside (the SMTP door, issue #19) is capped per account; the cap's count reads
+  // only such mail, however much other mail the account holds.
+  `
+  CREATE INDEX messages_external ON messages(to_key, seq) WHERE from_kind = 'external';
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

@@ -114,6 +114,7 @@ export class SqliteStore implements Store {
   private readonly tasks: SqliteTasks;
   /** Prepared on first use (support reports are rare). */
   private talliesOf: ((now: number) => StoreTallies) | undefined;
+  private externalCounter: Database.Statement<[MailKey, number], { n: number }> | undefined;
   private readonly leases: SqliteLeases;
   private readonly searcher: SqliteSearch;
   private readonly teams: SqliteTeams;
@@ -598,6 +599,12 @@ export class SqliteStore implements Store {
 
   async tallies(now: number): Promise<StoreTallies> {
     return (this.talliesOf ??= prepareTallies(this.db))(now);
+  }
+
+  async externalCount(key: MailKey, limit: number): Promise<number> {
+    return (this.externalCounter ??= this.db.prepare<[MailKey, number], { n: number }>(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE to_key = ? AND from_kind = 'external' LIMIT ?)",
+    )).get(key, limit)!.n;
   }
 
   async messagesAfter(key: MailKey, after: number, limit: number): Promise<StoredMessage[]> {

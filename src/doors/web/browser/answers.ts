@@ -3,6 +3,8 @@
 // test/web/web-assets.test.ts checks that the engine's answers (src/wire) still fit these shapes.
 
 export type AccountKind = 'agent' | 'human' | 'service';
+/** external: e-mail from outside (the SMTP door), untrusted. */
+export type SenderKind = AccountKind | 'external';
 
 export interface Ref {
   kind: string;
@@ -14,7 +16,7 @@ export interface Message {
   message_id: string;
   thread_id?: string;
   from: string;
-  from_kind?: AccountKind;
+  from_kind?: SenderKind;
   to?: string;
   subject: string;
   body?: string;
@@ -31,7 +33,7 @@ export const threadOf = (m: Message): string => m.thread_id ?? m.message_id;
 /** Where it went: left out when it is the reader's own account. */
 export const toOf = (m: Message, account: string): string => m.to ?? account;
 /** Who wrote it: left out for agents. */
-export const kindOf = (m: Message): AccountKind => m.from_kind ?? 'agent';
+export const kindOf = (m: Message): SenderKind => m.from_kind ?? 'agent';
 
 export interface InboxAnswer {
   messages: Message[];

@@ -1,0 +1,70 @@
+// What e-mail keeps beside a message, as records (the store knows no e-mail): the headers that
+// thread it, its attachments, the index from an RFC Message-ID to our message, the outbox. Ids that
+// start `<message id>|` are deleted with their message (incarnation.ts, retention).
+import { createHash } from 'node:crypto';
+import type { Store } from '../store/types.js';
+
+export const EMAIL_REC = {
+  /** id: `<message id>|` → EmailMeta, for mail in through the SMTP door and out through the relay. */
+  meta: 'email_meta',
+  /** id: `<message id>|<n>` → StoredAttachment (n from 0, as listed in the meta). */
+  attachment: 'email_attachment',
+  /** id: sha256 hex of an RFC Message-ID → { id: our message id }: replies thread by it. */
+  byMid: 'email_mid',
+  /** The relay's outbox (email-out.ts, wake/email-relay.ts). */
+  outbox: 'email_outbox',
+  /** Sends counted against the hourly rate (email-out.ts). */
+  rate: 'email_rate',
+} as const;
+
+/** The kinds deleted with each message (RecordSweep.byMessage). */
+export const EMAIL_BY_MESSAGE = [EMAIL_REC.meta, EMAIL_REC.attachment, EMAIL_REC.outbox];
+
+export interface AttachmentMeta {
+  /** Its number in the message, from 0: `m4a attachment <message id> <n>`. */
+  n: number;
+  name: string;
+  type: string;
+  size: number;
+  /** false: over the kept bytes (EmailOptions.keepAttachmentBytes); listed, not retrievable. */
+  kept: boolean;
+}
+
+export interface EmailMeta {
+  /** The RFC 5322 Message-ID, with its angle brackets; null when the mail had none. */
+  message_id: string | null;
+  in_reply_to: string | null;
+  references: string[];
+  /** Auto-Submitted (or Precedence bulk …): stored, wakes nobody, never answered by e-mail. */
+  auto_submitted: boolean;
+  /** The SMTP envelope's MAIL FROM (inbound), '' for a bounce. */
+  envelope_from: string;
+  attachments: AttachmentMeta[];
+}
+
+export interface StoredAttachment {
+  name: string;
+  type: string;
+  size: number;
+  /** The bytes, base64. */
+  data: string;
+}
+
+export const metaId = (messageId: string): string => `${messageId}|`;
+export const attachmentId = (messageId: string, n: number): string => `${messageId}|${n}`;
+const midDigest = (rfcMessageId: string): string => createHash('sha256').update(rfcMessageId.trim().toLowerCase()).digest('hex');
+
+export async function readMeta(store: Store, messageId: string): Promise<EmailMeta | null> {
+  const row = await store.getRecord(EMAIL_REC.meta, metaId(messageId));
+  return row ? (JSON.parse(row.value) as EmailMeta) : null;
+}
+
+/** The first writer wins: a Message-ID names the message it first arrived (or left) as. */
+export async function rememberMessageId(store: Store, rfcMessageId: string, ourId: string, at: number): Promise<void> {
+  await store.insertRecords([{ kind: EMAIL_REC.byMid, id: midDigest(rfcMessageId), value: JSON.stringify({ id: ourId }), updatedAt: at }]);
+}
+
+export async function lookupMessageId(store: Store, rfcMessageId: string): Promise<string | null> {
+  const row = await store.getRecord(EMAIL_REC.byMid, midDigest(rfcMessageId));
+  return row ? (JSON.parse(row.value) as { id: string }).id : null;
+}
