@@ -892,6 +892,19 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
     });
 
     describe('messages', () => {
+      it('counts the mail from outside under a key, up to the limit asked, and no other', async () => {
+        assert.equal(await store.externalCount(A('bob'), 10), 0);
+        for (let i = 0; i < 4; i++) await send(store, A('bob'), { fromAccount: `email:x${i}@example.com`, fromKind: 'external' });
+        await send(store, A('bob'), { fromKind: 'agent' });
+        await send(store, A('carol'), { fromAccount: 'email:y@example.com', fromKind: 'external' });
+        assert.equal(await store.externalCount(A('bob'), 10), 4);
+        assert.equal(await store.externalCount(A('bob'), 3), 3, 'the count stops at the limit');
+        assert.equal(await store.externalCount(A('carol'), 10), 1);
+        assert.equal(await store.externalCount(A('dave'), 10), 0);
+        const [first] = await store.page(scope('bob'), q({ limit: 1 }));
+        assert.equal(first?.fromKind, 'external', 'the kind is kept');
+      });
+
       it('numbers messages from 1 in commit order and keeps every field', async () => {
         assert.equal(await store.headSeq(), 0);
         const m = message(A('bob'), {
