@@ -13,6 +13,8 @@ export interface DirectoryDeps {
   store: Store;
   sessions: SessionBook;
   addresses: ShortAddresses;
+  /** The account's e-mail address, or null without a mail domain (email-book.ts). */
+  emailOf(account: string): string | null;
 }
 
 export class Directory {
@@ -25,6 +27,7 @@ export class Directory {
   }
 
   async whoami(c: Caller): Promise<W.WhoamiResponse> {
+    const email = c.account.kind === 'service' ? null : this.d.emailOf(c.account.id);
     return {
       address: callerAddress(c),
       account: c.account.id,
@@ -35,6 +38,7 @@ export class Directory {
       aliases: await this.aliasesOf(c.session),
       rooms: (await this.d.store.roomsOf(c.account.id)).map((r) => `#${r}`),
       card: presentCard(c.session),
+      ...(email ? { email } : {}),
     };
   }
 

@@ -94,6 +94,14 @@ export class EmailBook {
     return this.d.options?.domain ?? null;
   }
 
+  /** The account's own address (mail it sends leaves From it), or null without a mail domain or
+   *  for an account id that is no local part (one with an @). */
+  addressOf(account: string): string | null {
+    if (!this.d.options) return null;
+    const e = normalEmail(`${account}@${this.d.options.domain}`);
+    return typeof e === 'string' ? e : null;
+  }
+
   /** The account a RCPT address names: `<account>@<domain>` or an alias of the domain, in any
    *  case, an account that exists and is not a service account; null refuses it. */
   async recipient(address: string): Promise<string | null> {

@@ -162,7 +162,7 @@ export class MailEngine {
     });
     this.email = new EmailBook({ store: this.store, clock: o.clock, ids: this.ids, log: this.log, post: this.post, options: o.email });
     this.timerOps = new TimerOps({ store: this.store, clock: o.clock, ids: this.ids, log: this.log, pollMs: o.timerPollMs, send: (c, req) => this.post.send(c, req) });
-    this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses });
+    this.dir = new Directory({ store: this.store, sessions: this.sessions, addresses: this.addresses, emailOf: (a) => this.email.addressOf(a) });
     const work = {
       store: this.store,
       clock: o.clock,

@@ -155,6 +155,7 @@ export const WhoamiResponse = z.object({
   ...Names,
   rooms: z.array(z.string()),
   card: Card,
+  email: z.string().optional().describe("the account's e-mail address, when the daemon has a mail domain"),
 });
 
 export const StatusRequest = z.strictObject({
