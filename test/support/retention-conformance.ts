@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keyOfAccount, keyOfLineage, keyOfRoom, type MailPruneQuery, type NewAccount, type ReaderScope, type Store, type StoredMessage } from '../../src/store/types.js';
 import { approval, task } from './task-conformance.js';
+import { message } from './store-conformance.js';
 
 const person = (id: string): NewAccount => ({
   id,
@@ -20,27 +21,7 @@ let n = 0;
 async function post(s: Store, toKey: string, createdAt: number, threadId?: string): Promise<StoredMessage> {
   n++;
   const id = `rm-${n}-${Math.random().toString(36).slice(2, 8)}`;
-  const out = await s.appendMessage(
-    {
-      id,
-      threadId: threadId ?? id,
-      fromAccount: 'zed',
-      fromSession: null,
-      fromKind: 'agent',
-      toAddress: toKey.slice(2),
-      toKey,
-      subject: 's',
-      body: 'b',
-      replyTo: null,
-      correlation: null,
-      refs: [],
-      priority: 'normal',
-      createdAt,
-      idempotencyKey: null,
-      fingerprint: null,
-    },
-    0,
-  );
+  const out = await s.appendMessage(message(toKey, { id, threadId: threadId ?? id, subject: 's', body: 'b', createdAt }), 0);
   assert.equal(out.kind, 'created');
   return out.message;
 }

@@ -5,29 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { keyOfAccount, keyOfLineage, keyOfRoom, type NewMessage, type ReaderScope, type SearchQuery, type Store } from '../../src/store/types.js';
 import { parseSearchQuery } from '../../src/wire/search.js';
+import { message } from './store-conformance.js';
 
 let n = 0;
-/** A message from zed to `toKey`, its own thread. */
-function newMessage(id: string, toKey: string, subject: string, body: string, createdAt: number): NewMessage {
-  return {
-    id,
-    threadId: id,
-    fromAccount: 'zed',
-    fromSession: null,
-    fromKind: 'agent',
-    toAddress: toKey.slice(2),
-    toKey,
-    subject,
-    body,
-    replyTo: null,
-    correlation: null,
-    refs: [],
-    priority: 'normal',
-    createdAt,
-    idempotencyKey: null,
-    fingerprint: null,
-  };
-}
+/** A message from zed to `toKey`, its own thread (the suite's message(), with the fields search reads). */
+const newMessage = (id: string, toKey: string, subject: string, body: string, createdAt: number): NewMessage => message(toKey, { id, threadId: id, subject, body, createdAt });
 
 async function put(s: Store, toKey: string, subject: string, body: string, over: Partial<NewMessage> = {}): Promise<string> {
   n++;
