@@ -24,21 +24,20 @@ describe('m4a admin retention', () => {
     return r.stdout;
   };
   const json = async (args: string[]) => JSON.parse(await ok([...args, '--json']));
-  /** Refused as malformed, as text and as JSON, naming the field (and the bounds of a number). */
-  const malformed = async (args: string[], field: string, bounds?: { min: number; limit: number }) => {
+  /** Refused, as text and as JSON, naming the field: malformed, or too_large with the limit (a
+   *  number's bounds are the daemon's, so the CLI answers as HTTP does). */
+  const malformed = async (args: string[], field: string, tooLarge?: { limit: number }) => {
+    const code = tooLarge ? 'too_large' : 'malformed';
     const text = await cli(args);
     assert.equal(text.status, 1, `${args.join(' ')}: ${text.stdout}${text.stderr}`);
-    assert.match(text.stderr, /^m4a: malformed: retention set: /, args.join(' '));
+    assert.match(text.stderr, new RegExp(`^m4a: ${code}: `), args.join(' '));
     assert.equal(text.stdout, '');
     const j = await cli([...args, '--json']);
     assert.equal(j.status, 1);
     const e = JSON.parse(j.stderr).error;
-    assert.equal(e.code, 'malformed', j.stderr);
+    assert.equal(e.code, code, j.stderr);
     assert.equal(e.field, field, `${args.join(' ')}: ${j.stderr}`);
-    if (bounds) {
-      assert.equal(e.min, bounds.min);
-      assert.equal(e.limit, bounds.limit);
-    }
+    if (tooLarge) assert.equal(e.limit, tooLarge.limit);
   };
 
   let alice: MailClient;
@@ -73,21 +72,20 @@ describe('m4a admin retention', () => {
   });
 
   it('refuses bad input by its field and bounds, and changes nothing', async () => {
-    const days = { min: 1, limit: 36_500 };
-    const records = { min: 1, limit: 3_650 };
-    await malformed(['set', '--account', 'bob', '--days', '0'], 'days', days);
-    await malformed(['set', '--account', 'bob', '--days', 'abc'], 'days', days);
-    await malformed(['set', '--account', 'bob', '--days', '1.5'], 'days', days);
-    await malformed(['set', '--account', 'bob', '--days', '36501'], 'days', days);
+    await malformed(['set', '--account', 'bob', '--days', '0'], 'days');
+    await malformed(['set', '--account', 'bob', '--days', 'abc'], 'days');
+    await malformed(['set', '--account', 'bob', '--days', '1.5'], 'days');
+    await malformed(['set', '--account', 'bob', '--days', '36501'], 'days', { limit: 36_500 });
     await malformed(['set', '--account', 'bob', '--room', 'ops', '--days', '5'], 'account');
     await malformed(['set', '--days', '5'], 'account');
     await malformed(['set'], 'account');
     await malformed(['set', '--account', 'bob'], 'days');
     await malformed(['set', '--account', 'bob', '--days', '5', '--off'], 'days');
     await malformed(['set', '--off', '--records-days', '40'], 'days');
-    await malformed(['set', '--records-days', '0'], 'records_days', records);
-    await malformed(['set', '--records-days', '3651'], 'records_days', records);
-    await malformed(['set', '--records-days', '-3'], 'records_days', records);
+    await malformed(['set', '--records-days', '0'], 'records_days');
+    await malformed(['set', '--records-days', '3651'], 'records_days', { limit: 3_650 });
+    await malformed(['set', '--records-days', '-3'], 'records_days');
+    await malformed(['set', '--records-days', '1e3'], 'records_days');
     // Checked against the registry by the daemon: an unknown name is named too.
     const unknown = await cli(['set', '--account', 'nobody', '--days', '5', '--json']);
     assert.equal(unknown.status, 1);
