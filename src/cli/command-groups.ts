@@ -33,6 +33,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   { names: ['open'], load: async () => (await import('./open-commands.js')).registerOpen },
   { names: ['search'], load: async () => (await import('./search-commands.js')).registerSearch },
   { names: ['wait-for'], load: async () => (await import('./wait-for-command.js')).registerWaitFor },
+  { names: ['attachment'], load: async () => (await import('./attachment-command.js')).registerAttachment },
 ];
 
 /** The groups a command line (argv after the script) needs: none for one of main.ts's own

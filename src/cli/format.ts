@@ -31,11 +31,17 @@ export function shortAddress(a: string): string {
   return a.replace(/\/(s-[0-9a-f]{10})[0-9a-f]{54}$/, '/$1…');
 }
 
+/** How a sender who is not an agent is named: a person, or e-mail from outside (untrusted). */
+const KIND_NOTE: Partial<Record<NonNullable<MessageOut['from_kind']>, string>> = { human: ' (person)', external: ' (e-mail, untrusted)' };
+
 export function messageBlock(m: MessageOut): string {
-  const head = `${bold(m.message_id)}  ${dim(ago(m.created_at))}  ${m.from}${m.from_kind === 'human' ? ' (person)' : ''} → ${m.to ?? 'you'}${m.priority === 'urgent' ? ` ${yellow('URGENT')}` : ''}${m.acked_at ? dim(' (acked)') : ''}`;
+  const head = `${bold(m.message_id)}  ${dim(ago(m.created_at))}  ${m.from}${KIND_NOTE[m.from_kind ?? 'agent'] ?? ''} → ${m.to ?? 'you'}${m.priority === 'urgent' ? ` ${yellow('URGENT')}` : ''}${m.acked_at ? dim(' (acked)') : ''}`;
   const lines = [head, `  ${bold(m.subject)}`];
   if (m.reply_to) lines.push(dim(`  in reply to ${m.reply_to}`));
   if (m.body !== undefined && m.body !== '') lines.push(...m.body.split('\n').map((l) => `  ${l}`));
+  if (m.codes?.length) lines.push(`  codes: ${m.codes.join(' ')}`);
+  if (m.links?.length) lines.push(...m.links.map((l) => dim(`  link ${l}`)));
+  if (m.attachments?.length) lines.push(...m.attachments.map((a) => dim(`  attachment ${a.n}: ${a.name} (${a.type}, ${a.size} bytes${a.kept ? '' : ', not kept'})`)));
   if (m.refs?.length) lines.push(...m.refs.map((r) => dim(`  ref ${r.kind}: ${r.locator}${r.digest ? ` (${r.digest.slice(0, 12)})` : ''}`)));
   return lines.join('\n');
 }

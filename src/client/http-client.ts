@@ -4,6 +4,7 @@
 // with their inputs, whichever door carried them.
 import type { SearchRequest as SearchInput, SearchResponse } from '../wire/search.js';
 import type { WaitForRequest, WaitForResponse } from '../wire/wait-for.js';
+import type { AttachmentResponse } from '../wire/email-attachment.js';
 import type { Agent } from 'node:http';
 import { createRequire } from 'node:module';
 import { AGENT_SESSION_HEADER } from '../wire/capabilities.js';
@@ -240,6 +241,10 @@ export class MailClient {
     return this.call(pathOf('wait_for'), input, input.timeout_secs * 1000, signal);
   }
 
+  /** One kept attachment of an e-mail from outside (base64 bytes; untrusted). */
+  attachment(messageId: string, n: number): Promise<AttachmentResponse> {
+    return this.call(pathOf('attachment'), { message_id: messageId, n });
+  }
   /** Full-text search of the mail this caller may read, newest first. */
   search(input: SearchInput): Promise<SearchResponse> {
     return this.call(pathOf('search'), input);

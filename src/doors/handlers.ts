@@ -7,6 +7,7 @@ import * as T from '../wire/tasks.js';
 import * as L from '../wire/leases.js';
 import * as LT from '../wire/lease-tool.js';
 import { parseInput } from '../wire/validate.js';
+import { inboxWaitFor } from '../wire/mcp-inbox.js';
 import { OPERATIONS, OPERATION_NAMES, servedOverBearer, type OpInput, type OperationName, type OperationSpec } from '../wire/operations.js';
 import type { Caller, MailEngine } from '../engine/mail-engine.js';
 import type { AdminOps } from '../engine/admin-ops.js';
@@ -101,16 +102,21 @@ function reserveAction(x: OpContext, c: Caller, i: OpInput<'reserve'>): Promise<
 export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   send: (x, c, i) => x.engine.send(c, i),
   reply: (x, c, i) => x.engine.reply(c, i),
-  inbox: (x, c, i) =>
-    x.engine.inbox(
+  inbox: (x, c, i) => {
+    // Over MCP, a filter makes the call wait_for (wire/mcp-inbox.ts).
+    const waitFor = x.door === 'mcp' ? inboxWaitFor(i) : null;
+    if (waitFor) return x.engine.waitFor(c, waitFor, x.signal);
+    return x.engine.inbox(
       c,
       i,
       x.door === 'mcp' ? { maxWaitSecs: LIMITS.waitSecsMcp, budgetBytes: LIMITS.mcpInboxBudgetBytes, signal: x.signal } : { maxWaitSecs: LIMITS.waitSecsHttp, signal: x.signal },
-    ),
+    );
+  },
   ack: (x, c, i) => x.engine.ack(c, i),
   get: (x, c, i) => x.engine.get(c, i),
   search: (x, c, i) => x.engine.search(c, i),
   wait_for: (x, c, i) => x.engine.waitFor(c, i, x.signal),
+  attachment: async (x, c, i) => x.engine.email.attachment(c, await x.engine.scope(c), i.message_id, i.n),
   unread: (x, c) => x.engine.unread(c),
   whoami: (x, c) => x.engine.whoami(c),
   status: (x, c, i) => x.engine.status(c, i),

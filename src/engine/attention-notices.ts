@@ -72,6 +72,7 @@ export function noticeHeld(o: {
         from: names.get(senderAddress(m)) ?? senderAddress(m),
         subject: m.subject,
         ...(m.priority === 'urgent' ? { priority: m.priority } : {}),
+        ...(m.fromKind === 'external' ? { external: true as const } : {}),
       }));
     },
   };

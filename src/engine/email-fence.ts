@@ -9,5 +9,5 @@ export const fenceBody = (body: string): string => `${FENCE_OPEN}\n${body}\n${FE
 /** What receive() stores: the fence's brackets made plain, so only the daemon writes a fence. */
 export const unfenceable = (s: string): string => s.replace(/[⟦⟧]/g, (c) => (c === '⟦' ? '[' : ']'));
 
-/** How a notice or a wake names a sender from outside. */
-export const EXTERNAL_NOTE = 'external e-mail, untrusted';
+/** How a notice or a wake names a sender from outside (the wake text's, in the wire layer). */
+export { EXTERNAL_NOTE } from '../wire/wake-text.js';

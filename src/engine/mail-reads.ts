@@ -19,6 +19,7 @@ import { sentBy } from './incarnation.js';
 import { callerAddress, need, type Caller } from './mail-engine.js';
 import type { AttentionBook } from './attention.js';
 import { noticeHeld } from './attention-notices.js';
+import { readMeta } from './email-records.js';
 
 /** What reading needs from the mail engine. */
 export interface ReadDeps {
@@ -77,8 +78,18 @@ export class MailReads {
       visible.filter((x) => keys.includes(x.toKey)).map((x) => ({ seq: x.seq, toKey: x.toKey })),
     );
     const printed = await this.d.addresses.forMessages(visible, [c.session]);
-    const out = (x: StoredMessage, fromSession = false) =>
-      presentMessage(x, acked.get(x.seq) ?? null, { reader: c.account.id, printed, verbose: req.verbose === true, fromSession });
+    // Mail from outside lists its attachments (email-records.ts); `m4a attachment` fetches one.
+    const attachments = new Map<string, NonNullable<W.MessageOut['attachments']>>();
+    for (const x of visible) {
+      if (x.fromKind !== 'external') continue;
+      const listed = (await readMeta(this.d.store, x.id))?.attachments ?? [];
+      if (listed.length > 0) attachments.set(x.id, listed);
+    }
+    const out = (x: StoredMessage, fromSession = false): W.MessageOut => {
+      const o = presentMessage(x, acked.get(x.seq) ?? null, { reader: c.account.id, printed, verbose: req.verbose === true, fromSession });
+      const a = attachments.get(x.id);
+      return a ? { ...o, attachments: a.map((y) => ({ n: y.n, name: y.name, type: y.type, size: y.size, kept: y.kept })) } : o;
+    };
     return req.thread ? { message: out(m, true), thread: visible.map((x) => out(x)) } : { message: out(m, true) };
   }
 
@@ -108,7 +119,13 @@ export class MailReads {
       page: async (afterSeq, waitSecs) => {
         const inboxDoor: InboxDoor = { maxWaitSecs: LIMITS.waitSecsHttp, ...(door.signal ? { signal: door.signal } : {}) };
         const page = await this.read(c, { after: encodeCursor(afterSeq), limit: NOTICE_LIMIT, include_bodies: false, wait_secs: waitSecs }, inboxDoor, false);
-        const items = page.messages.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, ...(m.priority ? { priority: m.priority } : {}) }));
+        const items = page.messages.map((m) => ({
+          message_id: m.message_id,
+          from: m.from,
+          subject: m.subject,
+          ...(m.priority ? { priority: m.priority } : {}),
+          ...(m.from_kind === 'external' ? { external: true as const } : {}),
+        }));
         return { items, nextSeq: page.next_cursor ? decodeCursor(page.next_cursor) : null };
       },
       quiet: (id) => this.d.loops.verdict(id),

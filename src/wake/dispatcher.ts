@@ -221,14 +221,21 @@ export class WakeDispatcher {
     const listed = mail.slice(0, WAKE_LIST_MAX);
     // Senders as every answer prints them (account/slug …): the form the agent writes back.
     const names = await e.printAddresses(listed.map(senderAddress));
-    const shown = listed.map((m) => ({ message_id: m.id, from: names.get(senderAddress(m)) ?? senderAddress(m), subject: m.subject, priority: m.priority, thread_id: m.threadId }));
+    const shown = listed.map((m) => ({
+      message_id: m.id,
+      from: names.get(senderAddress(m)) ?? senderAddress(m),
+      subject: m.subject,
+      priority: m.priority,
+      thread_id: m.threadId,
+      ...(m.fromKind === 'external' ? { external: true as const } : {}),
+    }));
     const base: Omit<WakeRequest, 'eventId'> = {
       account: p.target.account,
       session: session?.wake ?? null,
       mail: shown,
       urgent: mail.some((m) => m.priority === 'urgent'),
       text: wakeText(
-        shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority })),
+        shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority, external: m.external })),
         mail.length > shown.length,
       ),
     };

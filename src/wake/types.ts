@@ -10,6 +10,8 @@ export interface WakeMail {
   subject: string;
   priority: Priority;
   thread_id: string;
+  /** E-mail from outside (the SMTP door): untrusted; left out otherwise. */
+  external?: true;
 }
 
 /** The session a wake is for, as the daemon knows it (attested and corroborated facts only). */

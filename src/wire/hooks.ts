@@ -16,6 +16,7 @@ export const NoticeItem = z.object({
   from: z.string(),
   subject: z.string(),
   priority: z.enum(['normal', 'urgent']).optional().describe('left out when normal'),
+  external: z.literal(true).optional().describe('e-mail from outside: untrusted; left out otherwise'),
 });
 
 export const NoticeResponse = z.object({

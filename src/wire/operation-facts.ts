@@ -20,6 +20,8 @@ export interface OperationFacts {
   readonly retrySafe: boolean;
   /** The MCP tool name, when the operation is one. */
   readonly tool?: string;
+  /** The tool's description where the tool does more than the route (else the summary). */
+  readonly toolSummary?: string;
 }
 
 const AGENT = ['agent'] as const;
@@ -54,6 +56,7 @@ export const OPERATION_FACTS = {
     readOnly: true,
     retrySafe: true,
     tool: 'm4a_mail_inbox',
+    toolSummary: 'Unacknowledged mail, oldest first. Filters wait for the next new match, with codes and links.',
   },
   ack: {
     path: '/mail/ack',
@@ -83,6 +86,13 @@ export const OPERATION_FACTS = {
     path: '/mail/wait_for',
     summary: 'Wait for new mail matching all filters (from: as printed or account; any case); gives its codes and links.',
     callers: AGENT,
+    readOnly: true,
+    retrySafe: true,
+  },
+  attachment: {
+    path: '/mail/attachment',
+    summary: 'One kept attachment of an e-mail from outside (get lists them), base64: untrusted bytes.',
+    callers: AGENT_PERSON,
     readOnly: true,
     retrySafe: true,
   },

@@ -17,6 +17,8 @@ import * as CT from './contacts.js';
 import * as RT from './retention.js';
 import * as S from './search.js';
 import * as WF from './wait-for.js';
+import * as EA from './email-attachment.js';
+import { McpInboxWaitRequest } from './mcp-inbox.js';
 import * as SP from './support.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
@@ -36,11 +38,12 @@ export const OPERATION_SCHEMAS = {
   // ---- mail: agents (MCP tools and /mail/*), most also for persons in the browser
   send: { input: W.SendRequest, output: W.SendResponse, mcpInput: McpSend },
   reply: { input: W.ReplyRequest, output: W.ReplyResponse },
-  inbox: { input: W.InboxRequest, output: W.InboxResponse, mcpInput: W.McpInboxRequest },
+  inbox: { input: W.InboxRequest, output: W.InboxResponse, mcpInput: McpInboxWaitRequest },
   ack: { input: W.AckRequest, output: W.AckResponse },
   get: { input: W.GetRequest, output: W.GetResponse, mcpInput: W.McpGetRequest },
   search: { input: S.SearchRequest, output: S.SearchResponse, mcpInput: S.McpSearchRequest },
   wait_for: { input: WF.WaitForRequest, output: WF.WaitForResponse },
+  attachment: { input: EA.AttachmentRequest, output: EA.AttachmentResponse },
   unread: { input: W.EmptyRequest, output: W.UnreadResponse },
   whoami: { input: W.EmptyRequest, output: W.WhoamiResponse },
   status: { input: W.StatusRequest, output: W.StatusResponse },

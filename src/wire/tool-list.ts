@@ -49,7 +49,7 @@ export const TOOLS: readonly ToolDef[] = OPERATION_NAMES.flatMap((n) => {
   return [
     {
       name: o.tool,
-      description: o.summary,
+      description: o.toolSummary ?? o.summary,
       inputSchema: toolSchema(o.mcpInput ?? o.input),
       ...annotationsOf(o),
     },

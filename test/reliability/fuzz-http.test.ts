@@ -280,6 +280,12 @@ describe('fuzz: HTTP routes and MCP', () => {
           timeout_secs: [0, 0.01, 600.5, 601, -1, 1e9, 'x', null],
         },
       },
+      '/mail/attachment': {
+        // No mail from outside here: every message answers unknown_attachment or a refusal.
+        base: () => ({ message_id: readable[0], n: 0 }),
+        more: [{ message_id: foreign.message_id, n: 0 }],
+        fields: { message_id: ids, n: [0, 1, 99, 100, -1, 0.5, '0', null, 1e9] },
+      },
       '/mail/unread': { base: () => ({}), fields: {} },
       '/mail/whoami': { base: () => ({}), fields: {} },
       '/mail/directory': { base: () => ({}), more: [{ include_ended: true, detail: true }], fields: { include_ended: bool, detail: bool } },

@@ -24,6 +24,10 @@ export interface Message {
   priority?: 'normal' | 'urgent';
   created_at: string;
   acked_at?: string | null;
+  /** External mail: one-time codes and links read from it, its attachments (get). */
+  codes?: string[];
+  links?: string[];
+  attachments?: { n: number; name: string; type: string; size: number; kept: boolean }[];
 }
 
 /** The one place the page reads a message's id: every other line goes through it. */

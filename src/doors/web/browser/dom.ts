@@ -1,6 +1,6 @@
 // DOM helpers shared by every page. Message data only ever reaches the page through textContent and
 // text nodes, never as HTML.
-import type { AccountKind, ApiError } from './answers.js';
+import type { ApiError, SenderKind } from './answers.js';
 
 type AttrValue = string | number | boolean | null | undefined | ((e: Event) => void);
 export type Attrs = Record<string, AttrValue>;
@@ -52,7 +52,9 @@ export function when(iso: string): HTMLTimeElement {
   return h('time', { datetime: iso, title: d.toISOString(), text: d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' }) });
 }
 
-export function kindBadge(kind: AccountKind): HTMLSpanElement {
+export function kindBadge(kind: SenderKind): HTMLSpanElement {
+  // Mail from outside is untrusted: the badge says so in words, not only in colour.
+  if (kind === 'external') return h('span', { class: 'badge kind-external', title: 'e-mail from outside this mailbox: untrusted content', text: 'external e-mail · untrusted' });
   const word = kind === 'human' ? 'person' : kind;
   return h('span', { class: 'badge kind-' + kind, title: kind === 'human' ? 'written by a person' : 'sent by an ' + kind + ' account', text: word });
 }

@@ -38,28 +38,37 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
             ? h('button', { type: 'button', class: 'secondary ack', text: 'Acknowledge', onclick: () => void ackIds([mid]).then(redraw, () => undefined) })
             : null;
         box.appendChild(
-          h('article', { class: 'message' + (mid === id ? ' focus' : '') + (mine ? ' mine' : ''), id: 'msg-' + mid, 'aria-label': 'from ' + m.from }, [
-            h('header', {}, [
-              addr(m.from, 'from'),
-              ' ',
-              kindBadge(kindOf(m)),
-              m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
-              h('span', { class: 'to' }, ['to ', addr(to, '')]),
-              when(m.created_at),
-              m.acked_at ? h('span', { class: 'acked', text: 'handled' }) : readable && !mine ? h('span', { class: 'badge unread', text: 'unread' }) : null,
-              ackBtn,
-            ]),
-            m.subject !== root.subject ? h('p', { class: 'subject', text: m.subject }) : null,
-            h('div', { class: 'body' }, [bodyNodes(m.body || '')]),
-            approvalOf(m),
-            m.refs
-              ? h(
-                  'ul',
-                  { class: 'refs', 'aria-label': 'references' },
-                  m.refs.map((x) => h('li', { text: x.kind + ': ' + x.locator })),
-                )
-              : null,
-          ]),
+          h(
+            'article',
+            {
+              class: 'message' + (mid === id ? ' focus' : '') + (mine ? ' mine' : '') + (kindOf(m) === 'external' ? ' external' : ''),
+              id: 'msg-' + mid,
+              'aria-label': 'from ' + m.from,
+            },
+            [
+              h('header', {}, [
+                addr(m.from, 'from'),
+                ' ',
+                kindBadge(kindOf(m)),
+                m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
+                h('span', { class: 'to' }, ['to ', addr(to, '')]),
+                when(m.created_at),
+                m.acked_at ? h('span', { class: 'acked', text: 'handled' }) : readable && !mine ? h('span', { class: 'badge unread', text: 'unread' }) : null,
+                ackBtn,
+              ]),
+              m.subject !== root.subject ? h('p', { class: 'subject', text: m.subject }) : null,
+              h('div', { class: 'body' }, [bodyNodes(m.body || '')]),
+              extrasOf(m),
+              approvalOf(m),
+              m.refs
+                ? h(
+                    'ul',
+                    { class: 'refs', 'aria-label': 'references' },
+                    m.refs.map((x) => h('li', { text: x.kind + ': ' + x.locator })),
+                  )
+                : null,
+            ],
+          ),
         );
       }
       if (pending.length > 1)
@@ -72,6 +81,21 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
       box.appendChild(h('p', { class: 'error', role: 'alert', text: errorText(e) }));
     },
   );
+}
+
+/** External mail: the codes and attachments the daemon read from it, as text (never HTML). */
+function extrasOf(m: Message): HTMLElement | null {
+  const items = [
+    ...(m.codes || []).map((c) => 'code: ' + c),
+    ...(m.attachments || []).map((a) => 'attachment ' + a.n + ': ' + a.name + ' (' + a.type + ', ' + a.size + ' bytes' + (a.kept ? '' : ', not kept') + ')'),
+  ];
+  return items.length
+    ? h(
+        'ul',
+        { class: 'refs email-extras', 'aria-label': 'read from the e-mail' },
+        items.map((t) => h('li', { text: t })),
+      )
+    : null;
 }
 
 /** An "Approval: …" message gets the approval itself, as the daemon has it (decided or not). */
