@@ -21,7 +21,8 @@ export interface WebhookPayload {
   type: 'mail.wake';
   account: string;
   session: { id: string; lineage: string; slug: string | null } | null;
-  mail: Array<{ message_id: string; from: string; subject: string; priority: string; thread_id: string }>;
+  /** external: e-mail from outside, untrusted (left out otherwise). */
+  mail: Array<{ message_id: string; from: string; subject: string; priority: string; thread_id: string; external?: true }>;
   urgent: boolean;
   text: string;
   created_at: string;
@@ -33,7 +34,14 @@ export function webhookPayload(req: WakeRequest, createdAtMs: number): WebhookPa
     type: 'mail.wake',
     account: req.account,
     session: req.session ? { id: req.session.id, lineage: req.session.lineage, slug: req.session.slug } : null,
-    mail: req.mail.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority, thread_id: m.thread_id })),
+    mail: req.mail.map((m) => ({
+      message_id: m.message_id,
+      from: m.from,
+      subject: m.subject,
+      priority: m.priority,
+      thread_id: m.thread_id,
+      ...(m.external ? { external: true as const } : {}),
+    })),
     urgent: req.urgent,
     text: req.text,
     created_at: new Date(createdAtMs).toISOString(),
