@@ -9,15 +9,17 @@ export interface ServedDaemon {
   url: string;
   exited: Promise<number | null>;
   stderr: () => string;
+  /** Everything it printed on stdout so far. */
+  stdout: () => string;
 }
 
 export async function serveProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServedDaemon> {
   const child = spawn(process.execPath, [BUILT_CLI, 'serve', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let err = '';
+  let out = '';
   child.stderr.on('data', (c: Buffer) => (err += c.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
     child.stdout.on('data', (c: Buffer) => {
       out += c.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
@@ -25,5 +27,5 @@ export async function serveProcess(args: string[], env: NodeJS.ProcessEnv = proc
     });
     void exited.then((code) => reject(new Error(`serve exited ${code}: ${err}`)));
   });
-  return { child, url, exited, stderr: () => err };
+  return { child, url, exited, stderr: () => err, stdout: () => out };
 }
