@@ -4,7 +4,7 @@
 // and m4a_mail_inbox over MCP with a filter waits for the next match (wait_for), through the SDK.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -20,6 +20,7 @@ import { webhookPayload } from '../src/wake/webhook-adapter.js';
 import { startAgent, type AgentProc } from './support/agent.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { until } from './support/until.js';
+import { startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
 
 const DOMAIN = 'agents.example.com';
 const mail = (o: Partial<InboundMail> = {}): InboundMail => ({
@@ -196,5 +197,38 @@ describe('mail from outside on a real daemon', () => {
     for (const f of ['from', 'subject_contains', 'body_contains']) assert.ok(f in (inbox.inputSchema.properties ?? {}), f);
     assert.match(inbox.description ?? '', /next new match/);
     assert.ok(!tools.some((t) => /attachment/.test(t.name)));
+  });
+});
+
+describe('m4a attachment', () => {
+  let c: CliDaemon;
+  let id: string;
+  before(async () => {
+    c = await startCliDaemon('m4a-attachment-', { daemon: { mailDomain: DOMAIN } });
+    const secret = (await c.d.account('bob')).secret;
+    mkdirSync(join(c.home, 'mail4agent'), { recursive: true });
+    writeFileSync(join(c.home, 'mail4agent', 'credentials.json'), JSON.stringify({ version: 1, accounts: { bob: { secret } } }), { mode: 0o600 });
+    const bytes = Buffer.from([0, 1, 2, 255, 10, 13]);
+    id = (await c.d.engine.email.receive(mail({ attachments: [{ name: 'raw.bin', type: 'application/octet-stream', content: bytes }] }))).message_id;
+  });
+  after(async () => c?.stop());
+
+  it('writes the bytes to --out (0600), to a pipe without it, refuses an existing file and a bad number', async () => {
+    const out = join(c.home, 'raw.bin');
+    const r = await c.cli(['attachment', id, '0', '--out', out, '--account', 'bob']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual([...readFileSync(out)], [0, 1, 2, 255, 10, 13]);
+    assert.equal(statSync(out).mode & 0o777, 0o600);
+    const again = await c.cli(['attachment', id, '0', '--out', out, '--account', 'bob']);
+    assert.equal(again.status, 2, 'a usage error');
+    assert.match(again.stderr, /exists; --force/);
+    assert.equal((await c.cli(['attachment', id, '0', '--out', out, '--force', '--account', 'bob'])).status, 0);
+    const piped = await c.cli(['attachment', id, '0', '--account', 'bob', '--json']);
+    assert.equal(Buffer.from((JSON.parse(piped.stdout) as { data: string }).data, 'base64').length, 6);
+    const missing = await c.cli(['attachment', id, '3', '--account', 'bob']);
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, /unknown_attachment/);
+    const bad = await c.cli(['attachment', id, '-1', '--account', 'bob']);
+    assert.equal(bad.status, 2, bad.stderr);
   });
 });
