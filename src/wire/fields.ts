@@ -71,7 +71,7 @@ function missingTo(iss: { input?: unknown }): string | undefined {
 }
 
 /** How an address is written, said once for every schema that takes one. */
-const ADDRESS_RULE = 'codex (account), codex/web-ui, codex/@alias, codex/s-1a2b3c4d (session), #room, team:NAME or leader:NAME: any address you were shown';
+const ADDRESS_RULE = 'codex (account), codex/web-ui or codex/@alias (session), #room, team:NAME, leader:NAME, email:ADDR: any address you were shown';
 
 const TaggedAddress = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('direct'), participant: Selector }),
