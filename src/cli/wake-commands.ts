@@ -216,11 +216,13 @@ export function registerWake(program: Command): void {
             ...r.receipts.map((x) => [
               x.recipient,
               x.stored_at,
-              x.signalled.length === 0 ? '-' : x.signalled.map((s) => `${s.adapter} ${s.ok ? 'ok' : 'failed'} ${s.at}`).join('; '),
+              x.email ? `relay: ${x.email.state}` : x.signalled.length === 0 ? '-' : x.signalled.map((s) => `${s.adapter} ${s.ok ? 'ok' : 'failed'} ${s.at}`).join('; '),
               x.surfaced_at ?? '-',
               x.acked_at ?? '-',
             ]),
-          ]),
+          ]) +
+          // Mail to an e-mail address: its state with the relay in words ("sent" is not "delivered").
+          r.receipts.map((x) => (x.email ? `\n${x.recipient}: ${x.email.detail}` : '')).join(''),
       ),
   );
 }

@@ -15,6 +15,7 @@ import type { Logger } from './log.js';
 import { need, type Caller } from './mail-engine.js';
 import { EMAIL_PREFIX, type MailPost } from './mail-post.js';
 import { unfenceable } from './email-fence.js';
+import { EmailOut } from './email-out.js';
 import { EMAIL_REC, attachmentId, lookupMessageId, metaId, readMeta, rememberMessageId, type AttachmentMeta, type EmailMeta, type StoredAttachment } from './email-records.js';
 
 export interface EmailOptions {
@@ -82,7 +83,12 @@ function bodyText(s: string): string {
 const headerValue = (s: string | null): string | null => (s === null || s.trim() === '' ? null : clipUtf8(neutralise(s.trim()), 998));
 
 export class EmailBook {
-  constructor(private d: EmailDeps) {}
+  /** Mail to `email:` addresses: the rate, the records, the queue (email-out.ts). */
+  private readonly out: EmailOut;
+
+  constructor(private d: EmailDeps) {
+    this.out = new EmailOut(d);
+  }
 
   private get o(): EmailOptions {
     if (!this.d.options) throw new MailError('email_unavailable', 'this daemon has no mail domain (m4a serve --mail-domain)');
@@ -223,10 +229,9 @@ export class EmailBook {
   }
 
   /** Mail to an `email:` address (mail-post.ts dispatch): the relay's outbox (email-out.ts). */
-  async send(c: Caller, req: W.SendRequest, _parent: StoredMessage | null): Promise<W.SendResponse> {
+  async send(c: Caller, req: W.SendRequest, parent: StoredMessage | null): Promise<W.SendResponse> {
     need(c, 'send');
-    if (!this.o.outbound) throw new MailError('email_unavailable', 'this daemon sends no e-mail (m4a serve --smtp-relay)');
-    throw new MailError('email_unavailable', `sending e-mail to ${req.to.kind === 'email' ? req.to.email : '?'} is not built yet`);
+    return this.out.send(c, req, parent, this.o);
   }
 }
 

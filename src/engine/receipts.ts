@@ -9,6 +9,7 @@ import type { Logger } from './log.js';
 import { iso } from './present.js';
 import { REC, recipientOf, type AttemptRecord } from './wake-records.js';
 import { sentBy } from './incarnation.js';
+import { emailReceipt } from './email-receipt.js';
 
 /** The recipient a message counts for when `scope` reads it. */
 export function recipientFor(scope: ReaderScope, toKey: MailKey): string {
@@ -97,6 +98,7 @@ export class Receipts {
     if (!caller.operator && !addressed && !sentBy(caller.account, m))
       throw new MailError('not_addressed_to_you', `message ${messageId} is neither from nor to you`, { message_id: messageId });
     await this.settled();
+    if (m.toKey.startsWith('e:')) return { message_id: m.id, receipts: [await emailReceipt(this.store, m)] };
     const scopes: { recipient: string; scope: ReaderScope }[] = [];
     if (m.toKey.startsWith('a:')) {
       const account = m.toKey.slice(2);

@@ -24,7 +24,18 @@ const isPostgres = (spec: string | undefined): boolean => spec !== undefined && 
 
 /** Names a chain may not pass through: they would say who whoever started the daemon is, or
  *  they are set by the daemon itself. */
-const NEVER_NAMED = new Set(['M4A_TOKEN', 'M4A_ACCOUNT', 'M4A_CREDENTIALS', 'M4A_STORE', 'CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID']);
+const NEVER_NAMED = new Set([
+  'M4A_TOKEN',
+  'M4A_ACCOUNT',
+  'M4A_CREDENTIALS',
+  'M4A_STORE',
+  // The SMTP relay's credentials (wake/relay-config.ts): the daemon's, never a woken account's.
+  'M4A_SMTP_RELAY_USER',
+  'M4A_SMTP_RELAY_PASSWORD',
+  'CLAUDE_CODE_SESSION_ID',
+  'CODEX_THREAD_ID',
+  'GEMINI_SESSION_ID',
+]);
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 function pick(from: Env, keep: (name: string) => boolean): Record<string, string> {

@@ -90,12 +90,24 @@ export const WakeAttemptOut = z.object({
   ok: z.boolean(),
   detail: z.string(),
 });
+/** Mail to an e-mail address: where it stands with the relay (docs/email.md "Sending mail"). */
+export const EmailDeliveryOut = z.object({
+  state: z.enum(['queued', 'sent', 'failed']).describe('queued: waiting for the relay; sent: accepted by the relay, which is not delivered; failed: given up'),
+  attempts: z.number().int(),
+  next_attempt_at: z.string().nullable().describe('queued: when the next attempt is due'),
+  relay_response: z.string().nullable().describe("sent: the relay's answer line"),
+  error: z.string().nullable().describe('queued: why the last attempt failed; failed: why it was given up'),
+  at: z.string().nullable().describe('when it was sent or given up'),
+  detail: z.string().describe('the state in one sentence'),
+});
+
 export const ReceiptOut = z.object({
-  recipient: z.string().describe('account or account/lineage'),
+  recipient: z.string().describe('account or account/lineage, or email:ADDRESS'),
   stored_at: z.string(),
   signalled: z.array(WakeAttemptOut),
   surfaced_at: z.string().nullable().describe('first returned by an inbox read of this recipient'),
   acked_at: z.string().nullable(),
+  email: EmailDeliveryOut.optional().describe('mail to an e-mail address: its delivery state with the relay'),
 });
 export const ReceiptsRequest = z.strictObject({ message_id: text(LIMITS.selectorBytes + 80) });
 export const ReceiptsResponse = z.object({ message_id: z.string(), receipts: z.array(ReceiptOut) });
@@ -132,6 +144,7 @@ export type A2aStep = z.infer<typeof A2aStep>;
 export type WakeSetRequest = z.output<typeof WakeSetRequest>;
 export type WakeChainOut = z.infer<typeof WakeChainOut>;
 export type ReceiptOut = z.infer<typeof ReceiptOut>;
+export type EmailDeliveryOut = z.infer<typeof EmailDeliveryOut>;
 export type TimerOut = z.infer<typeof TimerOut>;
 export type ReceiptsResponse = z.infer<typeof ReceiptsResponse>;
 export type TimerSetRequest = z.output<typeof TimerSetRequest>;

@@ -1,0 +1,336 @@
+// The relay worker: sends the queued mail to e-mail addresses (engine/email-out.ts wrote the entry,
+// the message and its headers before the send answered) through the configured SMTP relay with
+// nodemailer, and records each outcome in the entry that receipts read.
+//
+// Durable: a start resumes every queued entry (the `~q|` index, not every entry ever sent); each
+// commit to an `e:` key starts that message's first attempt; a timer runs the retries. Each attempt
+// is claimed first (a `try.<n>` record, first writer wins), so daemons sharing a store never make
+// the same attempt twice. At least once: the entry is marked sent only after the relay answered
+// 250; a crash in between leaves the claim without an outcome, and the next start sends it again
+// with the same Message-ID (the receipt says so). No other case sends a message twice.
+//
+// Outcomes: 250 sent ("accepted by the relay", not delivered); a 5xx answer (except to AUTH)
+// failed at once with the relay's text; 4xx, AUTH failures, connection errors and timeouts retried
+// with exponential backoff and jitter (30 s doubling to 30 min), given up 24 h after the send.
+import { createTransport } from 'nodemailer';
+import type { Logger } from '../engine/log.js';
+import { silentLogger } from '../engine/log.js';
+import type { Clock } from '../engine/clock.js';
+import type { CommitEvent, RecordRow, Store } from '../store/types.js';
+import { clipUtf8, neutralise } from '../wire/text.js';
+import { EMAIL_REC, readMeta } from '../engine/email-records.js';
+import { attemptId, outboxId, parseOutbox, QUEUE_PREFIX, queueId, type OutboxEntry } from '../engine/email-out.js';
+import { relayName, type RelayTarget } from './relay-config.js';
+
+export type RelayStore = Pick<Store, 'getRecord' | 'putRecord' | 'insertRecords' | 'listRecords' | 'deleteRecord' | 'getMessage' | 'messagesAfter' | 'onCommit'>;
+
+export interface EmailRelayOptions {
+  target: RelayTarget;
+  /** The mail domain: the name this host gives in EHLO. */
+  domain: string;
+  /** Which daemon claims an attempt (its data directory's host id). */
+  hostId: string;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** From the send on; past it a message is failed (default 24 h). */
+  giveUpAfterMs?: number;
+  /** Connection, greeting and idle socket timeout of one attempt (default 60 s). */
+  attemptTimeoutMs?: number;
+  /** Attempts at once (default 4). */
+  maxInFlight?: number;
+  /** How often the queue is read again for what no commit announced (default 5 min). */
+  rescanMs?: number;
+  log?: Logger;
+  random?: () => number;
+}
+
+export const RELAY_DEFAULTS = {
+  baseDelayMs: 30_000,
+  maxDelayMs: 30 * 60_000,
+  giveUpAfterMs: 24 * 3_600_000,
+  attemptTimeoutMs: 60_000,
+  maxInFlight: 4,
+  rescanMs: 5 * 60_000,
+} as const;
+
+/** An entry whose message has not committed this long after it was written is an orphan (a crash
+ *  between the records and the append): it is dropped. */
+const ORPHAN_MS = 10 * 60_000;
+
+type Outcome = { kind: 'sent'; response: string } | { kind: 'retry'; detail: string } | { kind: 'failed'; detail: string };
+
+interface Claim {
+  at: number;
+  host: string;
+}
+
+/** A line of the relay's (or the network's) text, safe to show: one line, at most 400 bytes. */
+const line = (s: string): string => clipUtf8(neutralise(s.replace(/\s+/g, ' ').trim()), 400);
+
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || /^127\./.test(host);
+
+/** The wait after the n-th failed attempt: doubling from base to the cap, the upper half jittered
+ *  so that mail queued together does not return together. */
+export function relayBackoffMs(n: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+  const d = Math.min(maxMs, baseMs * 2 ** Math.min(n - 1, 30));
+  return Math.round(d / 2 + (random() * d) / 2);
+}
+
+export class EmailRelay {
+  private readonly o: Required<Omit<EmailRelayOptions, 'target' | 'domain' | 'hostId'>> & EmailRelayOptions;
+  private readonly transport;
+  private readonly timers = new Map<string, () => void>();
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly again = new Set<string>();
+  private readonly waiting: (() => void)[] = [];
+  private inFlight = 0;
+  private closed = false;
+  private unsubscribe: (() => void) | null = null;
+  private rescan: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly store: RelayStore,
+    private readonly clock: Clock,
+    opts: EmailRelayOptions,
+  ) {
+    this.o = { ...RELAY_DEFAULTS, log: silentLogger, random: Math.random, ...opts };
+    const t = opts.target;
+    this.transport = createTransport({
+      host: t.host,
+      port: t.port,
+      secure: t.secure,
+      ...(t.auth ? { auth: { user: t.auth.user, pass: t.auth.pass } } : {}),
+      // A password crosses the network only encrypted; a relay on this machine may take it plain.
+      requireTLS: !t.secure && t.auth !== null && !isLoopback(t.host),
+      name: opts.domain,
+      connectionTimeout: this.o.attemptTimeoutMs,
+      greetingTimeout: this.o.attemptTimeoutMs,
+      socketTimeout: this.o.attemptTimeoutMs,
+      disableFileAccess: true,
+      disableUrlAccess: true,
+      logger: false,
+    });
+  }
+
+  get relay(): string {
+    return relayName(this.o.target);
+  }
+
+  /** Subscribes to commits and resumes what an earlier run left queued; returns how many. */
+  async start(): Promise<number> {
+    this.unsubscribe = this.store.onCommit((e) => this.onCommit(e));
+    this.rescan = setInterval(() => void this.resume().catch((err: unknown) => this.warn('the e-mail queue could not be read', err)), this.o.rescanMs);
+    this.rescan.unref();
+    return this.resume();
+  }
+
+  /** Messages with an attempt scheduled or under way (tests). */
+  get pending(): number {
+    return new Set([...this.timers.keys(), ...this.running.keys()]).size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe?.();
+    if (this.rescan) clearInterval(this.rescan);
+    for (const cancel of this.timers.values()) cancel();
+    this.timers.clear();
+    for (const w of this.waiting.splice(0)) w();
+    // Attempts under way finish (bounded by their timeouts) and record what the relay answered.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.running.values()]), new Promise((r) => (timer = setTimeout(r, 5_000)))]);
+    clearTimeout(timer);
+    this.transport.close();
+  }
+
+  private onCommit(e: CommitEvent): void {
+    if (this.closed) return;
+    for (const key of e.keys) {
+      if (!key.startsWith('e:')) continue;
+      void this.store
+        .messagesAfter(key, e.seq - 1, 1)
+        .then(([m]) => {
+          if (m && m.seq === e.seq) this.schedule(m.id, 0);
+        })
+        .catch((err: unknown) => this.warn('a committed e-mail could not be read', err));
+    }
+  }
+
+  /** Schedules every queued entry not scheduled here yet (the oldest 10,000; the rest on a later
+   *  pass, once these are done). */
+  private async resume(): Promise<number> {
+    const rows = await this.store.listRecords(EMAIL_REC.outbox, QUEUE_PREFIX, 10_000);
+    if (rows.length === 10_000) this.o.log.warn({ limit: 10_000 }, 'e-mail queue: more queued than resumed at once');
+    let n = 0;
+    for (const r of rows) {
+      if (this.closed) break;
+      const mid = r.id.slice(QUEUE_PREFIX.length);
+      if (this.timers.has(mid) || this.running.has(mid)) continue;
+      const entry = parseOutbox(await this.store.getRecord(EMAIL_REC.outbox, outboxId(mid)));
+      if (!entry || entry.state !== 'queued') {
+        await this.store.deleteRecord(EMAIL_REC.outbox, r.id);
+        continue;
+      }
+      this.schedule(mid, Math.max(0, entry.next_at - this.clock.now()));
+      n++;
+    }
+    return n;
+  }
+
+  /** An attempt in `delayMs`; while one runs, it is asked again once that one is done (a commit
+   *  can announce a message whose attempt found it not yet committed). */
+  private schedule(mid: string, delayMs: number): void {
+    if (this.closed) return;
+    if (this.running.has(mid)) return void this.again.add(mid);
+    this.timers.get(mid)?.();
+    const cancel = this.clock.timer(delayMs, () => {
+      if (this.timers.get(mid) === cancel) this.timers.delete(mid);
+      if (this.closed || this.running.has(mid)) return;
+      const p = this.run(mid)
+        .catch((err: unknown): null => {
+          this.warn('an e-mail attempt could not be recorded; it stays queued', err, mid);
+          return null;
+        })
+        .then((next) => {
+          this.running.delete(mid);
+          const again = this.again.delete(mid);
+          if (next !== null) this.schedule(mid, next);
+          else if (again) this.schedule(mid, 0);
+        });
+      this.running.set(mid, p);
+    });
+    this.timers.set(mid, cancel);
+  }
+
+  private async slot(): Promise<boolean> {
+    while (this.inFlight >= this.o.maxInFlight) {
+      if (this.closed) return false;
+      await new Promise<void>((r) => this.waiting.push(r));
+    }
+    if (this.closed) return false;
+    this.inFlight++;
+    return true;
+  }
+
+  private release(): void {
+    this.inFlight--;
+    this.waiting.shift()?.();
+  }
+
+  /** One attempt; the delay of the next one, or null when none is due. */
+  private async run(mid: string): Promise<number | null> {
+    if (!(await this.slot())) return null;
+    try {
+      return await this.attempt(mid);
+    } finally {
+      this.release();
+    }
+  }
+
+  private async attempt(mid: string): Promise<number | null> {
+    const entry = parseOutbox(await this.store.getRecord(EMAIL_REC.outbox, outboxId(mid)));
+    if (!entry || entry.state !== 'queued') {
+      await this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid));
+      return null;
+    }
+    const now = this.clock.now();
+    const m = await this.store.getMessage(mid);
+    if (!m) {
+      // Written before its message: committing now, or an orphan of a crash (or deleted since).
+      if (now - entry.created_at < ORPHAN_MS) return null;
+      await Promise.all([this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid)), this.store.deleteRecord(EMAIL_REC.outbox, outboxId(mid))]);
+      return null;
+    }
+    const n = entry.attempts + 1;
+    const claim: Claim = { at: now, host: this.o.hostId };
+    const won = await this.store.insertRecords([{ kind: EMAIL_REC.outbox, id: attemptId(mid, n), value: JSON.stringify(claim), updatedAt: now }]);
+    if (won.length === 0) return this.claimed(mid, entry, n, now);
+    const meta = await readMeta(this.store as Store, mid);
+    let outcome: Outcome;
+    try {
+      const info = await this.transport.sendMail({
+        from: entry.from,
+        to: entry.to,
+        envelope: { from: entry.from, to: [entry.to] },
+        subject: m.subject,
+        text: m.body,
+        date: new Date(m.createdAt),
+        ...(meta?.message_id ? { messageId: meta.message_id } : {}),
+        ...(meta?.in_reply_to ? { inReplyTo: meta.in_reply_to } : {}),
+        ...(meta && meta.references.length > 0 ? { references: meta.references } : {}),
+        // Written by a program: auto-responders keep quiet (RFC 3834), so two of them cannot loop.
+        headers: { 'Auto-Submitted': 'auto-generated' },
+      });
+      outcome = { kind: 'sent', response: line(info.response || '250 (no text)') };
+    } catch (err) {
+      outcome = classify(err);
+    }
+    return this.record(mid, entry, n, outcome);
+  }
+
+  /** Attempt n is claimed already: by an earlier run of this daemon that stopped during it (a
+   *  crash, perhaps after the relay took it), or by another daemon of a shared store, whose claim
+   *  counts as interrupted once it is older than an attempt can last. */
+  private async claimed(mid: string, entry: OutboxEntry, n: number, now: number): Promise<number | null> {
+    const row = await this.store.getRecord(EMAIL_REC.outbox, attemptId(mid, n));
+    const c = parseClaim(row);
+    const stale = this.o.attemptTimeoutMs * 4;
+    if (c.host !== this.o.hostId && now - c.at < stale) return c.at + stale - now;
+    const detail = `attempt ${n} was interrupted (the daemon stopped during it); the relay may have taken it, and it is sent again with the same Message-ID`;
+    this.o.log.warn({ message_id: mid, attempt: n }, 'e-mail attempt interrupted: sent again (at least once)');
+    const next: OutboxEntry = { ...entry, attempts: n, last_error: detail, next_at: now };
+    await this.store.putRecord(row2(mid, next, now));
+    return 0;
+  }
+
+  private async record(mid: string, entry: OutboxEntry, n: number, outcome: Outcome): Promise<number | null> {
+    const now = this.clock.now();
+    const base = { ...entry, attempts: n };
+    let next: OutboxEntry;
+    if (outcome.kind === 'sent') next = { ...base, state: 'sent', response: outcome.response, last_error: null, done_at: now };
+    else if (outcome.kind === 'failed') next = { ...base, state: 'failed', last_error: outcome.detail, done_at: now };
+    else {
+      const delay = relayBackoffMs(n, this.o.baseDelayMs, this.o.maxDelayMs, this.o.random);
+      if (now + delay > entry.created_at + this.o.giveUpAfterMs) {
+        const hours = Math.round((now - entry.created_at) / 360_000) / 10;
+        next = { ...base, state: 'failed', last_error: `given up after ${n} attempts in ${hours} h: ${outcome.detail}`, done_at: now };
+      } else next = { ...base, last_error: outcome.detail, next_at: now + delay };
+    }
+    await this.store.putRecord(row2(mid, next, now));
+    const log = { message_id: mid, to: next.to, from: next.from, attempt: n, relay: this.relay };
+    if (next.state === 'queued') {
+      this.o.log.info({ ...log, detail: next.last_error, next_at: new Date(next.next_at).toISOString() }, 'e-mail attempt failed: retried');
+      return next.next_at - now;
+    }
+    await this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid));
+    if (next.state === 'sent') this.o.log.info({ ...log, response: next.response }, 'e-mail accepted by the relay');
+    else this.o.log.warn({ ...log, reason: next.last_error }, 'e-mail failed');
+    return null;
+  }
+
+  private warn(msg: string, err: unknown, mid?: string): void {
+    this.o.log.warn({ ...(mid ? { message_id: mid } : {}), err: err instanceof Error ? err.message : String(err) }, msg);
+  }
+}
+
+const row2 = (mid: string, e: OutboxEntry, now: number): RecordRow => ({ kind: EMAIL_REC.outbox, id: outboxId(mid), value: JSON.stringify(e), updatedAt: now });
+
+function parseClaim(row: RecordRow | null): Claim {
+  try {
+    const v = JSON.parse(row?.value ?? '{}') as Partial<Claim>;
+    return { at: typeof v.at === 'number' ? v.at : (row?.updatedAt ?? 0), host: typeof v.host === 'string' ? v.host : '' };
+  } catch {
+    return { at: row?.updatedAt ?? 0, host: '' };
+  }
+}
+
+/** A refusal by the relay (5xx, except to AUTH: credentials are the operator's to fix, and the
+ *  mail waits for it) fails the message; anything else is tried again. */
+export function classify(err: unknown): Outcome {
+  const e = err as { code?: unknown; responseCode?: unknown; response?: unknown; message?: unknown };
+  const text = line(typeof e.response === 'string' && e.response ? e.response : typeof e.message === 'string' ? e.message : String(err));
+  const code = typeof e.responseCode === 'number' ? e.responseCode : null;
+  if (code !== null && code >= 500 && code < 600 && e.code !== 'EAUTH') return { kind: 'failed', detail: `the relay refused it: ${text}` };
+  if (e.code === 'EAUTH') return { kind: 'retry', detail: `the relay refused the credentials: ${text}` };
+  return { kind: 'retry', detail: code !== null ? `the relay answered ${text}` : `${typeof e.code === 'string' ? `${e.code}: ` : ''}${text}` };
+}
