@@ -17,6 +17,13 @@ const portArg = (v: string): number => {
   return n;
 };
 
+/** `--mail-alias LOCAL=ACCOUNT`, repeatable: one map of them. */
+const aliasArg = (v: string, into: Record<string, string> = {}): Record<string, string> => {
+  const m = /^([^=\s]+)=([^=\s]+)$/.exec(v);
+  if (!m?.[1] || !m[2]) throw new InvalidArgumentError('LOCAL=ACCOUNT, such as support=claude');
+  return { ...into, [m[1]]: m[2] };
+};
+
 program
   .command('serve')
   .description('run the daemon in the foreground (SQLite in the data directory by default)')
@@ -26,16 +33,44 @@ program
   .option('--store <spec>', 'sqlite:/path/to/mail.db, postgres://user@host/db (shared by several daemons) or memory')
   .option('--auto', 'started on demand by a client (replaced after an upgrade once idle)')
   .option('--web-lan <addr:port>', 'also serve the browser mailbox (only it) on this LAN address: plain HTTP, trusted networks only')
+  .option('--mail-domain <domain>', "every account's e-mail address is <account>@<domain>")
+  .option('--smtp <addr:port>', 'receive e-mail on this address (needs --mail-domain): loopback unless --smtp-lan')
+  .option('--smtp-lan', 'allow --smtp on an address that is not loopback: plain SMTP, trusted networks or behind an MTA only')
+  .option('--mail-alias <local=account>', 'mail to <local>@<domain> goes to this account (repeatable)', aliasArg)
+  .option('--smtp-max-bytes <n>', 'largest message --smtp takes, in bytes (default 10485760)', (v: string) => Number(v))
+  .option('--smtp-relay <url>', 'send mail to email: addresses through this relay, smtp://host:port or smtps://host:port (needs --mail-domain)')
+  .option('--smtp-relay-credentials <file>', "the relay's user (line 1) and password (line 2), a file of mode 0600 (or M4A_SMTP_RELAY_USER/M4A_SMTP_RELAY_PASSWORD)")
+  .option('--email-per-hour <n>', 'e-mails an account may send per hour (default 20)', (v: string) => Number(v))
   .option('--no-stream', 'HTTP only: no stream door (the Unix socket m4a.sock in the data directory)')
   .option('--no-metrics', 'no GET /metrics (and nothing counted for it)')
-  .action(async (o: { dataDir?: string; port?: number; host: string; store?: string; auto?: boolean; webLan?: string; stream: boolean; metrics: boolean }) => {
-    if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
-      process.stderr.write('m4a: serve binds to loopback only (127.0.0.1 or ::1)\n');
-      process.exit(EXIT.usage);
-    }
-    const { serveForeground } = await import('../daemon/serve.js');
-    await serveForeground({ ...o, host: o.host === 'localhost' ? '127.0.0.1' : o.host });
-  });
+  .action(
+    async (o: {
+      dataDir?: string;
+      port?: number;
+      host: string;
+      store?: string;
+      auto?: boolean;
+      webLan?: string;
+      stream: boolean;
+      metrics: boolean;
+      mailDomain?: string;
+      smtp?: string;
+      smtpLan?: boolean;
+      mailAlias?: Record<string, string>;
+      smtpMaxBytes?: number;
+      smtpRelay?: string;
+      smtpRelayCredentials?: string;
+      emailPerHour?: number;
+    }) => {
+      if (!['127.0.0.1', '::1', 'localhost'].includes(o.host)) {
+        process.stderr.write('m4a: serve binds to loopback only (127.0.0.1 or ::1)\n');
+        process.exit(EXIT.usage);
+      }
+      const { serveForeground } = await import('../daemon/serve.js');
+      const { mailAlias, ...rest } = o;
+      await serveForeground({ ...rest, ...(mailAlias ? { mailAliases: mailAlias } : {}), host: o.host === 'localhost' ? '127.0.0.1' : o.host });
+    },
+  );
 
 program
   .command('mcp')

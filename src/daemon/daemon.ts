@@ -34,6 +34,12 @@ import { PushConfigs } from '../doors/a2a/a2a-push.js';
 import { ConnectionBudget } from '../doors/connection-budget.js';
 import { requestIdLogger } from '../engine/request-id.js';
 import { DaemonMetrics } from './metrics.js';
+import { EmailRelay, type EmailRelayOptions } from '../wake/email-relay.js';
+import { relayTarget, relayName } from '../wake/relay-config.js';
+import type { EmailOptions } from '../engine/email-book.js';
+import { SmtpDoor } from '../doors/smtp/smtp-door.js';
+import { smtpSettings } from './smtp-settings.js';
+import type { SmtpLimits } from '../doors/smtp/smtp-limits.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   /** The fsync of the SQLite store's durability barrier (tests observe it). */
@@ -68,6 +74,12 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   streamLimits?: ConstructorParameters<typeof StreamDoor>[0]['limits'];
   /** `GET /metrics` and the counting behind it; false: neither (`serve --no-metrics`). */
   metrics?: boolean;
+  /** The relay worker's backoff and timeouts (tests shorten them). */
+  emailRelay?: Partial<Omit<EmailRelayOptions, 'target' | 'domain' | 'hostId' | 'log'>>;
+  /** The SMTP door's rates, connection bounds and timeouts (tests lower them). */
+  smtpLimits?: Partial<SmtpLimits>;
+  /** Mail from outside kept per account, attachment bytes per mail (tests lower them). */
+  emailCaps?: Pick<EmailOptions, 'externalCap' | 'keepAttachmentBytes'>;
 }
 
 export interface RunningDaemon {
@@ -82,6 +94,8 @@ export interface RunningDaemon {
   operatorToken: string;
   /** The browser mailbox on the LAN (`--web-lan`), if asked for. */
   webLanUrl: string | null;
+  /** Where the SMTP door listens (`smtp://127.0.0.1:2525`), or null without `--smtp`. */
+  smtpUrl: string | null;
   /** The stream door's socket, or null when it is off (daemon.json then has no `socket`). */
   socketPath: string | null;
   /** The stream door, when it is on (for tests and metrics). */
@@ -98,11 +112,29 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
   // Lines logged while a request is served carry its req_id (engine/request-id.ts).
   const log: Logger = requestIdLogger(o.log ?? pino({ level: process.env.M4A_LOG_LEVEL ?? 'info' }, pino.destination(2)));
   const metrics = o.metrics === false ? null : new DaemonMetrics();
+  // Refused before anything is touched: a relay URL, its credentials file and the domain it needs.
+  const relay = cfg.smtpRelay ? relayTarget(cfg.smtpRelay, cfg.smtpRelayCredentials) : null;
+  if (relay && !cfg.mailDomain) throw new Error('email_unavailable: --smtp-relay needs --mail-domain DOMAIN (mail leaves as <account>@<domain>)');
+  if (cfg.smtpRelayCredentials && !relay) throw new Error('smtp_relay_invalid: --smtp-relay-credentials without --smtp-relay URL');
+  if (cfg.emailPerHour !== undefined && !(Number.isInteger(cfg.emailPerHour) && cfg.emailPerHour >= 1 && cfg.emailPerHour <= 100_000))
+    throw new Error(`malformed: --email-per-hour is a whole number from 1 to 100000, not ${cfg.emailPerHour}`);
+  const smtpAt = smtpSettings(cfg); // --smtp, --smtp-lan, --mail-alias, --smtp-max-bytes checked
+  const email: EmailOptions | undefined = cfg.mailDomain
+    ? {
+        domain: cfg.mailDomain,
+        outbound: relay !== null,
+        ...(cfg.emailPerHour !== undefined ? { sendPerHour: cfg.emailPerHour } : {}),
+        ...(cfg.mailAliases ? { aliases: cfg.mailAliases } : {}),
+        ...o.emailCaps,
+      }
+    : undefined;
   const tightened = ensureDataDir(cfg.dataDir);
   if (tightened.length) log.warn({ dataDir: cfg.dataDir, tightened }, 'the data directory was readable by other users: tightened to 0700, its files to 0600');
   const releaseLock = acquireLock(cfg.dataDir);
   let store: Store | undefined;
   let started: Attestor | undefined; // its worker thread must end when the start fails
+  let startedRelay: EmailRelay | null = null;
+  let smtp: SmtpDoor | null = null;
   try {
     const hostId = loadHostId(cfg.dataDir);
     store = await openStore(cfg.store, { hostId, ...(o.sqliteFsync ? { sqliteFsync: o.sqliteFsync } : {}) });
@@ -120,6 +152,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.loopGuard ? { loopGuard: o.loopGuard } : {}),
       ...(o.timerPollMs ? { timerPollMs: o.timerPollMs } : {}),
       ...(metrics ? { observer: metrics } : {}),
+      ...(email ? { email } : {}),
     });
     // Wake chains: subscribed before the engine starts, so reminders due at start wake too.
     const adapters = new AdapterRegistry({
@@ -148,6 +181,18 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const a2aConfigs = new PushConfigs({ store: engine.store, hostId, now: () => engine.clock.now(), watch: a2aPush, ownPorts: () => ownPorts });
     await a2aPush.start();
     await engine.start();
+    // Mail to e-mail addresses: the relay worker resumes what an earlier run left queued.
+    const emailRelay = (startedRelay = relay && email ? new EmailRelay(engine.store, engine.clock, { ...o.emailRelay, target: relay, domain: email.domain, hostId, log }) : null);
+    if (emailRelay && relay && email) log.info({ relay: relayName(relay), resumed: await emailRelay.start(), domain: email.domain }, 'e-mail relay ready');
+    let smtpUrl: string | null = null;
+    if (smtpAt && email) {
+      smtp = new SmtpDoor({ email: engine.email, domain: email.domain, log, limits: { ...o.smtpLimits, ...(cfg.smtpMaxBytes ? { maxBytes: cfg.smtpMaxBytes } : {}) } });
+      const smtpPort = await smtp.listen(smtpAt.host, smtpAt.port).catch((err: unknown) => {
+        throw new Error(`--smtp ${cfg.smtp}: ${err instanceof Error ? err.message : String(err)}`);
+      });
+      smtpUrl = `smtp://${smtpAt.host.includes(':') ? `[${smtpAt.host}]` : smtpAt.host}:${smtpPort}`;
+      log.info({ url: smtpUrl, domain: email.domain, max_bytes: smtp.limits.maxBytes }, 'receiving e-mail');
+    }
     const webAuth = new WebAuth(engine.store, engine.clock, argon2Hasher, o.web);
     const admin = new AdminOps(engine, webAuth);
     const web = new WebDoor({ engine, admin, auth: webAuth, log, chains, ...(metrics ? { observer: metrics } : {}) });
@@ -232,6 +277,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       hostId,
       operatorToken,
       webLanUrl,
+      smtpUrl,
       socketPath,
       streamDoor,
       wake,
@@ -240,8 +286,10 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       close: () =>
         (closing ??= (async () => {
           clearInterval(sweep);
+          await smtp?.close(); // first: a mail in DATA still reaches a running engine
           unwatch?.();
           await wake.close();
+          await emailRelay?.close();
           await a2aPush.close();
           await adapters.close();
           await engine.close(); // parked waits answer first, so in-flight requests can finish
@@ -259,6 +307,8 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
         })()),
     };
   } catch (err) {
+    await smtp?.close().catch(() => undefined);
+    await startedRelay?.close().catch(() => undefined);
     await started?.close?.().catch(() => undefined);
     await store?.close().catch(() => undefined);
     releaseLock();

@@ -47,6 +47,9 @@ export async function serveForeground(o: DaemonOptions): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   process.stdout.write(`mail4agent listening on ${d.url} (data in ${d.dataDir})\n`);
+  if (d.smtpUrl) process.stdout.write(`mail4agent receiving e-mail for @${d.engine.email.domain} on ${d.smtpUrl}\n`);
+  if (d.smtpUrl && o.smtpLan)
+    process.stderr.write(`m4a: WARNING: e-mail is taken on ${d.smtpUrl} from the network over plain SMTP (no TLS, no AUTH); put it behind your MTA or a firewall.\n`);
   if (d.webLanUrl)
     process.stderr.write(
       `m4a: WARNING: the browser mailbox is also served at ${d.webLanUrl} over plain HTTP (not encrypted).\n` +
