@@ -161,11 +161,17 @@ describe('SMTP door: delivery into the mailbox', () => {
     assert.equal((await all(bob)).length + (await all(carol)).length, before);
   });
 
-  // todo: EmailBook keys a Message-ID per sender, not per recipient, so the second account's copy
-  // is taken for a duplicate of the first's (email-book.ts idempotencyKey); remove once it is.
-  it('several recipients in one mail: each account gets its own copy', { todo: 'engine: one Message-ID is one message per sender, not per recipient' }, async () => {
-    await mailer.sendMail({ from: 'team@example.org', to: [`bob@${DOMAIN}`, `carol@${DOMAIN}`], subject: 'To you both', text: 'hello both' });
-    for (const c of [bob, carol]) assert.equal((await all(c)).at(-1)?.subject, 'To you both');
+  it('several recipients in one mail: each account gets its own copy, and a reply to it threads into each', async () => {
+    await mailer.sendMail({ from: 'team@example.org', to: [`bob@${DOMAIN}`, `carol@${DOMAIN}`], subject: 'To you both', text: 'hello both', messageId: '<both@example.org>' });
+    const firsts = [];
+    for (const c of [bob, carol]) {
+      const m = (await all(c)).at(-1);
+      assert.equal(m?.subject, 'To you both');
+      firsts.push(m?.message_id);
+    }
+    assert.notEqual(firsts[0], firsts[1]);
+    await mailer.sendMail({ from: 'team@example.org', to: [`bob@${DOMAIN}`, `carol@${DOMAIN}`], subject: 'Re: To you both', text: 'again', inReplyTo: '<both@example.org>' });
+    for (const [i, c] of [bob, carol].entries()) assert.equal((await all(c)).at(-1)?.reply_to, firsts[i], 'each copy threads into its own account');
   });
 
   it('threading: In-Reply-To joins the thread; the same Message-ID again is stored once; Auto-Submitted is stored', async () => {

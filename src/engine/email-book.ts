@@ -163,7 +163,8 @@ export class EmailBook {
       priority: 'normal',
       createdAt: now,
       // A relay that timed out after our 250 sends the mail again: one message per Message-ID.
-      idempotencyKey: messageId ? `mid.${digest(messageId).slice(0, 40)}` : null,
+      // Keyed per recipient too: one mail to bob and carol is a message for each.
+      idempotencyKey: messageId ? `mid.${digest(`${account.id}\n${messageId}`).slice(0, 40)}` : null,
       fingerprint: messageId ? digest(JSON.stringify([subject, body])) : null,
     };
     // Parts first: a message is never stored without them (a crash in between leaves records
@@ -175,7 +176,7 @@ export class EmailBook {
       await Promise.all([...rows.map((r) => this.d.store.deleteRecord(r.kind, r.id)), this.d.store.deleteRecord(EMAIL_REC.meta, metaId(id))]);
       return { message_id: outcome.message.id, quiet: quiet !== null, duplicate: true };
     }
-    if (messageId) await rememberMessageId(this.d.store, messageId, id, now);
+    if (messageId) await rememberMessageId(this.d.store, messageId, id, now, account.id);
     this.d.log.info({ message_id: id, to: account.id, from, bytes: utf8Bytes(body), attachments: metas.length, quiet: quiet !== null }, 'e-mail received');
     return { message_id: id, quiet: quiet !== null, duplicate: false };
   }
@@ -185,7 +186,7 @@ export class EmailBook {
   private async parentOf(mids: (string | null)[], account: string): Promise<StoredMessage | null> {
     for (const mid of mids) {
       if (!mid) continue;
-      const ours = await lookupMessageId(this.d.store, mid);
+      const ours = await lookupMessageId(this.d.store, mid, account);
       const m = ours ? await this.d.store.getMessage(ours) : null;
       if (m && (m.toKey === keyOfAccount(account) || m.toKey.startsWith(`s:${account}/`) || m.fromAccount === account)) return m;
     }

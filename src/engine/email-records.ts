@@ -52,7 +52,12 @@ export interface StoredAttachment {
 
 export const metaId = (messageId: string): string => `${messageId}|`;
 export const attachmentId = (messageId: string, n: number): string => `${messageId}|${n}`;
-const midDigest = (rfcMessageId: string): string => createHash('sha256').update(rfcMessageId.trim().toLowerCase()).digest('hex');
+/** One mail to several accounts is one message each: their copies are indexed per account as
+ *  well as (first writer) by the Message-ID alone, which mail that left from here is known by. */
+const midDigest = (rfcMessageId: string, account?: string): string =>
+  createHash('sha256')
+    .update(account === undefined ? rfcMessageId.trim().toLowerCase() : `${account}\n${rfcMessageId.trim().toLowerCase()}`)
+    .digest('hex');
 
 export async function readMeta(store: Store, messageId: string): Promise<EmailMeta | null> {
   const row = await store.getRecord(EMAIL_REC.meta, metaId(messageId));
@@ -60,11 +65,15 @@ export async function readMeta(store: Store, messageId: string): Promise<EmailMe
 }
 
 /** The first writer wins: a Message-ID names the message it first arrived (or left) as. */
-export async function rememberMessageId(store: Store, rfcMessageId: string, ourId: string, at: number): Promise<void> {
-  await store.insertRecords([{ kind: EMAIL_REC.byMid, id: midDigest(rfcMessageId), value: JSON.stringify({ id: ourId }), updatedAt: at }]);
+/** `account`: the copy of an incoming mail for that account (indexed under both keys). */
+export async function rememberMessageId(store: Store, rfcMessageId: string, ourId: string, at: number, account?: string): Promise<void> {
+  const row = (id: string) => ({ kind: EMAIL_REC.byMid, id, value: JSON.stringify({ id: ourId }), updatedAt: at });
+  await store.insertRecords(account === undefined ? [row(midDigest(rfcMessageId))] : [row(midDigest(rfcMessageId, account)), row(midDigest(rfcMessageId))]);
 }
 
-export async function lookupMessageId(store: Store, rfcMessageId: string): Promise<string | null> {
-  const row = await store.getRecord(EMAIL_REC.byMid, midDigest(rfcMessageId));
+/** The account's own copy first (mail it received), then the message first known by the id. */
+export async function lookupMessageId(store: Store, rfcMessageId: string, account?: string): Promise<string | null> {
+  const own = account === undefined ? null : await store.getRecord(EMAIL_REC.byMid, midDigest(rfcMessageId, account));
+  const row = own ?? (await store.getRecord(EMAIL_REC.byMid, midDigest(rfcMessageId)));
   return row ? (JSON.parse(row.value) as { id: string }).id : null;
 }
