@@ -8,16 +8,15 @@ import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import { formatAddress, normalEmail } from '../wire/address.js';
 import type * as W from '../wire/ops.js';
-import type { NewMessage, RecordRow, Store, StoredMessage } from '../store/types.js';
+import { keyOfEmail, type NewMessage, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
 import type { Clock, Ids } from './clock.js';
 import type { Logger } from './log.js';
 import type { Caller } from './mail-engine.js';
 import type { MailPost } from './mail-post.js';
-import type { EmailOptions } from './email-book.js';
+import { EMAIL_DEFAULTS, type EmailOptions } from './email-book.js';
 import { EMAIL_REC, metaId, readMeta, rememberMessageId, type EmailMeta } from './email-records.js';
 
 export const HOUR_MS = 3_600_000;
-export const EMAIL_OUT_DEFAULTS = { sendPerHour: 20 } as const;
 /** References kept on a reply (the newest; RFC 5322 allows trimming the middle). */
 const MAX_REFERENCES = 20;
 
@@ -28,6 +27,8 @@ export interface OutboxEntry {
   to: string;
   /** The account's own address (`<account>@<domain>`). */
   from: string;
+  /** The sending account (its rate record is `rateId(account, created_at, message id)`). */
+  account: string;
   created_at: number;
   /** Attempts made (each one claimed by a `try` record first). */
   attempts: number;
@@ -50,7 +51,7 @@ export const attemptId = (messageId: string, n: number): string => `${messageId}
 export const QUEUE_PREFIX = '~q|';
 export const queueId = (messageId: string): string => `${QUEUE_PREFIX}${messageId}`;
 /** A send counted against the hourly rate: ids sort by time within the account. */
-const rateId = (account: string, at: number, messageId: string): string => `${account}|${String(at).padStart(15, '0')}|${messageId}`;
+export const rateId = (account: string, at: number, messageId: string): string => `${account}|${String(at).padStart(15, '0')}|${messageId}`;
 
 export function parseOutbox(row: RecordRow | null): OutboxEntry | null {
   if (!row) return null;
@@ -62,6 +63,7 @@ export function parseOutbox(row: RecordRow | null): OutboxEntry | null {
       state: v.state,
       to: v.to,
       from: v.from,
+      account: typeof v.account === 'string' ? v.account : v.from.slice(0, v.from.lastIndexOf('@')),
       created_at: typeof v.created_at === 'number' ? v.created_at : row.updatedAt,
       attempts: typeof v.attempts === 'number' ? v.attempts : 0,
       next_at: typeof v.next_at === 'number' ? v.next_at : row.updatedAt,
@@ -139,7 +141,7 @@ export class EmailOut {
     to: string,
   ): Promise<W.SendResponse> {
     const now = this.d.clock.now();
-    const limit = o.sendPerHour ?? EMAIL_OUT_DEFAULTS.sendPerHour;
+    const limit = o.sendPerHour ?? EMAIL_DEFAULTS.sendPerHour;
     const keyDigest = req.idempotency_key ? sha256(req.idempotency_key) : null;
     const window = await this.liveRates(c.account.id, now, limit);
     // A retry with the key of a send still in the window answers that send (below), at the limit too.
@@ -158,7 +160,7 @@ export class EmailOut {
     const inReplyTo = parentMeta?.message_id ?? null;
     const references = [...(parentMeta?.references ?? []), ...(inReplyTo ? [inReplyTo] : [])].slice(-MAX_REFERENCES);
     const meta: EmailMeta = { message_id: mid, in_reply_to: inReplyTo, references, auto_submitted: false, envelope_from: from, attachments: [] };
-    const entry: OutboxEntry = { state: 'queued', to, from, created_at: now, attempts: 0, next_at: now, last_error: null, response: null, done_at: null };
+    const entry: OutboxEntry = { state: 'queued', to, from, account: c.account.id, created_at: now, attempts: 0, next_at: now, last_error: null, response: null, done_at: null };
     const rows: RecordRow[] = [
       { kind: EMAIL_REC.meta, id: metaId(id), value: JSON.stringify(meta), updatedAt: now },
       { kind: EMAIL_REC.outbox, id: outboxId(id), value: JSON.stringify(entry), updatedAt: now },
@@ -174,7 +176,7 @@ export class EmailOut {
       fromSession: c.session?.id ?? null,
       fromKind: c.account.kind,
       toAddress: formatAddress(req.to),
-      toKey: `e:${to}`,
+      toKey: keyOfEmail(to),
       subject: req.subject,
       body: req.body,
       replyTo: req.reply_to ?? null,

@@ -3,7 +3,7 @@
 // acknowledgement state, and it is written in batches off the read's path.
 import { MailError } from '../wire/errors.js';
 import type { ReceiptOut, ReceiptsResponse } from '../wire/wake.js';
-import { readKeys, recordNamesRecipient, type AccountRecord, type MailKey, type ReaderScope, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
+import { isEmailKey, readKeys, recordNamesRecipient, type AccountRecord, type MailKey, type ReaderScope, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './log.js';
 import { iso } from './present.js';
@@ -98,7 +98,7 @@ export class Receipts {
     if (!caller.operator && !addressed && !sentBy(caller.account, m))
       throw new MailError('not_addressed_to_you', `message ${messageId} is neither from nor to you`, { message_id: messageId });
     await this.settled();
-    if (m.toKey.startsWith('e:')) return { message_id: m.id, receipts: [await emailReceipt(this.store, m)] };
+    if (isEmailKey(m.toKey)) return { message_id: m.id, receipts: [await emailReceipt(this.store, m)] };
     const scopes: { recipient: string; scope: ReaderScope }[] = [];
     if (m.toKey.startsWith('a:')) {
       const account = m.toKey.slice(2);

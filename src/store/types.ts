@@ -101,6 +101,9 @@ export type MailKey = string;
 export const keyOfAccount = (account: string): MailKey => `a:${account}`;
 export const keyOfLineage = (account: string, lineage: string): MailKey => `s:${account}/${lineage}`;
 export const keyOfRoom = (room: string): MailKey => `r:${room}`;
+/** `e:<address>`: mail sent to an e-mail address (the relay worker sends it; nobody reads it here). */
+export const keyOfEmail = (address: string): MailKey => `e:${address}`;
+export const isEmailKey = (key: MailKey): boolean => key.startsWith('e:');
 
 export interface NewMessage {
   id: string;
