@@ -19,6 +19,8 @@ import type { InboundMail } from '../src/engine/email-book.js';
 import { envNameRefusal, wakeProgramEnv } from '../src/wire/inherited-env.js';
 import { classify, relayBackoffMs } from '../src/wake/email-relay.js';
 import { parseRelayUrl } from '../src/wake/relay-config.js';
+import { attemptId, outboxId, queueId, rateId, readOutbox } from '../src/engine/email-out.js';
+import { EMAIL_REC, metaId } from '../src/engine/email-records.js';
 
 const DOMAIN = 'agents.example.com';
 // Short backoff: attempts follow each other within a few hundred ms (the tests poll, never time).
@@ -185,8 +187,8 @@ describe('a relay that is down', () => {
       });
       assert.ok(r.email.attempts >= 3);
       assert.equal(sink.mails.length, 1);
-      // Several backoff periods later: still once (no retry after the relay's 250).
-      await new Promise((res) => setTimeout(res, 600));
+      // Out of the queue once the relay said 250: no attempt follows.
+      await until('out of the queue', async () => (await d.store.getRecord(EMAIL_REC.outbox, queueId(sent.message_id))) === null);
       assert.equal(sink.mails.length, 1);
       assert.equal(sink.mails[0]?.headers.get('from'), `alice@${DOMAIN}`);
     } finally {
@@ -211,11 +213,136 @@ describe('a relay that is down', () => {
     const c2 = new alice1({ url: d2.url, token: secret });
     try {
       await until('sent after the restart', async () => (await receiptOf(c2, sent.message_id)).email.state === 'sent');
-      await new Promise((res) => setTimeout(res, 400));
+      await until('out of the queue', async () => (await d2.store.getRecord(EMAIL_REC.outbox, queueId(sent.message_id))) === null);
       assert.equal(sink.mails.filter((m) => m.headers.get('subject') === 'Durable').length, 1);
     } finally {
       c2.close();
       await d2.stop();
+      await sink.close();
+    }
+  });
+});
+
+describe('the worker on a shared store', () => {
+  // Slow enough that the next attempt is at least 200 ms away when one has just failed.
+  const SLOW = { baseDelayMs: 400, maxDelayMs: 400, attemptTimeoutMs: 3_000 };
+
+  it('never sends the queued mail of a removed account: failed, and the relay gets nothing', async () => {
+    const port = await closedPort();
+    const d = await daemon(port);
+    const { client: alice } = await d.account('alice');
+    const sent = await alice.send({ to: 'email:bob@example.com', subject: 'Orphaned', body: 'x' });
+    await until('an attempt failed', async () => (await receiptOf(alice, sent.message_id)).email.attempts >= 1);
+    await d.operator.admin.accountRemove('alice');
+    const sink = await startSmtpSink({ port });
+    try {
+      const e = await until('failed', async () => {
+        const x = await readOutbox(d.store, sent.message_id);
+        return x?.state === 'failed' ? x : null;
+      });
+      assert.equal(e.last_error, 'the sending account was removed');
+      await until('out of the queue', async () => (await d.store.getRecord(EMAIL_REC.outbox, queueId(sent.message_id))) === null);
+      assert.equal(sink.mails.length, 0);
+    } finally {
+      await d.stop();
+      await sink.close();
+    }
+  });
+
+  it('waits for the backoff another daemon set (next_at in the future)', async () => {
+    const port = await closedPort();
+    const d = await daemon(port, { emailRelay: SLOW });
+    const { client: alice } = await d.account('alice');
+    const sent = await alice.send({ to: 'email:bob@example.com', subject: 'Later', body: 'x' });
+    const e = await until('one failed attempt', async () => {
+      const x = await readOutbox(d.store, sent.message_id);
+      return x?.attempts === 1 ? x : null;
+    });
+    // Another daemon's failed attempt pushed the next one an hour out; this one's timer still
+    // fires at the old time.
+    const now = Date.now();
+    await d.store.putRecord({ kind: EMAIL_REC.outbox, id: outboxId(sent.message_id), value: JSON.stringify({ ...e, next_at: now + 3_600_000 }), updatedAt: now });
+    const sink = await startSmtpSink({ port });
+    try {
+      const other = await alice.send({ to: 'email:carol@example.com', subject: 'Now', body: 'x' });
+      await until('the other sent', async () => (await readOutbox(d.store, other.message_id))?.state === 'sent');
+      await until('the old retry time passed', () => Date.now() > e.next_at + 300);
+      assert.deepEqual(
+        sink.mails.map((m) => m.headers.get('subject')),
+        ['Now'],
+      );
+      const x = await readOutbox(d.store, sent.message_id);
+      assert.equal(x?.state, 'queued');
+      assert.equal(x?.attempts, 1);
+    } finally {
+      await d.stop();
+      await sink.close();
+    }
+  });
+
+  it('adopts a sent outcome recorded in a claim an overwrite hid from the entry, and sends nothing', async () => {
+    const port = await closedPort();
+    const d = await daemon(port, { emailRelay: SLOW });
+    const { client: alice } = await d.account('alice');
+    const sent = await alice.send({ to: 'email:bob@example.com', subject: 'Raced', body: 'x' });
+    await until('one failed attempt', async () => (await readOutbox(d.store, sent.message_id))?.attempts === 1);
+    // Another daemon's attempt 2 was taken by the relay; its entry write lost to an "interrupted".
+    const now = Date.now();
+    const outcome = { state: 'sent', response: '250 OK: queued elsewhere', at: now };
+    await d.store.putRecord({ kind: EMAIL_REC.outbox, id: attemptId(sent.message_id, 2), value: JSON.stringify({ at: now, host: 'other-host', outcome }), updatedAt: now });
+    const sink = await startSmtpSink({ port });
+    try {
+      const x = await until('sent', async () => {
+        const v = await readOutbox(d.store, sent.message_id);
+        return v?.state === 'sent' ? v : null;
+      });
+      assert.equal(x.response, '250 OK: queued elsewhere');
+      await until('out of the queue', async () => (await d.store.getRecord(EMAIL_REC.outbox, queueId(sent.message_id))) === null);
+      assert.equal(sink.mails.length, 0);
+      // And a sent entry is not overwritten by a later "interrupted" or retry write.
+      assert.equal((await receiptOf(alice, sent.message_id)).email.state, 'sent');
+    } finally {
+      await d.stop();
+      await sink.close();
+    }
+  });
+
+  it('drops an orphan entry (no message ten minutes on) with its headers and its rate record', async () => {
+    const sink = await startSmtpSink();
+    const d = await daemon(sink.port, { emailRelay: { ...FAST, rescanMs: 50 } });
+    try {
+      await d.account('alice');
+      const mid = 'orphan-1';
+      const at = Date.now() - 11 * 60_000;
+      const entry = {
+        state: 'queued',
+        to: 'bob@example.com',
+        from: `alice@${DOMAIN}`,
+        account: 'alice',
+        created_at: at,
+        attempts: 0,
+        next_at: at,
+        last_error: null,
+        response: null,
+        done_at: null,
+      };
+      const rows = [
+        {
+          kind: EMAIL_REC.meta,
+          id: metaId(mid),
+          value: JSON.stringify({ message_id: `<${mid}@${DOMAIN}>`, in_reply_to: null, references: [], auto_submitted: false, envelope_from: entry.from, attachments: [] }),
+          updatedAt: at,
+        },
+        { kind: EMAIL_REC.outbox, id: outboxId(mid), value: JSON.stringify(entry), updatedAt: at },
+        { kind: EMAIL_REC.rate, id: rateId('alice', at, mid), value: JSON.stringify({ at, key: null }), updatedAt: at },
+        { kind: EMAIL_REC.outbox, id: queueId(mid), value: '{}', updatedAt: at },
+      ];
+      await d.store.insertRecords(rows);
+      const left = async () => (await Promise.all(rows.map(async (r) => ((await d.store.getRecord(r.kind, r.id)) ? `${r.kind} ${r.id}` : null)))).filter(Boolean);
+      await until('every record of the orphan dropped', async () => (await left()).length === 0);
+      assert.equal(sink.mails.length, 0);
+    } finally {
+      await d.stop();
       await sink.close();
     }
   });

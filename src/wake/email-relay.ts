@@ -9,6 +9,15 @@
 // 250; a crash in between leaves the claim without an outcome, and the next start sends it again
 // with the same Message-ID (the receipt says so). No other case sends a message twice.
 //
+// Outcome writes: two daemons of a shared store may write the same entry (a slow attempt's `sent`,
+// another daemon's "interrupted"). A terminal outcome is written into the attempt's own claim
+// record first (only its claimer writes it), then into the entry; the entry is re-read before
+// each write and a `sent` (or `failed`, except by a `sent`) is never overwritten; and before each
+// send the claim records are read, so a terminal outcome an overwrite hid is adopted, not resent.
+//
+// Mail of a removed account (or of an earlier account of the same name) is never sent: each
+// attempt checks the sender is still the account that wrote it, and fails the entry otherwise.
+//
 // Outcomes: 250 sent ("accepted by the relay", not delivered); a 5xx answer (except to AUTH)
 // failed at once with the relay's text; 4xx, AUTH failures, connection errors and timeouts retried
 // with exponential backoff and jitter (30 s doubling to 30 min), given up 24 h after the send.
@@ -16,13 +25,14 @@ import { createTransport } from 'nodemailer';
 import type { Logger } from '../engine/log.js';
 import { silentLogger } from '../engine/log.js';
 import type { Clock } from '../engine/clock.js';
-import type { CommitEvent, RecordRow, Store } from '../store/types.js';
+import { isEmailKey, type CommitEvent, type RecordRow, type Store } from '../store/types.js';
 import { clipUtf8, neutralise } from '../wire/text.js';
-import { EMAIL_REC, readMeta } from '../engine/email-records.js';
-import { attemptId, outboxId, parseOutbox, QUEUE_PREFIX, queueId, type OutboxEntry } from '../engine/email-out.js';
+import { EMAIL_REC, metaId, readMeta } from '../engine/email-records.js';
+import { attemptId, outboxId, parseOutbox, QUEUE_PREFIX, queueId, rateId, type OutboxEntry } from '../engine/email-out.js';
+import { sentBy } from '../engine/incarnation.js';
 import { relayName, type RelayTarget } from './relay-config.js';
 
-export type RelayStore = Pick<Store, 'getRecord' | 'putRecord' | 'insertRecords' | 'listRecords' | 'deleteRecord' | 'getMessage' | 'messagesAfter' | 'onCommit'>;
+export type RelayStore = Pick<Store, 'getRecord' | 'putRecord' | 'insertRecords' | 'listRecords' | 'deleteRecord' | 'getMessage' | 'messagesAfter' | 'onCommit' | 'getAccount'>;
 
 export interface EmailRelayOptions {
   target: RelayTarget;
@@ -62,7 +72,12 @@ type Outcome = { kind: 'sent'; response: string } | { kind: 'retry'; detail: str
 interface Claim {
   at: number;
   host: string;
+  /** Written by the claimer once its attempt ended the message (sent or failed). */
+  outcome?: Terminal;
 }
+
+/** An entry's end: what the claim record of the attempt that ended it keeps too. */
+type Terminal = { state: 'sent'; response: string; at: number } | { state: 'failed'; detail: string; at: number };
 
 /** A line of the relay's (or the network's) text, safe to show: one line, at most 400 bytes. */
 const line = (s: string): string => clipUtf8(neutralise(s.replace(/\s+/g, ' ').trim()), 400);
@@ -146,7 +161,7 @@ export class EmailRelay {
   private onCommit(e: CommitEvent): void {
     if (this.closed) return;
     for (const key of e.keys) {
-      if (!key.startsWith('e:')) continue;
+      if (!isEmailKey(key)) continue;
       void this.store
         .messagesAfter(key, e.seq - 1, 1)
         .then(([m]) => {
@@ -234,17 +249,38 @@ export class EmailRelay {
       return null;
     }
     const now = this.clock.now();
+    // Not due yet (another daemon of the store failed an attempt and set the backoff): wait for it.
+    if (entry.next_at > now) return entry.next_at - now;
     const m = await this.store.getMessage(mid);
     if (!m) {
       // Written before its message: committing now, or an orphan of a crash (or deleted since).
       if (now - entry.created_at < ORPHAN_MS) return null;
-      await Promise.all([this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid)), this.store.deleteRecord(EMAIL_REC.outbox, outboxId(mid))]);
+      await Promise.all([
+        this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid)),
+        this.store.deleteRecord(EMAIL_REC.outbox, outboxId(mid)),
+        this.store.deleteRecord(EMAIL_REC.meta, metaId(mid)),
+        // The send never happened: it no longer counts against the hour.
+        this.store.deleteRecord(EMAIL_REC.rate, rateId(entry.account, entry.created_at, mid)),
+      ]);
+      return null;
+    }
+    const account = await this.store.getAccount(m.fromAccount);
+    if (!account || !sentBy(account, m)) {
+      const detail = 'the sending account was removed';
+      await this.finish(mid, { ...entry, state: 'failed', last_error: detail, done_at: now }, now);
+      this.o.log.warn({ message_id: mid, to: entry.to, account: m.fromAccount, reason: detail }, 'e-mail failed');
       return null;
     }
     const n = entry.attempts + 1;
     const claim: Claim = { at: now, host: this.o.hostId };
     const won = await this.store.insertRecords([{ kind: EMAIL_REC.outbox, id: attemptId(mid, n), value: JSON.stringify(claim), updatedAt: now }]);
     if (won.length === 0) return this.claimed(mid, entry, n, now);
+    // An earlier attempt may have ended it while an "interrupted" write hid that from the entry.
+    const ended = await this.endedBefore(mid, n);
+    if (ended) {
+      await this.finish(mid, terminalEntry({ ...entry, attempts: n - 1 }, ended), now);
+      return null;
+    }
     const meta = await readMeta(this.store as Store, mid);
     let outcome: Outcome;
     try {
@@ -265,7 +301,20 @@ export class EmailRelay {
     } catch (err) {
       outcome = classify(err);
     }
-    return this.record(mid, entry, n, outcome);
+    return this.record(mid, entry, n, claim, outcome);
+  }
+
+  /** The terminal outcome an attempt before n wrote into its claim record, if any. */
+  private async endedBefore(mid: string, n: number): Promise<Terminal | null> {
+    const rows = await this.store.listRecords(EMAIL_REC.outbox, `${mid}|try.`, 10_000);
+    let failed: Terminal | null = null;
+    for (const r of rows) {
+      if (r.id === attemptId(mid, n)) continue;
+      const o = parseClaim(r).outcome;
+      if (o?.state === 'sent') return o;
+      if (o) failed = o;
+    }
+    return failed;
   }
 
   /** Attempt n is claimed already: by an earlier run of this daemon that stopped during it (a
@@ -274,16 +323,24 @@ export class EmailRelay {
   private async claimed(mid: string, entry: OutboxEntry, n: number, now: number): Promise<number | null> {
     const row = await this.store.getRecord(EMAIL_REC.outbox, attemptId(mid, n));
     const c = parseClaim(row);
+    if (c.outcome) {
+      // Its claimer ended it (its entry write lost a race, or is still to come).
+      await this.finish(mid, terminalEntry({ ...entry, attempts: n }, c.outcome), now);
+      return null;
+    }
     const stale = this.o.attemptTimeoutMs * 4;
     if (c.host !== this.o.hostId && now - c.at < stale) return c.at + stale - now;
     const detail = `attempt ${n} was interrupted (the daemon stopped during it); the relay may have taken it, and it is sent again with the same Message-ID`;
     this.o.log.warn({ message_id: mid, attempt: n }, 'e-mail attempt interrupted: sent again (at least once)');
     const next: OutboxEntry = { ...entry, attempts: n, last_error: detail, next_at: now };
-    await this.store.putRecord(row2(mid, next, now));
+    if (!(await this.put(mid, next, now))) {
+      await this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid));
+      return null;
+    }
     return 0;
   }
 
-  private async record(mid: string, entry: OutboxEntry, n: number, outcome: Outcome): Promise<number | null> {
+  private async record(mid: string, entry: OutboxEntry, n: number, claim: Claim, outcome: Outcome): Promise<number | null> {
     const now = this.clock.now();
     const base = { ...entry, attempts: n };
     let next: OutboxEntry;
@@ -296,16 +353,38 @@ export class EmailRelay {
         next = { ...base, state: 'failed', last_error: `given up after ${n} attempts in ${hours} h: ${outcome.detail}`, done_at: now };
       } else next = { ...base, last_error: outcome.detail, next_at: now + delay };
     }
-    await this.store.putRecord(row2(mid, next, now));
+    if (next.state !== 'queued') {
+      // Into this attempt's claim first: only its claimer writes it, so no other write hides it.
+      const end: Terminal = next.state === 'sent' ? { state: 'sent', response: next.response ?? '', at: now } : { state: 'failed', detail: next.last_error ?? '', at: now };
+      await this.store.putRecord({ kind: EMAIL_REC.outbox, id: attemptId(mid, n), value: JSON.stringify({ ...claim, outcome: end } satisfies Claim), updatedAt: now });
+    }
+    const written = await this.put(mid, next, now);
     const log = { message_id: mid, to: next.to, from: next.from, attempt: n, relay: this.relay };
-    if (next.state === 'queued') {
+    if (written && next.state === 'queued') {
       this.o.log.info({ ...log, detail: next.last_error, next_at: new Date(next.next_at).toISOString() }, 'e-mail attempt failed: retried');
       return next.next_at - now;
     }
     await this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid));
     if (next.state === 'sent') this.o.log.info({ ...log, response: next.response }, 'e-mail accepted by the relay');
-    else this.o.log.warn({ ...log, reason: next.last_error }, 'e-mail failed');
+    else if (next.state === 'failed') this.o.log.warn({ ...log, reason: next.last_error }, 'e-mail failed');
     return null;
+  }
+
+  /** Writes the entry unless it already ended otherwise: a `sent` stands against anything, a
+   *  `failed` against anything but a `sent` (the relay did take it). False: not written. The
+   *  window between the read and the write is covered by the claim records (endedBefore). */
+  private async put(mid: string, next: OutboxEntry, now: number): Promise<boolean> {
+    const cur = parseOutbox(await this.store.getRecord(EMAIL_REC.outbox, outboxId(mid)));
+    if (cur?.state === 'sent' && next.state !== 'sent') return false;
+    if (cur?.state === 'failed' && next.state === 'queued') return false;
+    await this.store.putRecord(row2(mid, next, now));
+    return true;
+  }
+
+  /** Writes an ended entry and drops it from the queue. */
+  private async finish(mid: string, next: OutboxEntry, now: number): Promise<void> {
+    await this.put(mid, next, now);
+    await this.store.deleteRecord(EMAIL_REC.outbox, queueId(mid));
   }
 
   private warn(msg: string, err: unknown, mid?: string): void {
@@ -318,10 +397,24 @@ const row2 = (mid: string, e: OutboxEntry, now: number): RecordRow => ({ kind: E
 function parseClaim(row: RecordRow | null): Claim {
   try {
     const v = JSON.parse(row?.value ?? '{}') as Partial<Claim>;
-    return { at: typeof v.at === 'number' ? v.at : (row?.updatedAt ?? 0), host: typeof v.host === 'string' ? v.host : '' };
+    const o = v.outcome;
+    const outcome: Terminal | undefined =
+      o?.state === 'sent' && typeof o.response === 'string' && typeof o.at === 'number'
+        ? { state: 'sent', response: o.response, at: o.at }
+        : o?.state === 'failed' && typeof o.detail === 'string' && typeof o.at === 'number'
+          ? { state: 'failed', detail: o.detail, at: o.at }
+          : undefined;
+    return { at: typeof v.at === 'number' ? v.at : (row?.updatedAt ?? 0), host: typeof v.host === 'string' ? v.host : '', ...(outcome ? { outcome } : {}) };
   } catch {
     return { at: row?.updatedAt ?? 0, host: '' };
   }
+}
+
+/** The entry as the attempt that ended it left it. */
+function terminalEntry(entry: OutboxEntry, t: Terminal): OutboxEntry {
+  return t.state === 'sent'
+    ? { ...entry, state: 'sent', response: t.response, last_error: null, done_at: t.at }
+    : { ...entry, state: 'failed', last_error: t.detail, done_at: t.at };
 }
 
 /** A refusal by the relay (5xx, except to AUTH: credentials are the operator's to fix, and the
