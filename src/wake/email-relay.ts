@@ -7,7 +7,8 @@
 // is claimed first (a `try.<n>` record, first writer wins), so daemons sharing a store never make
 // the same attempt twice. At least once: the entry is marked sent only after the relay answered
 // 250; a crash in between leaves the claim without an outcome, and the next start sends it again
-// with the same Message-ID (the receipt says so). No other case sends a message twice.
+// with the same Message-ID (the receipt says so); so does a store failure writing the outcome
+// (the entry stays queued, and the next pass tries it again). No other case sends it twice.
 //
 // Outcome writes: two daemons of a shared store may write the same entry (a slow attempt's `sent`,
 // another daemon's "interrupted"). A terminal outcome is written into the attempt's own claim
