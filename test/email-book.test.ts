@@ -12,7 +12,7 @@ import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
 import { AdminOps } from '../src/engine/admin-ops.js';
 import { ManualClock, systemIds } from '../src/engine/clock.js';
 import type { InboundMail } from '../src/engine/email-book.js';
-import { FENCE_CLOSE, FENCE_OPEN } from '../src/engine/email-fence.js';
+import { fenceClose, fenceOpen } from '../src/engine/email-fence.js';
 import { EMAIL_REC, readMeta } from '../src/engine/email-records.js';
 import { createMemoryStore, openSqliteStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
@@ -99,7 +99,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
       // Read back, the body stands in the daemon's own fence, which the mail could not close.
       const got = (await engine.get(bob, { message_id: r.message_id })).message;
       assert.equal(got.from_kind, 'external');
-      assert.ok(got.body?.startsWith(`${FENCE_OPEN}\n`) && got.body.endsWith(`\n${FENCE_CLOSE}`), got.body);
+      assert.ok(got.body?.startsWith(`${fenceOpen(r.message_id)}\n`) && got.body.endsWith(`\n${fenceClose(r.message_id)}`), got.body);
       assert.equal(got.body?.split('⟦').length, 3, 'exactly the two fence lines carry the brackets');
     });
 
@@ -228,7 +228,7 @@ for (const kind of ['memory', 'sqlite'] as const) {
       const item = page.messages.find((m) => m.message_id === v.message_id)!;
       assert.equal(item.from, 'email:alice@example.com');
       assert.equal(item.from_kind, 'external');
-      assert.ok(item.body?.startsWith(FENCE_OPEN) && item.body.endsWith(FENCE_CLOSE));
+      assert.ok(item.body?.startsWith(fenceOpen(v.message_id)) && item.body.endsWith(fenceClose(v.message_id)));
       assert.deepEqual(item.codes, ['482913']);
       assert.deepEqual(item.links, ['https://example.com/verify?t=abc']);
       // A long mail on a page cut to the MCP budget.
@@ -236,8 +236,8 @@ for (const kind of ['memory', 'sqlite'] as const) {
       const cut = await engine.inbox(daveC, {}, { maxWaitSecs: 0, budgetBytes: LIMITS.mcpInboxBudgetBytes });
       const l = cut.messages.find((m) => m.message_id === long.message_id)!;
       assert.equal(l.body_truncated, true);
-      assert.ok(l.body!.startsWith(FENCE_OPEN), 'the opening fence line kept');
-      assert.ok(l.body!.endsWith(`\n${FENCE_CLOSE}`), `the closing fence line kept: …${l.body!.slice(-120)}`);
+      assert.ok(l.body!.startsWith(fenceOpen(long.message_id)), 'the opening fence line kept');
+      assert.ok(l.body!.endsWith(`\n${fenceClose(long.message_id)}`), `the closing fence line kept: …${l.body!.slice(-120)}`);
       assert.match(l.body!, /more bytes cut; call m4a_mail_get/);
     });
   });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import type { MailClient } from '../src/client/http-client.js';
 import type { MessageOut } from '../src/wire/ops.js';
-import { FENCE_OPEN } from '../src/engine/email-fence.js';
+import { fenceOpen } from '../src/engine/email-fence.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { recordingLogger, type LogLine } from './support/recording-logger.js';
 import { until } from './support/until.js';
@@ -79,7 +79,7 @@ describe('SMTP door: delivery into the mailbox', () => {
     assert.equal(m?.from_kind, 'external');
     assert.equal(m?.subject, 'Hello from outside');
     assert.ok(m?.body?.includes('Just a plain note.\nSecond line.'), m?.body);
-    assert.ok(m?.body?.includes(FENCE_OPEN), 'the body is fenced as untrusted');
+    assert.ok(m?.body?.includes(fenceOpen(m.message_id)), 'the body is fenced as untrusted');
     assert.ok(info.response.includes(m.message_id));
   });
 
@@ -249,8 +249,8 @@ describe('SMTP door: rates, the cap and connections', () => {
       log: recordingLogger(lines),
       mailDomain: DOMAIN,
       smtp: '127.0.0.1:0',
-      smtpLimits: { perSender: 2, perRecipient: 3, maxClients: 3, idleMs: 400 },
-      emailCaps: { externalCap: 2 },
+      smtpLimits: { perSender: 2, perRecipient: 2, maxClients: 3, idleMs: 400 },
+      emailCaps: { externalCap: 3 },
     });
     ({ client: bob } = await d.account('bob'));
     ({ client: carol } = await d.account('carol'));
@@ -276,25 +276,44 @@ describe('SMTP door: rates, the cap and connections', () => {
     assert.equal(logged(lines, 'smtp_rate_limited').length, 1);
   });
 
-  it('the cap on stored mail from outside: 452 4.2.2 after DATA, logged, nothing stored', async () => {
-    // bob holds 2 mails from outside (the cap); a third sender's mail is refused.
-    const e = await refusal(mailer.sendMail({ from: 'third@example.org', to: `bob@${DOMAIN}`, subject: 'n3', text: 't' }));
-    assert.equal(e.responseCode, 452);
-    assert.match(e.response ?? '', /^452 4\.2\.2 Mailbox bob@agents\.example\.com is full: it holds 2 mails from outside/);
-    assert.equal((await all(bob)).length, 2);
-    assert.equal(logged(lines, 'smtp_cap_reached').length, 1);
-    // Mail between accounts is not capped, and another account's mail from outside still arrives.
-    await mailer.sendMail({ from: 'third@example.org', to: `carol@${DOMAIN}`, subject: 'for carol', text: 't' });
-    assert.equal((await all(carol)).at(-1)?.subject, 'for carol');
-  });
-
-  it('per recipient: past the window the next RCPT is 450 4.7.1 whoever sends', async () => {
-    // bob's window holds 3 accepted RCPTs already (n1, n2 and the capped one).
+  it('per recipient: RCPTs that send no DATA count for nothing; past the stored mails of the window the next RCPT is 450 4.7.1 whoever sends', async () => {
+    // bob's window holds his 2 stored mails (n1, n2). RCPTs alone would not have closed it:
+    const raw = await RawSmtp.open(port);
+    assert.match(await raw.reply(), /^220 /);
+    for (const line of ['EHLO x', 'MAIL FROM:<probe1@example.org>', `RCPT TO:<carol@${DOMAIN}>`, 'RSET', 'MAIL FROM:<probe2@example.org>', `RCPT TO:<carol@${DOMAIN}>`, 'RSET'])
+      assert.match(await raw.say(line), /^2\d\d[ -]/, line);
+    raw.end();
     const e = await refusal(mailer.sendMail({ from: 'fresh@example.org', to: `bob@${DOMAIN}`, subject: 'x', text: 't' }));
     assert.equal(e.responseCode, 450);
     assert.equal(e.command, 'RCPT TO');
     assert.match(e.response ?? '', /^450 4\.7\.1 Too many mails to bob@agents\.example\.com/);
     assert.equal(logged(lines, 'smtp_rate_limited').length, 2);
+    await mailer.sendMail({ from: 'fresh@example.org', to: `carol@${DOMAIN}`, subject: 'for carol', text: 't' });
+    assert.equal((await all(carol)).at(-1)?.subject, 'for carol', "carol's window is open after RCPTs without DATA");
+  });
+
+  it('the cap on stored mail from outside: 452 4.2.2 after DATA, logged, nothing stored', async () => {
+    // dave is given the cap of 3 directly (the door's windows do not see those); an SMTP mail is refused.
+    for (const n of [1, 2, 3])
+      await d.engine.email.receive({
+        account: 'dave',
+        from: 'direct@example.org',
+        envelopeFrom: 'direct@example.org',
+        subject: `d${n}`,
+        text: 't',
+        messageId: null,
+        inReplyTo: null,
+        references: [],
+        autoSubmitted: false,
+        attachments: [],
+      });
+    const e = await refusal(mailer.sendMail({ from: 'third@example.org', to: `dave@${DOMAIN}`, subject: 'd4', text: 't' }));
+    assert.equal(e.responseCode, 452);
+    assert.match(e.response ?? '', /^452 4\.2\.2 Mailbox dave@agents\.example\.com is full: it holds 3 mails from outside/);
+    assert.equal(logged(lines, 'smtp_cap_reached').length, 1);
+    // Another account's mail from outside still arrives.
+    await mailer.sendMail({ from: 'third@example.org', to: `bob@${DOMAIN}`, subject: 'for bob', text: 't' }).catch(() => null);
+    assert.equal((await all(carol)).at(-1)?.subject, 'for carol');
   });
 
   it('connections are bounded: one over the most is 421, an idle one is closed; HTTP keeps answering', async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { InboundMail } from '../src/engine/email-book.js';
-import { FENCE_CLOSE, FENCE_OPEN } from '../src/engine/email-fence.js';
+import { fenceClose, fenceOpen } from '../src/engine/email-fence.js';
 import { EXTERNAL_NOTE, wakeText } from '../src/wire/wake-text.js';
 import { MailError } from '../src/wire/errors.js';
 import { messageBlock } from '../src/cli/format.js';
@@ -148,7 +148,7 @@ describe('mail from outside on a real daemon', () => {
     const r = await d.engine.email.receive(mail({ subject: 'Invoice', attachments: [{ name: 'invoice.pdf', type: 'application/pdf', content: Buffer.from('%PDF-1.7 bytes') }] }));
     const got = await agent.call('/mail/get', { message_id: r.message_id });
     assert.deepEqual(got.body.message.attachments, [{ n: 0, name: 'invoice.pdf', type: 'application/pdf', size: 14, kept: true }]);
-    assert.ok(String(got.body.message.body).startsWith(FENCE_OPEN) && String(got.body.message.body).endsWith(FENCE_CLOSE));
+    assert.ok(String(got.body.message.body).startsWith(fenceOpen(r.message_id)) && String(got.body.message.body).endsWith(fenceClose(r.message_id)));
     const a = await agent.call('/mail/attachment', { message_id: r.message_id, n: 0 });
     assert.equal(a.status, 200, JSON.stringify(a.body));
     assert.deepEqual({ ...a.body, data: Buffer.from(a.body.data, 'base64').toString() }, { name: 'invoice.pdf', type: 'application/pdf', size: 14, data: '%PDF-1.7 bytes' });

@@ -16,7 +16,18 @@ import { need, type Caller } from './mail-engine.js';
 import { EMAIL_PREFIX, type MailPost } from './mail-post.js';
 import { unfenceable } from './email-fence.js';
 import { EmailOut } from './email-out.js';
-import { EMAIL_REC, attachmentId, lookupMessageId, metaId, readMeta, rememberMessageId, type AttachmentMeta, type EmailMeta, type StoredAttachment } from './email-records.js';
+import {
+  EMAIL_REC,
+  attachmentId,
+  lookupMessageId,
+  metaId,
+  ownCopy,
+  readMeta,
+  rememberMessageId,
+  type AttachmentMeta,
+  type EmailMeta,
+  type StoredAttachment,
+} from './email-records.js';
 
 export interface EmailOptions {
   /** `--mail-domain`: every account's address is `<account>@<domain>`. */
@@ -117,8 +128,11 @@ export class EmailBook {
     if (e.slice(at + 1) !== this.o.domain.toLowerCase()) return null;
     const local = e.slice(0, at);
     const aliased = Object.entries(this.o.aliases ?? {}).find(([k]) => k.toLowerCase() === local)?.[1];
-    const accounts = await this.d.store.listAccounts();
-    const account = accounts.find((a) => a.id.toLowerCase() === (aliased ?? local).toLowerCase());
+    const wanted = (aliased ?? local).toLowerCase();
+    // An address has no case: only when exactly one account has the name in any case (Alice beside
+    // alice would otherwise take alice's mail, whichever was listed first).
+    const matches = (await this.d.store.listAccounts()).filter((a) => a.id.toLowerCase() === wanted);
+    const account = matches.length === 1 ? matches[0] : undefined;
     return account && account.kind !== 'service' ? account.id : null;
   }
 
@@ -129,13 +143,24 @@ export class EmailBook {
     const account = await this.d.store.getAccount(mail.account);
     if (!account) throw new MailError('unknown_participant', `no account ${mail.account}`, { participant: mail.account });
     const key = keyOfAccount(account.id);
+    const messageId = headerValue(mail.messageId);
+    // A mail stored here before is this one, however long ago (an MTA retries for days): a
+    // recipient refused for the moment refuses the whole mail, and the others' copies come again.
+    const prior = messageId ? await ownCopy(this.d.store, messageId, account.id) : null;
+    if (prior) return { message_id: prior, quiet: mail.autoSubmitted, duplicate: true };
     const cap = o.externalCap ?? EMAIL_DEFAULTS.externalCap;
     if ((await this.d.store.externalCount(key, cap)) >= cap)
       throw new MailError('external_cap_reached', `${account.id} holds ${cap} mails from outside, the most it may`, { account: account.id, limit: cap });
     const from = [mail.from, mail.envelopeFrom].map((a) => normalEmail(a)).find((a): a is string => typeof a === 'string');
     if (!from) throw new MailError('malformed', 'the mail names no valid sender address', { field: 'from', reason: 'no valid address in From or MAIL FROM' });
+    // Mail from outside never speaks as one of this domain's own addresses (agents write to each
+    // other here, not through SMTP): a forged From: bob@<domain> would read as the account bob.
+    if (from.endsWith(`@${o.domain.toLowerCase()}`))
+      throw new MailError('malformed', `mail from outside may not claim an address of @${o.domain}`, { field: 'from', reason: 'an address of this mail domain' });
+    if (account.contactPolicy === 'block_all') throw new MailError('contact_refused', `${account.id} takes mail from people only`, { recipient: account.id, policy: 'block_all' });
+    // A bounce (MAIL FROM:<>) or a mailer daemon's report is automatic too: never answered (RFC 3834).
+    const automatic = mail.autoSubmitted || mail.envelopeFrom === '' || /^(mailer-daemon|postmaster)@/.test(from);
     const now = this.d.clock.now();
-    const messageId = headerValue(mail.messageId);
     const references = mail.references
       .map(headerValue)
       .filter((r): r is string => r !== null)
@@ -144,7 +169,7 @@ export class EmailBook {
     const parent = await this.parentOf([inReplyTo, ...[...references].reverse()], account.id);
     const id = this.d.ids.messageId();
     const { metas, rows } = this.keepAttachments(id, mail.attachments, now);
-    const meta: EmailMeta = { message_id: messageId, in_reply_to: inReplyTo, references, auto_submitted: mail.autoSubmitted, envelope_from: mail.envelopeFrom, attachments: metas };
+    const meta: EmailMeta = { message_id: messageId, in_reply_to: inReplyTo, references, auto_submitted: automatic, envelope_from: mail.envelopeFrom, attachments: metas };
     const subject = subjectLine(mail.subject);
     const body = bodyText(mail.text);
     const m: NewMessage = {
@@ -170,7 +195,7 @@ export class EmailBook {
     // Parts first: a message is never stored without them (a crash in between leaves records
     // nobody lists, deleted with nothing; see docs/email.md).
     await this.d.store.insertRecords([...rows, { kind: EMAIL_REC.meta, id: metaId(id), value: JSON.stringify(meta), updatedAt: now }]);
-    const quiet = mail.autoSubmitted ? 'an automatic e-mail (Auto-Submitted)' : null;
+    const quiet = automatic ? 'an automatic e-mail (Auto-Submitted)' : null;
     const outcome = await this.d.post.storeBuilt(m, quiet, [account.id]);
     if (outcome.kind !== 'created') {
       await Promise.all([...rows.map((r) => this.d.store.deleteRecord(r.kind, r.id)), this.d.store.deleteRecord(EMAIL_REC.meta, metaId(id))]);
@@ -198,7 +223,8 @@ export class EmailBook {
     const metas: AttachmentMeta[] = [];
     const rows: RecordRow[] = [];
     for (const [n, a] of list.slice(0, 100).entries()) {
-      const name = clipUtf8(unfenceable(neutralise(a.name.replace(/[\\/]/g, '_'))) || `attachment-${n}`, LIMITS.labelBytes);
+      // Runs of any space one space: ideographic spaces would push an .exe out of sight.
+      const name = clipUtf8(unfenceable(neutralise(a.name.replace(/[\\/]/g, '_').replace(/\s+/gu, ' ').trim())) || `attachment-${n}`, LIMITS.labelBytes);
       const type = /^[\w.+-]+\/[\w.+-]+$/.test(a.type) ? a.type.toLowerCase() : 'application/octet-stream';
       const size = a.content.byteLength;
       const kept = size <= room;

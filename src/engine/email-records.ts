@@ -65,15 +65,28 @@ export async function readMeta(store: Store, messageId: string): Promise<EmailMe
 }
 
 /** The first writer wins: a Message-ID names the message it first arrived (or left) as. */
-/** `account`: the copy of an incoming mail for that account (indexed under both keys). */
+/** `account`: the copy of an incoming mail for that account (indexed under both keys). A row
+ *  that names a message deleted since (removal, retention) is stale: the new message takes it. */
 export async function rememberMessageId(store: Store, rfcMessageId: string, ourId: string, at: number, account?: string): Promise<void> {
   const row = (id: string) => ({ kind: EMAIL_REC.byMid, id, value: JSON.stringify({ id: ourId }), updatedAt: at });
-  await store.insertRecords(account === undefined ? [row(midDigest(rfcMessageId))] : [row(midDigest(rfcMessageId, account)), row(midDigest(rfcMessageId))]);
+  const rows = account === undefined ? [row(midDigest(rfcMessageId))] : [row(midDigest(rfcMessageId, account)), row(midDigest(rfcMessageId))];
+  const inserted = new Set(await store.insertRecords(rows));
+  for (const r of rows) if (!inserted.has(r.id) && (await target(store, r.id)) === null) await store.putRecord(r);
 }
 
-/** The account's own copy first (mail it received), then the message first known by the id. */
+/** The message a row names, if it is still stored. */
+async function target(store: Store, digest: string): Promise<string | null> {
+  const row = await store.getRecord(EMAIL_REC.byMid, digest);
+  if (!row) return null;
+  const id = (JSON.parse(row.value) as { id: string }).id;
+  return (await store.getMessage(id)) ? id : null;
+}
+
+/** The account's own copy of a mail it received, if still stored (its duplicates are this). */
+export const ownCopy = (store: Store, rfcMessageId: string, account: string): Promise<string | null> => target(store, midDigest(rfcMessageId, account));
+
+/** The account's own copy first (mail it received), then the message first known by the id;
+ *  only messages still stored. */
 export async function lookupMessageId(store: Store, rfcMessageId: string, account?: string): Promise<string | null> {
-  const own = account === undefined ? null : await store.getRecord(EMAIL_REC.byMid, midDigest(rfcMessageId, account));
-  const row = own ?? (await store.getRecord(EMAIL_REC.byMid, midDigest(rfcMessageId)));
-  return row ? (JSON.parse(row.value) as { id: string }).id : null;
+  return (account === undefined ? null : await ownCopy(store, rfcMessageId, account)) ?? (await target(store, midDigest(rfcMessageId)));
 }

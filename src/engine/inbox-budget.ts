@@ -3,7 +3,7 @@
 // headers do not fit, the page ends earlier and its cursor says so. Nothing is ever skipped.
 import type { MessageOut } from '../wire/ops.js';
 import { safeJson } from '../wire/text.js';
-import { FENCE_CLOSE } from './email-fence.js';
+import { fenceClose } from './email-fence.js';
 
 const marker = (id: string, cut: number): string => `\n…[${cut} more bytes cut; call m4a_mail_get with message_id ${id} for the whole body]`;
 // Measured as the MCP door writes it (safeJson: some characters as \u escapes).
@@ -17,7 +17,7 @@ function cutTo(m: MessageOut, max: number): MessageOut {
   // Decoding a truncated buffer turns a partial last character into U+FFFD; drop it.
   const kept = new TextDecoder().decode(buf.subarray(0, Math.max(0, max))).replace(/\uFFFD$/, '');
   // A fenced body keeps its closing fence line (email-fence.ts) when its middle is cut.
-  const close = m.from_kind === 'external' ? `\n${FENCE_CLOSE}` : '';
+  const close = m.from_kind === 'external' ? `\n${fenceClose(m.message_id)}` : '';
   return { ...m, body: kept + marker(m.message_id, buf.length - Buffer.byteLength(kept)) + close, body_truncated: true };
 }
 

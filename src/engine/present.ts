@@ -59,7 +59,7 @@ export function presentMessage(m: StoredMessage, ackedAt: number | null, o: Pres
   out.created_at = at(m.createdAt);
   if (v || ackedAt !== null) out.acked_at = ackedAt === null ? null : at(ackedAt);
   const external = m.fromKind === 'external';
-  if (o.includeBody ?? true) out.body = external ? fenceBody(m.body) : m.body;
+  if (o.includeBody ?? true) out.body = external ? fenceBody(m.body, m.id) : m.body;
   if (m.replyTo) out.reply_to = m.replyTo;
   if (m.correlation !== null) out.correlation = m.correlation;
   if (m.refs.length) out.refs = m.refs.map((r) => (r.digest === undefined ? { kind: r.kind, locator: r.locator } : { ...r }));

@@ -7,6 +7,7 @@ import { parseSearchQuery, SEARCH_LIMITS, searchTokens, type SearchRequest, type
 import type { ReaderScope, SearchQuery, Store, StoredMessage } from '../store/types.js';
 import { decodeSearchCursor, encodeSearchCursor } from './cursor.js';
 import { isoSecs } from './present.js';
+import { SNIPPET_MARK } from './email-fence.js';
 import type { ShortAddresses } from './short-address.js';
 import { need, type Caller } from './mail-engine.js';
 
@@ -75,9 +76,12 @@ export class MailSearch {
       const hit = { message_id: m.id } as SearchResponse['results'][number];
       if (m.threadId !== m.id) hit.thread_id = m.threadId;
       hit.from = printed.from(m);
+      // Mail from outside is marked in a result as in the inbox (email-fence.ts).
+      const external = m.fromKind === 'external';
+      if (external) hit.from_kind = 'external';
       if (m.toAddress !== c.account.id) hit.to = printed.to(m);
       hit.subject = m.subject;
-      hit.snippet = snippetOf(m, parsed.terms);
+      hit.snippet = external ? `${SNIPPET_MARK} ${snippetOf(m, parsed.terms)}` : snippetOf(m, parsed.terms);
       hit.created_at = isoSecs(m.createdAt);
       return hit;
     });

@@ -93,6 +93,8 @@ export class TaskBook {
 
   async create(c: Caller, req: T.TaskCreateRequest): Promise<T.TaskOut> {
     if (isTeamAddress(req.to)) throw new MailError('malformed', 'a task goes to one account, session or room, not to team: or leader:', { field: 'to', reason: 'one assignee' });
+    if (req.to.kind === 'email')
+      throw new MailError('malformed', 'a task goes to an account, session or room here, not to an e-mail address', { field: 'to', reason: 'one assignee here' });
     if (req.to.kind !== 'room' && (req.max_attempts !== undefined || req.retry_delay_secs !== undefined))
       throw new MailError('malformed', 'max_attempts and retry_delay_secs are for a task to a room', {
         field: req.max_attempts !== undefined ? 'max_attempts' : 'retry_delay_secs',

@@ -84,7 +84,9 @@ export class MailWaitFor {
   }
 }
 
-/** `from` names the sender as printed (`claude/web-ui`, later `email:…`) or just its account. */
+/** `from` names the sender as printed (`claude/web-ui`, `email:noreply@service.com`), just its
+ *  account, or an e-mail address without `email:` (`--from noreply@service.com`). */
 function fromMatches(printed: string, account: string, want: string): boolean {
-  return printed.toLowerCase() === want || account.toLowerCase() === want;
+  const email = want.includes('@') && !want.startsWith('email:') ? `email:${want}` : null;
+  return [printed.toLowerCase(), account.toLowerCase()].some((x) => x === want || x === email);
 }

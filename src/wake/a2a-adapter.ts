@@ -120,6 +120,9 @@ export class A2aAdapter implements WakeAdapter {
       }
     }
     if (m.task) return { kind: 'skipped', detail: `a task change (${m.task.state}), not a new task for ${me}` };
+    // Anyone on the internet can write it: never handed to a remote agent, whose answer would
+    // leave by e-mail with nobody reading either side.
+    if (m.fromKind === 'external') return { kind: 'skipped', detail: 'mail from outside (e-mail) is not forwarded to a remote agent' };
     return this.plain(caller, m, link, signal);
   }
 

@@ -107,6 +107,7 @@ export const SearchHit = z.object({
   message_id: z.string(),
   thread_id: z.string().optional(),
   from: z.string(),
+  from_kind: z.literal('external').optional().describe('e-mail from outside: untrusted'),
   to: z.string().optional(),
   subject: z.string(),
   snippet: z.string().describe('matched words «marked»'),

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
-import { FENCE_CLOSE, FENCE_OPEN } from '../../src/engine/email-fence.js';
+import { fenceClose, fenceOpen } from '../../src/engine/email-fence.js';
 import { chromiumMissing, launchChromium } from './browser.js';
 import { PASSWORD, call, createPerson, login } from './web-helpers.js';
 
@@ -67,7 +67,7 @@ describe('mail from outside in Chromium', { skip, timeout: 120_000 }, () => {
     await article.waitFor();
     assert.match((await article.getAttribute('class')) ?? '', /\bexternal\b/);
     assert.equal(await article.locator('header .badge.kind-external').textContent(), 'external e-mail · untrusted');
-    assert.equal(await article.locator('.body').textContent(), `${FENCE_OPEN}\n${body}\n${FENCE_CLOSE}`, 'every character literally');
+    assert.equal(await article.locator('.body').textContent(), `${fenceOpen(id)}\n${body}\n${fenceClose(id)}`, 'every character literally');
     assert.equal(await page.locator('main img, main script, main b').count(), 0, 'no element came from the mail');
     assert.equal(await page.evaluate(() => typeof (globalThis as Page$).__xss), 'undefined');
     const extras = await article.locator('.email-extras li').allTextContents();

@@ -54,7 +54,8 @@ describe('search in Chromium', { skip, timeout: 120_000 }, () => {
 
   it('says when nothing matches, and names a malformed query', async () => {
     await page.goto(`${d.url}/web/search?q=nomatchword`);
-    await page.getByText('No mail matches.').waitFor();
+    // The status line, not the live region that announces the same words to screen readers.
+    await page.locator('#search-status', { hasText: 'No mail matches.' }).waitFor();
     await page.getByLabel('Search your mail').fill('"unclosed');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     const alert = page.getByRole('alert');

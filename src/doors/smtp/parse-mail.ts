@@ -3,27 +3,11 @@
 // its HTML converted by html-to-text, links kept as text ("Confirm [https://…]") so the engine's
 // link extraction sees them.
 import PostalMime, { type Email } from 'postal-mime';
-import { convert } from 'html-to-text';
 import type { InboundMail } from '../../engine/email-book.js';
+import { htmlToText } from './html-text.js';
+import { HTML_INPUT_CHARS } from './html-convert.js';
 
 export type ParsedMail = Omit<InboundMail, 'account' | 'envelopeFrom'>;
-
-/** HTML read for the text: the engine keeps 64 KiB of body, so more input only costs time. */
-const HTML_INPUT_CHARS = 1024 * 1024;
-
-const HTML_OPTIONS = {
-  wordwrap: false as const,
-  limits: { maxInputLength: HTML_INPUT_CHARS, maxDepth: 200, maxChildNodes: 10_000 },
-  selectors: [
-    { selector: 'a', options: { hideLinkHrefIfSameAsText: true, linkBrackets: ['[', ']'] as [string, string] } },
-    { selector: 'img', format: 'skip' },
-  ],
-};
-
-/** Text of an HTML body: scripts, styles and images dropped, links visible. */
-export function htmlText(html: string): string {
-  return convert(html, HTML_OPTIONS);
-}
 
 /** `<a@b> <c@d>` (References, In-Reply-To) as its ids, angle brackets kept as the headers have them. */
 function messageIds(v: string | undefined): string[] {
@@ -50,7 +34,7 @@ export async function parseMail(raw: Uint8Array): Promise<ParsedMail> {
   return {
     from,
     subject: e.subject ?? '',
-    text: e.text ?? (e.html ? htmlText(e.html) : ''),
+    text: e.text ?? (e.html ? await htmlToText(e.html.slice(0, HTML_INPUT_CHARS)) : ''),
     messageId: e.messageId?.trim() || null,
     inReplyTo,
     references: messageIds(e.references),

@@ -139,7 +139,9 @@ export class SmtpDoor {
       throw new Refusal(550, `5.1.2 This server takes mail for @${this.o.domain} only, not for ${address}`, 'smtp_wrong_domain', { rcpt: address });
     const account = await this.o.email.recipient(address);
     if (!account) throw new Refusal(550, `5.1.1 No mailbox ${address} here: its local part names no account or alias`, 'smtp_unknown_recipient', { rcpt: address });
-    if (!this.recipients.take(account)) {
+    // Counted when a mail is stored for it (store()), not here: RCPTs that never send DATA would
+    // otherwise close the mailbox to everyone.
+    if (this.recipients.wait(account) > 0) {
       const wait = secs(this.recipients.wait(account));
       throw new Refusal(450, `4.7.1 Too many mails to ${address} in the last ${secs(this.limits.windowMs)} s; try again in ${wait} s`, 'smtp_rate_limited', {
         scope: 'recipient',
@@ -222,7 +224,9 @@ export class SmtpDoor {
       const account = this.accounts.get(rcpt);
       if (!account) continue;
       try {
-        stored.push((await this.o.email.receive({ ...parsed, account, envelopeFrom })).message_id);
+        const r = await this.o.email.receive({ ...parsed, account, envelopeFrom });
+        if (!r.duplicate) this.recipients.take(account);
+        stored.push(r.message_id);
       } catch (err) {
         const r = this.asRefusal(err, rcpt.address, account);
         this.logRefusal(r, s); // each recipient's, whichever one the reply names
@@ -250,7 +254,9 @@ export class SmtpDoor {
         case 'unknown_participant':
           return new Refusal(550, `5.1.1 No mailbox ${rcpt} here any more`, 'smtp_unknown_recipient', { rcpt, account });
         case 'malformed':
-          return new Refusal(550, `5.1.7 The mail names no valid sender address (From or MAIL FROM)`, 'smtp_bad_sender', { rcpt, account });
+          return new Refusal(550, `5.1.7 ${err.message}`, 'smtp_bad_sender', { rcpt, account });
+        case 'contact_refused':
+          return new Refusal(550, `5.7.1 Mailbox ${rcpt} takes no mail from outside`, 'smtp_refused_by_policy', { rcpt, account });
         case 'store_unavailable':
           return new Refusal(451, '4.3.0 The mailbox is unavailable right now; try again later', 'smtp_store_unavailable', { rcpt, account });
       }
