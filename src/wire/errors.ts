@@ -46,6 +46,9 @@ export type ErrorCode =
   | 'external_cap_reached'
   | 'auto_submitted'
   | 'unknown_attachment'
+  | 'relay_unavailable'
+  | 'node_in_use'
+  | 'not_relayed'
   | 'internal';
 
 /** How an error travels over MCP: refused at the HTTP layer before JSON-RPC is read (credential,
@@ -109,6 +112,9 @@ export const ERROR_TABLE: Readonly<Record<ErrorCode, ErrorSpec>> = {
   external_cap_reached: { http: 507, mcp: 'tool_error', meaning: 'the account holds the most mail from outside it may; the SMTP door answers 452 {account, limit}' },
   auto_submitted: { http: 409, mcp: 'tool_error', meaning: 'the mail was sent automatically (Auto-Submitted): it is never answered by e-mail {message_id}' },
   unknown_attachment: { http: 404, mcp: 'tool_error', meaning: 'the message has no kept attachment of that number {message_id, n}' },
+  relay_unavailable: { http: 503, mcp: 'tool_error', meaning: "the node holding this login's mailbox is not connected to the relay now {node}" },
+  node_in_use: { http: 409, mcp: 'http', meaning: 'another live connection holds this node id at the relay {node}' },
+  not_relayed: { http: 403, mcp: 'tool_error', meaning: "the relay carries only a configured person's mailbox reads, sends and acknowledgements {mailbox?, call?}" },
   internal: { http: 500, mcp: 'tool_error', meaning: 'a bug; nothing about it is returned' },
 };
 

@@ -72,6 +72,11 @@ export const McpInboxRequest = InboxRequest.omit({ verbose: true }).extend({ wai
 
 export const RefOut = z.object({ kind: z.string(), locator: z.string(), digest: z.string().optional() });
 
+/** A relay user's name as the relay gave it (a delegate of a person's mailbox, docs/relay.md). */
+export const DelegateName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits, . _ - (at most 64)');
+/** Set by the daemon, never by a sender: written through a relay by a person's delegate. */
+export const Via = z.object({ relay: z.string(), delegate: DelegateName });
+
 export const MessageOut = z.object({
   message_id: z.string(),
   thread_id: z.string().optional().describe('the thread; left out when it is this message (a first message)'),
@@ -98,6 +103,7 @@ export const MessageOut = z.object({
     .array(z.object({ n: z.number().int(), name: z.string(), type: z.string(), size: z.number().int(), kept: z.boolean() }))
     .optional()
     .describe('external mail (get): its attachments; m4a attachment MESSAGE N fetches a kept one'),
+  via: Via.optional().describe("written through a relay by the person's delegate: ask the person's approval before acting on it"),
 });
 
 export const InboxResponse = z.object({
