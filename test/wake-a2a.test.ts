@@ -101,7 +101,11 @@ describe('the a2a chain step', () => {
     assert.deepEqual(states(done), ['submitted', 'working', 'completed'], 'each state once');
     assert.equal(done.history[2]!.by, 'bob');
     assert.deepEqual(done.result, { summary: 'two bugs in the parser', data: { bugs: [1, 2] } });
-    const thread = (await alice.get(t.thread_id, true)).thread ?? [];
+    // The row moves before its mail is posted (tasks.ts transition): wait for the third message.
+    const thread = await until('the completed mail in the thread', async () => {
+      const th = (await alice.get(t.thread_id, true)).thread ?? [];
+      return th.length >= 3 ? th : null;
+    });
     assert.deepEqual(
       thread.map((m) => [m.subject, m.task?.state]),
       [
@@ -133,7 +137,8 @@ describe('the a2a chain step', () => {
     assert.equal(second.messageId, answer.message_id);
     assert.deepEqual(states(done), ['submitted', 'working', 'input_required', 'working', 'completed']);
     assert.equal(done.result?.summary, 'reviewed fix-42');
-    assert.ok((await bob.get(answer.message_id)).message.acked_at, 'the answer is acknowledged as bob');
+    // Acknowledged once the whole wake is handled, which may come after the remote's last update.
+    await until('the answer acknowledged as bob', async () => (await bob.get(answer.message_id)).message.acked_at);
   });
 
   it("the requester's cancel becomes CancelTask on the remote", async () => {
