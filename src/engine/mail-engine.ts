@@ -67,6 +67,9 @@ export interface EngineOptions {
 export interface Caller {
   account: AccountRecord;
   session: SessionRecord | null;
+  /** A person's delegate writing through a relay (the relay link sets it from the relay's login,
+   *  never from a request field): stored on what the caller writes and shown to its readers. */
+  via?: { relay: string; delegate: string };
 }
 
 export const callerAddress = (c: Caller): string => (c.session ? `${c.account.id}/${c.session.id}` : c.account.id);
