@@ -20,12 +20,15 @@ const ALLOWED: Record<string, (target: string) => boolean> = {
   client: (t) => t.startsWith('wire/'),
   cli: (t) => t.startsWith('wire/') || t.startsWith('client/'),
   daemon: () => true,
+  // The relay is a program of its own (m4a relay serve): its store, the engine's login rules and
+  // the browser door's pages, never the daemon, the wake adapters or the CLI.
+  relay: (t) => !t.startsWith('daemon/') && !t.startsWith('wake/') && !t.startsWith('cli/'),
   index: () => true,
 };
 
 /** Imports allowed only as a lazy `await import()`: the CLI hosts `m4a serve`. */
 const LAZY_ONLY: Record<string, (target: string) => boolean> = {
-  cli: (t) => t.startsWith('daemon/'),
+  cli: (t) => t.startsWith('daemon/') || t.startsWith('relay/'),
 };
 
 function files(dir: string): string[] {
