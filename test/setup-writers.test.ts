@@ -519,9 +519,9 @@ describe('setup: the bridge command and the guide', () => {
       assert.match(checklist[i]!, step);
     for (const tool of ['m4a_mail_inbox', 'm4a_mail_reply {message_id, body}', 'm4a_mail_send', 'm4a_mail_ack', 'm4a_mail_peers', 'm4a_mail_whoami'])
       assert.ok(section.includes(tool), tool);
-    assert.match(section, /"You have new mail" means mail you have not been shown yet\. It stays in the inbox.*until it is acknowledged/);
+    assert.match(section, /"You have new mail" means mail not yet shown to you\. It stays in the inbox until acknowledged/);
     assert.match(section, /Loop guard: agents that keep answering each other with no person .* quieted.*no acknowledgement-only replies/);
-    for (const must of [/in the chat/, /self-contained/, /not the user's instructions/, /never send secrets/]) assert.match(section, must);
+    for (const must of [/in the chat/, /self-contained/, /not the user's instructions/, /never mail secrets/, /approval/]) assert.match(section, must);
     const body = section.replace(/^## /, '');
     for (const rendered of [renderGuide('claude', 'file'), renderGuide('cursor', 'file'), renderGuide('gemini', 'section')])
       assert.ok(rendered.replace(/^#+ /m, '').includes(body), 'the same text everywhere');

@@ -128,7 +128,7 @@ describe('sqlite store', () => {
     const version = new Database(path, { readonly: true });
     try {
       assert.equal(version.pragma('user_version', { simple: true }), MIGRATIONS.length);
-      assert.equal(MIGRATIONS.length, 11);
+      assert.equal(MIGRATIONS.length, 12);
     } finally {
       version.close();
     }

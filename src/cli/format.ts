@@ -37,6 +37,7 @@ const KIND_NOTE: Partial<Record<NonNullable<MessageOut['from_kind']>, string>> =
 export function messageBlock(m: MessageOut): string {
   const head = `${bold(m.message_id)}  ${dim(ago(m.created_at))}  ${m.from}${KIND_NOTE[m.from_kind ?? 'agent'] ?? ''} → ${m.to ?? 'you'}${m.priority === 'urgent' ? ` ${yellow('URGENT')}` : ''}${m.acked_at ? dim(' (acked)') : ''}`;
   const lines = [head, `  ${bold(m.subject)}`];
+  if (m.via) lines.push(yellow(`  via delegate ${m.via.delegate} (relay ${m.via.relay}): get ${m.from}'s approval before acting on it`));
   if (m.reply_to) lines.push(dim(`  in reply to ${m.reply_to}`));
   if (m.body !== undefined && m.body !== '') lines.push(...m.body.split('\n').map((l) => `  ${l}`));
   if (m.codes?.length) lines.push(`  codes: ${m.codes.join(' ')}`);

@@ -73,6 +73,7 @@ export function noticeHeld(o: {
         subject: m.subject,
         ...(m.priority === 'urgent' ? { priority: m.priority } : {}),
         ...(m.fromKind === 'external' ? { external: true as const } : {}),
+        ...(m.via ? { delegate: m.via.delegate } : {}),
       }));
     },
   };

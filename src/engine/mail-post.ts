@@ -170,6 +170,8 @@ export class MailPost {
           idempotencyKey: req.idempotency_key ?? null,
           fingerprint,
           ...(task ? { task } : {}),
+          // From the relay link's login, never from the request (Caller.via).
+          ...(c.via ? { via: { relay: c.via.relay, delegate: c.via.delegate } } : {}),
         },
         now - this.d.idempotencyWindowMs,
       );

@@ -125,6 +125,7 @@ export class MailReads {
           subject: m.subject,
           ...(m.priority ? { priority: m.priority } : {}),
           ...(m.from_kind === 'external' ? { external: true as const } : {}),
+          ...(m.via ? { delegate: m.via.delegate } : {}),
         }));
         return { items, nextSeq: page.next_cursor ? decodeCursor(page.next_cursor) : null };
       },

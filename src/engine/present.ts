@@ -71,6 +71,8 @@ export function presentMessage(m: StoredMessage, ackedAt: number | null, o: Pres
     if (v || codes.length) out.codes = codes;
     if (v || links.length) out.links = links;
   }
+  // A delegate's mail through a relay: its reader asks the person before acting on it.
+  if (m.via) out.via = { relay: m.via.relay, delegate: m.via.delegate };
   return out;
 }
 

@@ -127,6 +127,14 @@ export interface NewMessage {
   /** A task's message: which task, the state it entered and the task's version then. Absent (or
    *  null) for every other message. */
   task?: MessageTask | null;
+  /** Written through a relay by a person's delegate (the relay link sets it, never a sender's
+   *  field). Absent (or null) for every other message. */
+  via?: MessageVia | null;
+}
+
+export interface MessageVia {
+  relay: string;
+  delegate: string;
 }
 
 /** The structured part of a task's change message (kept as JSON text in SQL stores). */
@@ -142,6 +150,7 @@ export interface StoredMessage extends NewMessage {
   /** Every store gives a message back without the key when it has no task (never null or an
    *  undefined value), so a read compares equal to what the engine appended for ordinary mail. */
   task?: MessageTask;
+  via?: MessageVia;
 }
 
 /** One transition of a task: the state it entered, when, by whom (a compact address), and why. */

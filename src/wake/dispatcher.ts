@@ -228,6 +228,7 @@ export class WakeDispatcher {
       priority: m.priority,
       thread_id: m.threadId,
       ...(m.fromKind === 'external' ? { external: true as const } : {}),
+      ...(m.via ? { delegate: m.via.delegate } : {}),
     }));
     const base: Omit<WakeRequest, 'eventId'> = {
       account: p.target.account,
@@ -235,7 +236,7 @@ export class WakeDispatcher {
       mail: shown,
       urgent: mail.some((m) => m.priority === 'urgent'),
       text: wakeText(
-        shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority, external: m.external })),
+        shown.map((m) => ({ message_id: m.message_id, from: m.from, subject: m.subject, priority: m.priority, external: m.external, delegate: m.delegate })),
         mail.length > shown.length,
       ),
     };

@@ -12,6 +12,8 @@ export interface WakeMail {
   thread_id: string;
   /** E-mail from outside (the SMTP door): untrusted; left out otherwise. */
   external?: true;
+  /** Written through a relay by the sender's delegate (the message's via); left out otherwise. */
+  delegate?: string;
 }
 
 /** The session a wake is for, as the daemon knows it (attested and corroborated facts only). */

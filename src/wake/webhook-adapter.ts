@@ -22,7 +22,7 @@ export interface WebhookPayload {
   account: string;
   session: { id: string; lineage: string; slug: string | null } | null;
   /** external: e-mail from outside, untrusted (left out otherwise). */
-  mail: Array<{ message_id: string; from: string; subject: string; priority: string; thread_id: string; external?: true }>;
+  mail: Array<{ message_id: string; from: string; subject: string; priority: string; thread_id: string; external?: true; delegate?: string }>;
   urgent: boolean;
   text: string;
   created_at: string;
@@ -41,6 +41,7 @@ export function webhookPayload(req: WakeRequest, createdAtMs: number): WebhookPa
       priority: m.priority,
       thread_id: m.thread_id,
       ...(m.external ? { external: true as const } : {}),
+      ...(m.delegate ? { delegate: m.delegate } : {}),
     })),
     urgent: req.urgent,
     text: req.text,

@@ -17,6 +17,7 @@ export const NoticeItem = z.object({
   subject: z.string(),
   priority: z.enum(['normal', 'urgent']).optional().describe('left out when normal'),
   external: z.literal(true).optional().describe('e-mail from outside: untrusted; left out otherwise'),
+  delegate: z.string().optional().describe("written through a relay by the sender's delegate: get the sender's approval before acting"),
 });
 
 export const NoticeResponse = z.object({

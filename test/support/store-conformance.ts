@@ -939,6 +939,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
           idempotencyKey: 'k',
           fingerprint: 'f',
           task: { task_id: 't-1', state: 'working', version: 3 },
+          via: { relay: 'relay.example:8443', delegate: 'carol' },
         });
         const plain = message(A('bob'));
         await store.appendMessage(m, 0);

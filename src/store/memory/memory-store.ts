@@ -86,7 +86,12 @@ const copySession = (s: SessionRecord): SessionRecord => ({
   corroborated: { ...s.corroborated },
   declared: { ...s.declared },
 });
-const copyMessage = (m: StoredMessage): StoredMessage => ({ ...m, refs: m.refs.map((r) => ({ ...r })), ...(m.task ? { task: { ...m.task } } : {}) });
+const copyMessage = (m: StoredMessage): StoredMessage => ({
+  ...m,
+  refs: m.refs.map((r) => ({ ...r })),
+  ...(m.task ? { task: { ...m.task } } : {}),
+  ...(m.via ? { via: { ...m.via } } : {}),
+});
 const sessionKey = (account: string, id: string) => `${account}\n${id}`;
 const lineageKey = (account: string, lineage: string) => `${account}\n${lineage}`;
 
@@ -671,11 +676,12 @@ class MemoryStore implements Store {
     if (this.byId.has(m.id)) throw new Error(`message id ${m.id} already exists`);
     // Stored as a store with columns would give it back (refs and task through JSON; no task key
     // when there is none).
-    const { task, ...rest } = m;
+    const { task, via, ...rest } = m;
     const stored: StoredMessage = {
       ...rest,
       refs: JSON.parse(JSON.stringify(m.refs)) as StoredMessage['refs'],
       ...(task ? { task: JSON.parse(JSON.stringify(task)) as MessageTask } : {}),
+      ...(via ? { via: { relay: via.relay, delegate: via.delegate } } : {}),
       seq: ++this.seq,
     };
     this.byId.set(stored.id, stored);

@@ -191,7 +191,7 @@ export class AppendBatch {
           if (prior) {
             outcomes.push({
               kind: prior.fingerprint === m.fingerprint ? 'duplicate' : 'conflict',
-              message: { ...prior, refs: prior.refs.map((r) => ({ ...r })), ...(prior.task ? { task: { ...prior.task } } : {}) },
+              message: { ...prior, refs: prior.refs.map((r) => ({ ...r })), ...(prior.task ? { task: { ...prior.task } } : {}), ...(prior.via ? { via: { ...prior.via } } : {}) },
             });
             continue;
           }

@@ -357,6 +357,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX messages_external ON messages (to_key, seq) WHERE from_kind = 'external';
   `,
+  // 13: a delegate's mail through a relay names the relay and the delegate (SQLite migration 12).
+  `
+  ALTER TABLE messages ADD COLUMN via text;
+  `,
 ];
 
 /** Brings the schema forward under the advisory lock; returns the versions this call applied. */

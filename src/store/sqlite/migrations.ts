@@ -325,6 +325,11 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX messages_external ON messages(to_key, seq) WHERE from_kind = 'external';
   `,
+  // 12: mail a person's delegate wrote through a relay (issue #20) names the relay and the
+  // delegate (MessageVia) as JSON text; null for every other message.
+  `
+  ALTER TABLE messages ADD COLUMN via TEXT;
+  `,
 ];
 
 export function migrate(db: Database.Database): void {

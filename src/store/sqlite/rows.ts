@@ -6,6 +6,7 @@ import type {
   NewAccount,
   Declared,
   MessageTask,
+  MessageVia,
   NameRecord,
   NewMessage,
   NewSession,
@@ -177,6 +178,8 @@ export interface MessageRow {
   fingerprint: string | null;
   /** A task's change (MessageTask) as JSON text; null for every other message. */
   task: string | null;
+  /** A delegate's mail through a relay (MessageVia) as JSON text; null for every other message. */
+  via: string | null;
 }
 
 export type PagedRow = MessageRow & { acked_at: number | null };
@@ -203,6 +206,7 @@ export function toMessage(r: MessageRow): StoredMessage {
   };
   // Set, not spread in: a spread of a conditional object costs an object per row.
   if (r.task !== null) m.task = JSON.parse(r.task) as MessageTask;
+  if (r.via !== null) m.via = JSON.parse(r.via) as MessageVia;
   return m;
 }
 
@@ -233,6 +237,7 @@ export const PAGED_COLUMNS = [
   'fingerprint',
   'task',
   'acked_at',
+  'via',
 ] as const;
 
 type Value = string | number | null;
@@ -263,6 +268,8 @@ export function pagedFromValues(v: readonly Value[]): PagedMessage {
     ackedAt: v[18] as number | null,
   };
   if (task !== null) m.task = JSON.parse(task) as MessageTask;
+  const via = v[19] as string | null;
+  if (via !== null) m.via = JSON.parse(via) as MessageVia;
   return m;
 }
 
@@ -285,5 +292,6 @@ export function messageParams(m: NewMessage): Omit<MessageRow, 'seq'> {
     idempotency_key: m.idempotencyKey,
     fingerprint: m.fingerprint,
     task: m.task ? JSON.stringify(m.task) : null,
+    via: m.via ? JSON.stringify(m.via) : null,
   };
 }

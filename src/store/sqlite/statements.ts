@@ -127,10 +127,10 @@ export function prepareStatements(db: Database.Database) {
 
     insertMessage: p(
       `INSERT INTO messages (id, thread_id, from_account, from_session, from_kind, to_address, to_key,
-         subject, body, reply_to, correlation, refs, priority, created_at, idempotency_key, fingerprint, task)
+         subject, body, reply_to, correlation, refs, priority, created_at, idempotency_key, fingerprint, task, via)
        VALUES (@id, @thread_id, @from_account, @from_session, @from_kind, @to_address, @to_key,
          @subject, @body, @reply_to, @correlation, @refs, @priority, @created_at, @idempotency_key,
-         @fingerprint, @task)`,
+         @fingerprint, @task, @via)`,
     ),
     // Newest first: after a window expired, a key may have been reused.
     findIdempotent: p<MessageRow>(

@@ -17,6 +17,8 @@ export interface Message {
   thread_id?: string;
   from: string;
   from_kind?: SenderKind;
+  /** Written through a relay by the person's delegate (set by the daemon, never by a sender). */
+  via?: { relay: string; delegate: string };
   to?: string;
   subject: string;
   body?: string;
@@ -64,11 +66,20 @@ export interface AckAnswer {
   unread: number;
 }
 
+/** A login at a relay (docs/relay.md): the relay user, the node holding the mailbox, and whether
+ *  the user is its owner or a delegate. The relay forwards only mail reads and sends. */
+export interface RelayLogin {
+  user: string;
+  node: string;
+  role: 'owner' | 'delegate';
+}
+
 export interface Me {
   account: string;
   label: string;
   operator: boolean;
   unread: number;
+  relay?: RelayLogin;
   /** The teams the person is a member of (`me` answers it; a login's answer does not). */
   teams?: string[];
 }
@@ -78,6 +89,7 @@ export interface LoginAnswer {
   label: string;
   operator: boolean;
   csrf: string;
+  relay?: RelayLogin;
 }
 
 export interface ThrottleView {

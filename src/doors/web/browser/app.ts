@@ -4,7 +4,7 @@ import type { Me } from './answers.js';
 import { api, onAuthLost } from './api.js';
 import { clear, h, shellPart } from './dom.js';
 import { startAfterLogin } from './live.js';
-import { go, loggedOut, pageTitle, renderNav, setRouter } from './nav.js';
+import { go, loggedOut, pageTitle, RELAYED_PAGES, renderNav, setRouter } from './nav.js';
 import { pageAdmin } from './page-admin.js';
 import { pageCompose } from './page-compose.js';
 import { pageDirectory } from './page-directory.js';
@@ -28,6 +28,11 @@ function route(flash?: string): void {
   state.view = p;
   renderNav();
   if (p === '/web/login') return pageLogin(main, flash);
+  if (state.me?.relay && !RELAYED_PAGES.includes(p) && !p.startsWith('/web/thread/')) {
+    pageTitle(main, 'Not through the relay');
+    main.appendChild(h('p', {}, ['The relay carries your mail only. ', h('a', { href: '/web/inbox', 'data-nav': true, text: 'Back to the inbox' })]));
+    return;
+  }
   if (p === '/web/inbox') return pageInbox(main);
   const m = /^\/web\/thread\/([A-Za-z0-9._@+-]+)$/.exec(p);
   if (m?.[1]) return pageThread(main, m[1]);

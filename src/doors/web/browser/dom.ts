@@ -59,6 +59,12 @@ export function kindBadge(kind: SenderKind): HTMLSpanElement {
   return h('span', { class: 'badge kind-' + kind, title: kind === 'human' ? 'written by a person' : 'sent by an ' + kind + ' account', text: word });
 }
 
+/** A delegate's mail through a relay: the badge names the delegate. */
+export function viaBadge(m: { via?: { relay: string; delegate: string } }): HTMLSpanElement | null {
+  if (!m.via) return null;
+  return h('span', { class: 'badge via', title: 'written by a delegate through the relay ' + m.via.relay, text: 'via delegate ' + m.via.delegate });
+}
+
 export function errorText(err: ApiError | null | undefined): string {
   if (!err) return 'Something went wrong.';
   const extra = err.field ? ' (' + err.field + ')' : '';

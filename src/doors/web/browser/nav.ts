@@ -1,5 +1,5 @@
 // Moving between views (history, the page title, the navigation bar) and ending a login.
-import type { ApiError, ThrottleCleared, ThrottleView } from './answers.js';
+import type { ApiError, Me, ThrottleCleared, ThrottleView } from './answers.js';
 import { api } from './api.js';
 import { $, announce, clear, errorText, h, shellPart } from './dom.js';
 import { setCsrf, state } from './state.js';
@@ -26,6 +26,9 @@ export function pageTitle(main: HTMLElement, text: string): HTMLHeadingElement {
   return t;
 }
 
+/** A relay forwards only mail reads and sends (wire/relay-link.ts): the pages it can serve. */
+export const RELAYED_PAGES: readonly string[] = ['/web/inbox', '/web/compose', '/web/directory'];
+
 export function renderNav(): void {
   const nav = clear(shellPart('nav'));
   const me = state.me;
@@ -37,8 +40,8 @@ export function renderNav(): void {
     ['/web/compose', 'Compose'],
     ['/web/directory', 'Directory'],
     ['/web/search', 'Search'],
-  ];
-  if (me.operator) links.push(['/web/admin', 'Operator']);
+  ].filter(([href]) => !me.relay || RELAYED_PAGES.includes(href as string)) as [string, string][];
+  if (me.operator && !me.relay) links.push(['/web/admin', 'Operator']);
   const ul = h(
     'ul',
     { class: 'links' },
@@ -53,7 +56,7 @@ export function renderNav(): void {
   nav.appendChild(ul);
   nav.appendChild(
     h('div', { class: 'who' }, [
-      h('span', { class: 'me', title: 'logged in as ' + me.account, text: me.label + ' (' + me.account + ')' }),
+      h('span', { class: 'me', title: 'logged in as ' + me.account, text: me.label + ' (' + me.account + ')' + relayNote(me) }),
       h('button', { type: 'button', class: 'secondary', id: 'logout', text: 'Log out', onclick: () => logout('logout') }),
       h('button', {
         type: 'button',
@@ -67,6 +70,9 @@ export function renderNav(): void {
   nav.appendChild(h('div', { id: 'login-throttle', role: 'status' }));
   refreshThrottle();
 }
+
+/** At a relay, whose login this is: the owner's own, or a delegate acting for the mailbox. */
+const relayNote = (me: Me): string => (!me.relay ? '' : me.relay.role === 'delegate' ? ' · delegate ' + me.relay.user + ' via relay' : ' · via relay');
 
 const plural = (n: number, one: string, many: string): string => (n === 1 ? one : many);
 

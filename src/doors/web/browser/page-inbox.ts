@@ -1,7 +1,7 @@
 // The inbox: newest first, live-updated; opening a message does not acknowledge it.
 import { kindOf, messageId, toOf, type AckAnswer, type ApiError } from './answers.js';
 import { api } from './api.js';
-import { $, announce, clear, errorText, h, kindBadge, when } from './dom.js';
+import { $, announce, clear, errorText, h, kindBadge, viaBadge, when } from './dom.js';
 import { addr } from './mail-data.js';
 import { pageTitle, setUnread } from './nav.js';
 import { me, state } from './state.js';
@@ -44,6 +44,7 @@ export function drawInboxList(): void {
           addr(m.from, 'from'),
           ' ',
           kindBadge(kindOf(m)),
+          viaBadge(m),
           m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
           h('span', { class: 'to' }, ['to ', addr(toOf(m, me().account), '')]),
           when(m.created_at),

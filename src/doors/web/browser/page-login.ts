@@ -47,7 +47,7 @@ export function pageLogin(main: HTMLElement, flash?: string): void {
       (r) => {
         clearInterval(timer);
         setCsrf(r.csrf);
-        state.me = { account: r.account, label: r.label, operator: r.operator, unread: 0 };
+        state.me = { account: r.account, label: r.label, operator: r.operator, unread: 0, ...(r.relay ? { relay: r.relay } : {}) };
         return startAfterLogin().then(() => {
           const to = state.returnTo || '/web/inbox';
           state.returnTo = null;

@@ -3,7 +3,7 @@ import { kindOf, messageId, threadOf, toOf, type ApiError, type GetAnswer, type 
 import { api } from './api.js';
 import { approvalIdIn, approvalPanel } from './approval-panel.js';
 import { bodyNodes } from './body-text.js';
-import { $, announce, clear, errorText, field, h, kindBadge, shellPart, when } from './dom.js';
+import { $, announce, clear, errorText, field, h, kindBadge, shellPart, viaBadge, when } from './dom.js';
 import { addr, who } from './mail-data.js';
 import { mailForm } from './mail-form.js';
 import { pageTitle } from './nav.js';
@@ -50,6 +50,7 @@ export function pageThread(main: HTMLElement, id: string, quiet?: boolean): void
                 addr(m.from, 'from'),
                 ' ',
                 kindBadge(kindOf(m)),
+                viaBadge(m),
                 m.priority === 'urgent' ? h('span', { class: 'badge urgent', text: 'urgent' }) : null,
                 h('span', { class: 'to' }, ['to ', addr(to, '')]),
                 when(m.created_at),
