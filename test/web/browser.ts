@@ -14,10 +14,11 @@ export function chromiumMissing(): string | null {
   return why;
 }
 
-export function launchChromium(): Promise<Browser> {
+/** `args` adds flags (the relay's test: trust exactly one certificate by its key's SPKI digest). */
+export function launchChromium(args: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
     timeout: 30_000,
   });
 }
