@@ -49,6 +49,9 @@ const PINNED: Record<string, [number, 'http' | 'tool_error']> = {
   external_cap_reached: [507, 'tool_error'],
   auto_submitted: [409, 'tool_error'],
   unknown_attachment: [404, 'tool_error'],
+  relay_unavailable: [503, 'tool_error'],
+  node_in_use: [409, 'http'],
+  not_relayed: [403, 'tool_error'],
   internal: [500, 'tool_error'],
 };
 
