@@ -35,7 +35,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 export const CSRF_HEADER = 'x-m4a-csrf';
 /** Requests that never parse a long body: login and the mail calls (a message is at most 64 KiB). */
-const API_BODY_CAP = 256 * 1024;
+export const API_BODY_CAP = 256 * 1024;
 
 export interface WebDoorOptions {
   engine: MailEngine;
@@ -55,12 +55,35 @@ export function cookieName(host: string | undefined): string {
   return `m4a_session_${port}`;
 }
 
-function readCookie(req: IncomingMessage, name: string): string | undefined {
+export function readCookie(req: IncomingMessage, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
+}
+
+/** A page or script with its ETag (shared with the relay, which serves the same pages). */
+export function sendWebAsset(req: IncomingMessage, res: ServerResponse, a: Asset, cache: string): void {
+  const headers = { ...SECURITY_HEADERS, 'content-type': a.type, 'cache-control': cache, etag: a.etag };
+  if (req.headers['if-none-match'] === a.etag) {
+    res.writeHead(304, headers);
+    res.end();
+    return;
+  }
+  res.writeHead(200, { ...headers, 'content-length': String(a.body.length) });
+  res.end(req.method === 'HEAD' ? undefined : a.body);
+}
+
+/** Cross-site defences that need no login: POST, JSON, an Origin (the guard matched it to us), and
+ *  no fetch metadata saying another site or a navigation sent it. */
+export function checkBrowserRequest(req: IncomingMessage): void {
+  if (req.method !== 'POST') throw new MailError('method_not_allowed', 'the browser API takes POST');
+  if (!req.headers.origin) throw new MailError('csrf_failed', 'a browser request must carry its Origin', { reason: 'no origin' });
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'same-origin') throw new MailError('csrf_failed', `a ${site} request is refused`, { reason: 'cross-site' });
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') throw new MailError('csrf_failed', 'the browser API takes application/json only', { reason: 'content type' });
 }
 
 export class WebDoor {
@@ -94,25 +117,11 @@ export class WebDoor {
   }
 
   private sendAsset(req: IncomingMessage, res: ServerResponse, a: Asset, cache: string): void {
-    const headers = { ...SECURITY_HEADERS, 'content-type': a.type, 'cache-control': cache, etag: a.etag };
-    if (req.headers['if-none-match'] === a.etag) {
-      res.writeHead(304, headers);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { ...headers, 'content-length': String(a.body.length) });
-    res.end(req.method === 'HEAD' ? undefined : a.body);
+    sendWebAsset(req, res, a, cache);
   }
 
-  /** Cross-site defences that need no login: POST, JSON, an Origin (the guard matched it to us), and
-   *  no fetch metadata saying another site or a navigation sent it. */
   private checkRequest(req: IncomingMessage): void {
-    if (req.method !== 'POST') throw new MailError('method_not_allowed', 'the browser API takes POST');
-    if (!req.headers.origin) throw new MailError('csrf_failed', 'a browser request must carry its Origin', { reason: 'no origin' });
-    const site = req.headers['sec-fetch-site'];
-    if (site !== undefined && site !== 'same-origin') throw new MailError('csrf_failed', `a ${site} request is refused`, { reason: 'cross-site' });
-    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-    if (type !== 'application/json') throw new MailError('csrf_failed', 'the browser API takes application/json only', { reason: 'content type' });
+    checkBrowserRequest(req);
   }
 
   /** A call refused before its operation ran (no login, a wrong CSRF token) counts under that
