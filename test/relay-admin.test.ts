@@ -2,7 +2,8 @@
 // of a relay serving in this process: what the commands change applies to the running relay.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import https from 'node:https';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,5 +148,37 @@ describe('relay admin commands', () => {
     const again = await m4a(['node', 'remove', 'n1']);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /malformed/);
+  });
+
+  it('relay serve refuses plain HTTP unless behind a proxy on loopback, and serves the pages over TLS until SIGTERM', async () => {
+    for (const args of [[], ['--behind-proxy', '--listen', '0.0.0.0:0', '--public-url', 'https://relay.example'], ['--behind-proxy']]) {
+      const r = await m4a(['serve', ...args]);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, /malformed/);
+    }
+    const served = join(dir, 'served');
+    const child = spawn(process.execPath, [CLI, 'relay', 'serve', '--listen', '127.0.0.1:0', '--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--data-dir', served], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    child.stderr.on('data', (c: Buffer) => (log += c.toString('utf8')));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const port = await until('the relay listening', () => /"code":"relay_listening".*?"port":(\d+)/.exec(log)?.[1]);
+    const page = await new Promise<{ status: number; headers: Record<string, unknown> }>((resolve, reject) => {
+      https
+        .get(`https://127.0.0.1:${port}/`, { ca: readFileSync(tls.caFile), agent: false }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, headers: res.headers });
+        })
+        .on('error', reject);
+    });
+    assert.equal(page.status, 200);
+    assert.equal(page.headers['x-frame-options'], 'DENY');
+    assert.equal(page.headers['cache-control'], 'no-store');
+    const b = new TestBrowser(`https://127.0.0.1:${port}`, tls.caFile);
+    assert.equal((await b.login('nobody', PW)).body.error?.code, 'bad_credentials');
+    assert.equal(statSync(served).mode & 0o777, 0o700);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
   });
 });

@@ -40,7 +40,7 @@ describe('relay server', () => {
 
   const start = async (port = 0): Promise<void> => {
     state = await RelayState.open({ dataDir: dir });
-    relay = await startRelay({ state, log, host: '127.0.0.1', port, tls: { cert: tls.certFile, key: tls.keyFile }, hub: { takeoverPingMs: 300 } });
+    relay = await startRelay({ state, log, host: '127.0.0.1', port, tls: { cert: tls.certFile, key: tls.keyFile }, hub: { takeoverPingMs: 300, helloMs: 1000 } });
   };
   const stop = async (): Promise<void> => {
     await relay.close();
@@ -105,6 +105,7 @@ describe('relay server', () => {
     assert.ok(fresh.ws.readyState === WebSocket.OPEN);
     await until('the dead socket terminated', () => dead.closed !== null);
     assert.ok(log.has('relay_node_replaced'));
+    await fresh.close();
   });
 
   it('forwards a call with the grant’s mailbox, whatever the body says, and answers with the node’s status and body', async () => {
@@ -263,6 +264,20 @@ describe('relay server', () => {
     const r = await pending;
     assert.equal(r.status, 503);
     assert.equal(r.body.error?.code, 'relay_unavailable');
+  });
+
+  it('closes a node that says no hello in time, or sends mail before its hello (1008, logged)', async () => {
+    const silent = await TestNode.connect(relay.origin, { node: 'n3', token: tokens.n3!, caFile: tls.caFile, mailboxes: [], hello: false });
+    nodes.push(silent);
+    await until('the silent node closed', () => silent.closed !== null);
+    assert.equal(silent.closed, 1008);
+    assert.ok(log.has('relay_no_hello'));
+    const early = await TestNode.connect(relay.origin, { node: 'n3', token: tokens.n3!, caFile: tls.caFile, mailboxes: [], hello: false });
+    nodes.push(early);
+    early.mail('x', 'c1');
+    await until('the early node closed', () => early.closed !== null);
+    assert.equal(early.closed, 1008);
+    assert.equal(early.frames.length, 0, 'no welcome, no ack');
   });
 
   it('welcomes a reconnecting node with the acknowledged cursors; after a restart on the same data dir, none, and the login still works', async () => {
