@@ -40,6 +40,9 @@ import type { EmailOptions } from '../engine/email-book.js';
 import { SmtpDoor } from '../doors/smtp/smtp-door.js';
 import { smtpSettings } from './smtp-settings.js';
 import type { SmtpLimits } from '../doors/smtp/smtp-limits.js';
+import { RelayLink } from '../doors/relay-link/relay-link.js';
+import type { ConnectorTimings } from '../doors/relay-link/relay-connector.js';
+import { loadRelayLink, saveRelayLink } from './relay-link-config.js';
 
 export interface DaemonOptions extends Partial<DaemonConfig> {
   /** The fsync of the SQLite store's durability barrier (tests observe it). */
@@ -80,6 +83,8 @@ export interface DaemonOptions extends Partial<DaemonConfig> {
   smtpLimits?: Partial<SmtpLimits>;
   /** Mail from outside kept per account, attachment bytes per mail (tests lower them). */
   emailCaps?: Pick<EmailOptions, 'externalCap' | 'keepAttachmentBytes'>;
+  /** The relay link's heartbeat and backoff (tests shorten them). */
+  relayLink?: Partial<ConnectorTimings>;
 }
 
 export interface RunningDaemon {
@@ -102,6 +107,8 @@ export interface RunningDaemon {
   streamDoor: StreamDoor | null;
   wake: WakeDispatcher;
   chains: WakeChains;
+  /** The outbound relay link (`m4a connect`). */
+  relayLink: RelayLink;
   /** What the door's bound on unproven connections sees (for tests and metrics). */
   connections(): GateStats;
   close(): Promise<void>;
@@ -197,6 +204,14 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const admin = new AdminOps(engine, webAuth);
     const web = new WebDoor({ engine, admin, auth: webAuth, log, chains, ...(metrics ? { observer: metrics } : {}) });
     const operatorToken = await ensureOperator(engine, admin, cfg.dataDir, hostId);
+    const relayLink = new RelayLink({
+      ctx: { engine, admin, chains, ...(metrics ? { observer: metrics } : {}) },
+      log,
+      version: VERSION,
+      settings: savedRelayLink(cfg.dataDir, log),
+      save: (st) => saveRelayLink(cfg.dataDir, st),
+      ...(o.relayLink ? { timings: o.relayLink } : {}),
+    });
     const budget = new ConnectionBudget(connectionBudget());
     const door = new HttpDoor({
       engine,
@@ -212,6 +227,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       ...(o.headersTimeoutMs ? { headersTimeoutMs: o.headersTimeoutMs } : {}),
       budget,
       ...(metrics ? { observer: metrics, metrics: () => metrics.exposition() } : {}),
+      relayLink,
     });
     const port = await door.listen(cfg.host, cfg.port);
     ownPorts.push(port);
@@ -245,6 +261,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
                 budget,
                 limits: o.streamLimits,
                 observer: metrics ?? undefined,
+                relayLink,
               }),
           );
     const socketPath = streamDoor ? join(cfg.dataDir, FILES.socket) : null;
@@ -264,6 +281,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     const sweep = setInterval(() => void engine.sweepSessions().catch((err: unknown) => log.warn({ err: String(err) }, 'session sweep failed')), o.sweepMs ?? 30_000);
     sweep.unref();
     log.info({ url, dataDir: cfg.dataDir, store: store.kind, attestation: attestor.supported, version: VERSION }, 'mail4agent listening');
+    relayLink.boot();
 
     let closing: Promise<void> | null = null;
     const s = store;
@@ -282,12 +300,14 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       streamDoor,
       wake,
       chains,
+      relayLink,
       connections: () => door.gate.stats(),
       close: () =>
         (closing ??= (async () => {
           clearInterval(sweep);
           await smtp?.close(); // first: a mail in DATA still reaches a running engine
           unwatch?.();
+          relayLink.close();
           await wake.close();
           await emailRelay?.close();
           await a2aPush.close();
@@ -313,6 +333,20 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
     await store?.close().catch(() => undefined);
     releaseLock();
     throw err;
+  }
+}
+
+/** The relay link's saved settings; a damaged file is logged and the daemon runs without a link. */
+function savedRelayLink(dataDir: string, log: Logger): ReturnType<typeof loadRelayLink> {
+  try {
+    return loadRelayLink(dataDir);
+  } catch (err) {
+    // Only the kind of failure: a JSON parser's message may quote the file, token and all.
+    log.error(
+      { err: err instanceof SyntaxError ? 'not JSON' : err instanceof Error ? err.name : 'unreadable' },
+      'relay-link.json is unreadable: the relay link is off until m4a connect configure',
+    );
+    return null;
   }
 }
 

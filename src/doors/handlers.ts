@@ -14,6 +14,7 @@ import type { AdminOps } from '../engine/admin-ops.js';
 import type { WakeChains } from '../engine/wake-chains.js';
 import { webInbox, webMe, webOverview } from './web/web-api.js';
 import { supportCounts, supportSessions } from '../engine/support-facts.js';
+import type { RelayLink } from './relay-link/relay-link.js';
 
 /** Where a request came in. The stream door's inbox waits as long as HTTP's. */
 export type Door = 'http' | 'mcp' | 'web' | 'stream';
@@ -32,6 +33,8 @@ export interface OpContext {
   onStopRequest?: ((when: 'now' | 'idle') => void) | undefined;
   /** Told of every operation's outcome (the daemon's metrics). */
   observer?: Observer | undefined;
+  /** The relay link (`m4a connect`); absent on a door that does not serve it. */
+  relayLink?: RelayLink | undefined;
 }
 
 type Handler<K extends OperationName> = (x: OpContext, c: Caller, i: OpInput<K>) => Promise<unknown>;
@@ -39,6 +42,11 @@ type Handler<K extends OperationName> = (x: OpContext, c: Caller, i: OpInput<K>)
 const chains = (x: OpContext): WakeChains => {
   if (!x.wake) throw new MailError('unknown_route', 'this daemon runs no delivery chains');
   return x.wake;
+};
+
+const relayLink = (x: OpContext): RelayLink => {
+  if (!x.relayLink) throw new MailError('unknown_route', 'this door serves no relay link settings');
+  return x.relayLink;
 };
 
 /** The fields that were given (a flat MCP request names every action's fields). */
@@ -195,6 +203,13 @@ export const HANDLERS: { readonly [K in OperationName]: Handler<K> } = {
   'wake.set': (x, c, i) => chains(x).set(c, i),
   'wake.list': (x, c) => chains(x).list(c),
   'wake.clear': (x, c, i) => chains(x).clear(c, i),
+
+  'connect.configure': (x, c, i) => relayLink(x).configure(c, i),
+  'connect.update': (x, c, i) => relayLink(x).update(c, i),
+  'connect.removeuser': (x, c, i) => relayLink(x).removeUser(c, i.human_mailbox),
+  'connect.start': (x, c) => relayLink(x).setEnabled(c, true),
+  'connect.stop': (x, c) => relayLink(x).setEnabled(c, false),
+  'connect.status': (x, c) => relayLink(x).status(c),
 
   'support.counts': (x, c) => supportCounts(x.engine, c, x.wake),
   'support.sessions': (x, c, i) => supportSessions(x.engine, c, i),

@@ -537,6 +537,50 @@ export const OPERATION_FACTS = {
     retrySafe: true,
   },
 
+  // ---- the relay link (m4a connect): which relay this daemon dials, and as whom; the operator from this machine only
+  'connect.configure': {
+    path: '/admin/connect/configure',
+    summary: 'Set the relay this daemon dials out to (wss://), its node id and token, and the human mailboxes it offers; the token is never answered back. Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'connect.update': {
+    path: '/admin/connect/update',
+    summary: 'Change some of the relay link settings; what is not given stays. Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'connect.removeuser': {
+    path: '/admin/connect/removeuser',
+    summary: 'Stop offering one human mailbox through the relay. Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'connect.start': {
+    path: '/admin/connect/start',
+    summary: 'Keep the relay link connected (also after restarts). Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'connect.stop': {
+    path: '/admin/connect/stop',
+    summary: 'Close the relay link and keep it closed (also after restarts). Local operator only.',
+    callers: LOCAL,
+    readOnly: false,
+    retrySafe: true,
+  },
+  'connect.status': {
+    path: '/admin/connect/status',
+    summary: 'The relay link: configured, enabled, connected since, last error, heartbeat round trip, settings (the token only as set). Local operator only.',
+    callers: LOCAL,
+    readOnly: true,
+    retrySafe: true,
+  },
+
   // ---- support: what m4a report counts and m4a open resumes; the operator from this machine only
   'support.counts': {
     path: '/admin/support/counts',

@@ -20,6 +20,7 @@ import * as WF from './wait-for.js';
 import * as EA from './email-attachment.js';
 import { McpInboxWaitRequest } from './mcp-inbox.js';
 import * as SP from './support.js';
+import * as RL from './relay-link-ops.js';
 import { OPERATION_FACTS, OPERATION_NAMES, type OperationFacts, type OperationName } from './operation-facts.js';
 
 export * from './operation-facts.js';
@@ -123,6 +124,14 @@ export const OPERATION_SCHEMAS = {
   'wake.set': { input: WK.WakeSetRequest, output: WK.WakeSetResponse },
   'wake.list': { input: WK.WakeTargetRequest.partial(), output: WK.WakeListResponse },
   'wake.clear': { input: WK.WakeTargetRequest, output: WK.OkResponse },
+
+  // ---- the relay link: the operator from this machine only
+  'connect.configure': { input: RL.ConnectConfigureRequest, output: RL.ConnectStatusResponse },
+  'connect.update': { input: RL.ConnectUpdateRequest, output: RL.ConnectStatusResponse },
+  'connect.removeuser': { input: RL.ConnectRemoveUserRequest, output: RL.ConnectStatusResponse },
+  'connect.start': { input: W.EmptyRequest, output: RL.ConnectStatusResponse },
+  'connect.stop': { input: W.EmptyRequest, output: RL.ConnectStatusResponse },
+  'connect.status': { input: W.EmptyRequest, output: RL.ConnectStatusResponse },
 
   // ---- support: the operator from this machine only
   'support.counts': { input: W.EmptyRequest, output: SP.SupportCountsResponse },

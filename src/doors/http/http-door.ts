@@ -21,6 +21,7 @@ import { A2aDoor } from '../a2a/a2a-door.js';
 import type { PushConfigs } from '../a2a/a2a-push.js';
 import type { Observer } from '../../engine/observer.js';
 import { requestIdOf, withRequestId } from '../../engine/request-id.js';
+import type { RelayLink } from '../relay-link/relay-link.js';
 
 export interface HttpDoorOptions {
   engine: MailEngine;
@@ -47,6 +48,8 @@ export interface HttpDoorOptions {
   observer?: Observer;
   /** `GET /metrics` (loopback, operator credential): the exposition text. Absent: no such route. */
   metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** The relay link's settings (`/admin/connect/*`, this machine only). */
+  relayLink?: RelayLink;
 }
 
 export class HttpDoor {
@@ -147,7 +150,17 @@ export class HttpDoor {
   /** The context operations run in over HTTP (and MCP, with door 'mcp'). */
   private context(signal: AbortSignal, after: (() => void)[] = [], door: Door = 'http'): OpContext {
     const o = this.o;
-    return { engine: o.engine, admin: o.admin, wake: o.wake, door, signal, afterAnswer: (fn) => after.push(fn), onStopRequest: o.onStopRequest, observer: o.observer };
+    return {
+      engine: o.engine,
+      admin: o.admin,
+      wake: o.wake,
+      door,
+      signal,
+      afterAnswer: (fn) => after.push(fn),
+      onStopRequest: o.onStopRequest,
+      observer: o.observer,
+      relayLink: o.relayLink,
+    };
   }
 
   /** A caller refused before its operation ran (no credential, a foreign process) counts too. */

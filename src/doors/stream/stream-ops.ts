@@ -16,6 +16,7 @@ import { requestIdOf, withRequestId } from '../../engine/request-id.js';
 import { attestationRefusal } from '../http/caller-resolver.js';
 import { McpHandler } from '../mcp/mcp-handler.js';
 import type { StreamConnection } from './stream-connection.js';
+import type { RelayLink } from '../relay-link/relay-link.js';
 
 export interface StreamOpsOptions {
   engine: MailEngine;
@@ -27,6 +28,8 @@ export interface StreamOpsOptions {
   onStopRequest?: ((when: 'now' | 'idle') => void) | undefined;
   /** Told of every operation's outcome (the daemon's metrics). */
   observer?: Observer | undefined;
+  /** The relay link's settings (`connect.*`). */
+  relayLink?: RelayLink | undefined;
 }
 
 type AfterAnswer = (fn: () => void) => void;
@@ -137,7 +140,7 @@ export class StreamOps {
 
   private context(signal: AbortSignal, afterAnswer: AfterAnswer, door: Door): OpContext {
     const o = this.o;
-    return { engine: o.engine, admin: o.admin, wake: o.wake, door, signal, afterAnswer, onStopRequest: o.onStopRequest, observer: o.observer };
+    return { engine: o.engine, admin: o.admin, wake: o.wake, door, signal, afterAnswer, onStopRequest: o.onStopRequest, observer: o.observer, relayLink: o.relayLink };
   }
 }
 
