@@ -114,6 +114,7 @@ describe('relay server', () => {
     n1.auto = (c) => ({ status: 200, body: { account: c.mailbox, echo: c.body } });
     const b = await browser('alice');
     const login = await new TestBrowser(relay.origin, tls.caFile).login('alice', PW);
+    assert.match(String(login.headers['set-cookie']), /^m4a_session_\d+=[\w-]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
     assert.deepEqual(
       { ...login.body, csrf: undefined },
       { account: 'alice', label: 'alice', operator: false, csrf: undefined, relay: { user: 'alice', node: 'n1', role: 'owner' } },

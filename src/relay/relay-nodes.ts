@@ -169,18 +169,24 @@ export class NodeHub {
       return refuse(socket, 401, new MailError('unauthenticated', 'unknown node or wrong token'));
     }
     const node = parsed.data;
+    // One dialer per node at a time, from here until its socket is accepted (handleUpgrade calls
+    // back synchronously): two racing dialers cannot both become the node's link.
     if (this.checking.has(node)) return this.inUse(socket, node, peer);
-    const old = this.links.get(node);
-    if (old) {
-      this.checking.add(node);
-      const alive = await this.answersPing(old.ws).finally(() => this.checking.delete(node));
-      if (alive && this.links.get(node) === old) return this.inUse(socket, node, peer);
-      log.warn({ code: 'relay_node_replaced', node, peer }, 'the old connection did not answer a ping: replaced');
-      old.ws.terminate();
-      this.drop(old);
+    this.checking.add(node);
+    try {
+      const old = this.links.get(node);
+      if (old) {
+        const alive = await this.answersPing(old.ws);
+        if (alive && this.links.get(node) === old) return this.inUse(socket, node, peer);
+        log.warn({ code: 'relay_node_replaced', node, peer }, 'the old connection did not answer a ping: replaced');
+        old.ws.terminate();
+        this.drop(old);
+      }
+      if (socket.destroyed) return;
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(node, ws, rec.token_digest, peer));
+    } finally {
+      this.checking.delete(node);
     }
-    if (socket.destroyed) return;
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(node, ws, rec.token_digest, peer));
   }
 
   private inUse(socket: Duplex, node: string, peer: string | undefined): void {
