@@ -34,6 +34,7 @@ export const COMMAND_GROUPS: readonly CommandGroup[] = [
   { names: ['search'], load: async () => (await import('./search-commands.js')).registerSearch },
   { names: ['wait-for'], load: async () => (await import('./wait-for-command.js')).registerWaitFor },
   { names: ['attachment'], load: async () => (await import('./attachment-command.js')).registerAttachment },
+  { names: ['connect'], load: async () => (await import('./relay-link-commands.js')).registerRelayLink },
   { names: ['relay'], load: async () => (await import('./relay-commands.js')).registerRelay },
 ];
 
