@@ -114,6 +114,9 @@ export class RelayWeb {
     const body = await readJsonBody(req, API_BODY_CAP);
     const frame: CallFrame = { mailbox: grant.mailbox, name, body, ...(grant.role === 'delegate' ? { delegate: login.account.id } : {}) };
     const answer = await this.forward(grant, frame, clientGoneSignal(res));
+    // A reload asks `me`: the page learns again that this is a relay login (it offers mail only).
+    if (name === 'me' && answer.status === 200 && answer.body !== null && typeof answer.body === 'object')
+      return sendJson(res, 200, { ...answer.body, relay: { user: login.account.id, node: grant.node, role: grant.role } }, noStore);
     return sendJson(res, answer.status, answer.body, noStore);
   }
 
