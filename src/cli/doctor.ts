@@ -12,6 +12,7 @@ import { probe, readDaemonInfo } from './autostart.js';
 import { CLI_VERSION } from './connect.js';
 import { credentialsPath, readCredentials } from './credentials.js';
 import { extensionChecks } from './doctor-extensions.js';
+import { relayLinkCheck } from './relay-link-commands.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -158,6 +159,8 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
       metrics = m.summary;
       checks.push({ name: 'metrics', status: 'ok', detail: summaryText(m.summary) });
     } else checks.push({ name: 'metrics', status: m.off ? 'ok' : 'warn', detail: m.why });
+    const link = await relayLinkCheck(url, token);
+    if (link) checks.push(link);
   }
   if (existsSync(dataDir)) checks.push(dataDirCheck(dataDir));
   if (o.checkStore) {

@@ -4,6 +4,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { MailClient } from '../client/http-client.js';
 import { MailError } from '../wire/errors.js';
 import { pathOf } from '../wire/operation-facts.js';
 import type { ConnectStatus } from '../wire/relay-link-ops.js';
@@ -114,4 +115,22 @@ export function registerRelayLink(program: Command): void {
   operatorCommon(connect.command('status').description('connected or not, since, last error, round-trip time')).action((o: OperatorOptions) =>
     asOperator(o, (c) => c.call<ConnectStatus>(pathOf('connect.status'), {}), describeStatus),
   );
+}
+
+/** m4a doctor's line for the relay link: nothing when it is not configured. */
+export async function relayLinkCheck(url: string, token: string | null): Promise<{ name: string; status: 'ok' | 'warn'; detail: string; todo?: string } | null> {
+  if (!token) return null;
+  const c = new MailClient({ url, token, checkPortOwner: false });
+  try {
+    const s = await c.call<ConnectStatus>(pathOf('connect.status'), {});
+    if (!s.configured) return null;
+    if (!s.enabled) return { name: 'relay link', status: 'ok', detail: `stopped (${s.server_url ?? ''})`, todo: 'm4a connect start' };
+    if (s.connected) return { name: 'relay link', status: 'ok', detail: `connected to ${s.server_url ?? ''} as ${s.node_id ?? ''} since ${s.since ?? ''}` };
+    return { name: 'relay link', status: 'warn', detail: `not connected to ${s.server_url ?? ''}: ${s.last_error ?? 'dialling'}`, todo: 'm4a connect status' };
+  } catch (err) {
+    if (err instanceof MailError && err.code === 'unknown_route') return null; // a daemon from before the relay link
+    return { name: 'relay link', status: 'warn', detail: `status unavailable: ${err instanceof MailError ? err.code : 'unreachable'}` };
+  } finally {
+    c.close();
+  }
 }
