@@ -14,7 +14,8 @@ import { PROTOCOL_VERSIONS } from '../../src/doors/mcp/mcp-handler.js';
 import { TASK_LIMITS, TASK_STATES } from '../../src/wire/tasks.js';
 import type { Store } from '../../src/store/types.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
-import { assertEnvelope, assertUnchanged, fastWaitClock, http, storeSnapshot, type RawAnswer } from './helpers.js';
+import { assertEnvelope, assertUnchanged, http, storeSnapshot, type RawAnswer } from './helpers.js';
+import { stillClock } from './still-clock.js';
 
 const NUM_RUNS = Number(process.env.M4A_FUZZ_RUNS ?? 0) || undefined;
 const runs = (n: number) => ({ numRuns: NUM_RUNS ?? n, includeErrorInReport: true, ...(process.env.M4A_FUZZ_SEED ? { seed: Number(process.env.M4A_FUZZ_SEED) } : {}) });
@@ -129,19 +130,14 @@ describe('fuzz: HTTP routes and MCP', () => {
   let tools: { tool: string; spec: RouteSpec }[];
   let readable: string[];
   const approvals = new Set<string>();
-  /** Clears alice's reminders before a run: one set by an earlier run (in_secs: 1) would arrive
-   *  during a later one as mail nobody in it sent (the task operations make a property run long
-   *  enough for that). */
-  let clearTimers: () => Promise<void>;
   before(async () => {
-    d = await startTestDaemon({ clock: fastWaitClock() });
+    // Time stands still (still-clock.ts): a reminder a run sets (in_secs: 1, a team's, a snooze)
+    // or a pooled claim's lease would otherwise come due during a later run and store mail nobody
+    // in it sent. The reminder loop polls every ms of that clock, so it never arms for a due time.
+    d = await startTestDaemon({ clock: stillClock(), timerPollMs: 1 });
     const alice = await d.account('alice', { urgent: true });
     aliceSecret = alice.secret;
     const bob = await d.account('bob');
-    // Team reminders reach bob: his are cleared before a run too.
-    clearTimers = async () => {
-      for (const who of [alice, bob]) for (const t of (await who.client.timers()).timers) await who.client.timerClear(t.id);
-    };
     await d.operator.admin.roomAdd('lobby');
     await d.operator.admin.memberAdd('lobby', 'alice');
     await d.operator.admin.memberAdd('lobby', 'bob');
@@ -846,7 +842,6 @@ describe('fuzz: HTTP routes and MCP', () => {
         }),
         async ([spec, body]) => {
           const where = `${spec.path} ${String(body.bytes).slice(0, 160)}`;
-          await clearTimers();
           const before = await storeSnapshot(store);
           const ledger = await taskLedger(store, approvals);
           const r = await http(d.url, spec.path, { token: spec.admin ? d.operatorToken : aliceSecret, body: body.bytes, fresh: body.overCap });
@@ -937,7 +932,6 @@ describe('fuzz: HTTP routes and MCP', () => {
         ),
         async ({ p, text }) => {
           const where = `/mcp ${text.slice(0, 200)}`;
-          await clearTimers();
           const before = await storeSnapshot(store);
           const ledger = await taskLedger(store, approvals);
           const r = await http(d.url, '/mcp', { token: aliceSecret, body: text });
@@ -1016,6 +1010,43 @@ describe('fuzz: HTTP routes and MCP', () => {
       assert.equal(r.json.id, 7);
       assert.equal(r.json.error?.code, -32602, `name ${name.slice(0, 40)}`);
     }
+  });
+
+  it('regression: reminders the fuzz sets never come due by itself, and a parked wait still ends at once', async () => {
+    // Found at M4A_FUZZ_RUNS=30000: a reminder set by one run (in_secs: 1, a team's) arrived from
+    // `mailbox` during a later one ("a refused request changed the store"), and a 60 s wait held
+    // its request past the client's deadline (the clock's capped timers fired before the wait's
+    // deadline, which wait-expiry.ts compares with now(), so it re-armed until real time caught up).
+    const store = d.engine.store;
+    const call = async (path: string, body: unknown) => {
+      const r = await http(d.url, path, { token: aliceSecret, body: JSON.stringify(body) });
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+      return r.json;
+    };
+    const mine = await call('/mail/remind', { in_secs: 1, note: 'fz regression', account: true });
+    const team = await call('/mail/timer/team', { team: 'fzteam', in_secs: 1, note: 'fz regression', include_self: true });
+    await call('/mail/timer/snooze', { id: mine.id, in_secs: 1 });
+    const head = await store.headSeq();
+    let cursor: string | undefined;
+    for (let page = await call('/mail/inbox', { include_bodies: false, limit: 256 }); ; page = await call('/mail/inbox', { after: cursor, include_bodies: false, limit: 256 })) {
+      cursor = page.next_cursor;
+      if (page.messages.length === 0) break;
+    }
+    await d.engine.tickTimers();
+    // Far past every due time in the daemon's own terms, and answered well within http()'s deadline.
+    const waited = await call('/mail/inbox', { after: cursor, wait_secs: 60 });
+    assert.deepEqual(waited.messages, [], 'the wait expired with nothing new');
+    const mcp = await http(d.url, '/mcp', {
+      token: aliceSecret,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'm4a_mail_inbox', arguments: { after: cursor, wait_secs: 50 } } }),
+    });
+    assert.equal(mcp.status, 200, mcp.text);
+    await d.engine.tickTimers();
+    assert.equal(await store.headSeq(), head, 'no reminder arrived');
+    const left = (await call('/mail/timer/list', {})).timers.map((t: { id: string }) => t.id);
+    for (const id of [mine.id, ...team.timers.filter((t: { to: string }) => t.to === 'alice').map((t: { id: string }) => t.id)])
+      assert.ok(left.includes(id), `timer ${id} still pending`);
+    for (const id of left) await call('/mail/timer/clear', { id });
   });
 
   it("paths, methods, Host, Origin and Authorization: only the daemon's own names and a valid bearer get through", async () => {
