@@ -723,6 +723,24 @@ describe('fuzz: HTTP routes and MCP', () => {
       },
       '/admin/retention/list': { base: () => ({}), fields: { account: selectors } },
       '/admin/retention/run': { base: () => ({}), fields: { days: [1, null] } },
+      // The relay link: every server_url a closed loopback port or refused, so nothing dials out.
+      '/admin/connect/configure': {
+        base: () => ({ server_url: 'wss://127.0.0.1:9', node_id: 'fznode', node_token: 'tok', human_mailboxes: ['alice'] }),
+        fields: {
+          server_url: ['wss://127.0.0.1:9', 'ws://192.0.2.1', 'http://x', ''],
+          node_id: ['fznode', '', 'UPPER', 'x'.repeat(65)],
+          node_token: ['', 'x'.repeat(5000)],
+          human_mailboxes: [[], ['bob'], ['nobody'], selectors],
+        },
+      },
+      '/admin/connect/update': {
+        base: () => ({}),
+        fields: { server_url: ['wss://127.0.0.1:9', 'ws://192.0.2.1', ''], node_id: ['fznode', ''], human_mailboxes: [['alice'], ['nobody']] },
+      },
+      '/admin/connect/removeuser': { base: () => ({ human_mailbox: 'nobody' }), fields: { human_mailbox: selectors } },
+      '/admin/connect/start': { base: () => ({}), fields: {} },
+      '/admin/connect/stop': { base: () => ({}), fields: {} },
+      '/admin/connect/status': { base: () => ({}), fields: {} },
     };
     // Every operation a bearer reaches has a spec here (a new operation fails this until it is fuzzed).
     for (const p of HTTP_PATHS) assert.ok(mail[p] ?? work[p] ?? leases[p] ?? admin[p], `fuzz spec for ${p}`);

@@ -72,6 +72,8 @@ export class RelayConnector {
     return { ...this.state };
   }
 
+  private endConn: (() => void) | null = null;
+
   start(): void {
     this.stopped = false;
     if (!this.ws && !this.retry) this.dial();
@@ -80,6 +82,8 @@ export class RelayConnector {
   /** Closes the connection and dials no more. */
   stop(): void {
     this.stopped = true;
+    this.endConn?.();
+    this.endConn = null;
     if (this.retry) clearTimeout(this.retry);
     this.retry = null;
     this.ws?.close(1000, 'node stopping');
@@ -119,6 +123,8 @@ export class RelayConnector {
     });
     this.ws = ws;
     const conn = new AbortController();
+    // stop() ends the notice loops and calls at once, not when the close handshake ends.
+    this.endConn = () => conn.abort();
     let welcomedAt: number | null = null;
     let calls: RelayCalls | null = null;
     let push: RelayPush | null = null;
