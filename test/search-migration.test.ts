@@ -45,7 +45,9 @@ describe('search migration (SQLite)', () => {
       await s.appendMessage(msg('m-old1', 'heron one'), 0);
       await s.close();
       const db = new Database(path);
-      db.exec('DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; DROP INDEX messages_external; ALTER TABLE messages DROP COLUMN via;');
+      db.exec(
+        'DROP TRIGGER messages_fts_insert; DROP TRIGGER messages_fts_delete; DROP TRIGGER messages_fts_update; DROP TABLE messages_fts; DROP INDEX messages_external; ALTER TABLE messages DROP COLUMN via;',
+      );
       db.prepare(
         "INSERT INTO messages (id, thread_id, from_account, from_kind, to_address, to_key, subject, body, refs, priority, created_at) VALUES ('m-old2', 'm-old2', 'alice', 'agent', 'bob', 'a:bob', 'heron two', 'x', '[]', 'normal', 2)",
       ).run();
