@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
 import { keyOfLineage, type Store } from '../../src/store/types.js';
 import type { Clock } from '../../src/engine/clock.js';
+import { doorOfPath, tally } from '../support/soak-tally.js';
 
 export interface RawAnswer {
   status: number;
@@ -14,6 +15,9 @@ export interface RawAnswer {
   json: any;
   headers: Record<string, string | string[] | undefined>;
 }
+
+/** The door of the last request, where assertUnchanged counts a changed store. */
+let lastDoor = 'http';
 
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 4 });
 
@@ -26,6 +30,8 @@ export function http(
   const u = new URL(url);
   const body = o.body === undefined ? undefined : Buffer.isBuffer(o.body) ? o.body : Buffer.from(o.body, 'utf8');
   const timeoutMs = o.timeoutMs ?? 10_000;
+  const t = tally((lastDoor = doorOfPath(path)));
+  t.requests++;
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -54,14 +60,19 @@ export function http(
           } catch {
             json = text;
           }
+          if ((res.statusCode ?? 0) >= 500) t.status5xx++;
           resolve({ status: res.statusCode ?? 0, text, json, headers: res.headers });
         });
         res.on('error', reject);
       },
     );
-    const timer = setTimeout(() => req.destroy(new Error(`no answer from ${path} within ${timeoutMs} ms (a hang)`)), timeoutMs);
+    const timer = setTimeout(() => {
+      t.hangs++;
+      req.destroy(new Error(`no answer from ${path} within ${timeoutMs} ms (a hang)`));
+    }, timeoutMs);
     req.on('error', (e) => {
       clearTimeout(timer);
+      if (/ECONNREFUSED|ECONNRESET|EPIPE/.test((e as NodeJS.ErrnoException).code ?? '')) t.crashes++;
       reject(e);
     });
     req.end(body);
@@ -157,6 +168,7 @@ export async function assertUnchanged(store: Store, before: StoreSnapshot, where
   const was = before.text;
   const now = await storeSnapshot(store, before.sessionIds);
   if (now.text === was) return;
+  tally(lastDoor).changed++;
   const a = JSON.parse(was) as Record<string, unknown>;
   const b = JSON.parse(now.text) as Record<string, unknown>;
   const changed = Object.keys(a).filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
