@@ -3,7 +3,7 @@
 // call forwarded to the user's node as a `call` frame for the one mailbox the user's grant names.
 // Nothing the browser sends chooses the node, the mailbox or the delegate: the grant does.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { MailError, detailText } from '../wire/errors.js';
+import { MailError } from '../wire/errors.js';
 import { parseInput } from '../wire/validate.js';
 import { LoginRequest } from '../wire/web.js';
 import { EmptyRequest } from '../wire/ops.js';
@@ -11,9 +11,9 @@ import { isRelayedWebCall } from '../wire/relay-link.js';
 import type { Logger } from '../engine/log.js';
 import type { WebLogin } from '../engine/web-auth.js';
 import { readJsonBody } from '../doors/http/body.js';
-import { clientGoneSignal, isClientGone, sendJson, toMailError } from '../doors/http/respond.js';
+import { clientGoneSignal, sendJson } from '../doors/http/respond.js';
 import { loadWebAssetsAtStart, webAssets } from '../doors/web/assets/index.js';
-import { API_BODY_CAP, CSRF_HEADER, SECURITY_HEADERS, checkBrowserRequest, cookieName, readCookie, sendWebAsset } from '../doors/web/web-door.js';
+import { API_BODY_CAP, CSRF_HEADER, SECURITY_HEADERS, checkBrowserRequest, cookieName, readCookie, sendWebAsset, sendWebError } from '../doors/web/web-door.js';
 import { clientAddress } from '../doors/web/client-address.js';
 import type { CallAnswer, NodeHub } from './relay-nodes.js';
 import type { RelayGrant, RelayState } from './relay-store.js';
@@ -60,12 +60,7 @@ export class RelayWeb {
       if (path.startsWith('/web/assets/')) throw new MailError('unknown_route', `no asset ${path}`);
       return sendWebAsset(req, res, assets.shell, 'no-store');
     } catch (err) {
-      if (isClientGone(err, req)) return this.o.log.debug({ path, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
-      const e = toMailError(err, this.o.log);
-      const extra: Record<string, string> = { ...SECURITY_HEADERS };
-      if (e.code === 'rate_limited') extra['retry-after'] = detailText(e.details.retry_after ?? 1);
-      if (e.code === 'method_not_allowed') extra.allow = path.startsWith('/web/api/') ? 'POST' : 'GET, HEAD';
-      sendJson(res, e.httpStatus, e.toBody(), extra);
+      sendWebError(req, res, err, this.o.log, path);
     }
   }
 

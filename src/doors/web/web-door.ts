@@ -86,6 +86,18 @@ export function checkBrowserRequest(req: IncomingMessage): void {
   if (type !== 'application/json') throw new MailError('csrf_failed', 'the browser API takes application/json only', { reason: 'content type' });
 }
 
+/** The error answer of the browser door and the relay: a client that went away mid-body is not a
+ *  failure of ours (a debug line, no stack); else the envelope with the security headers,
+ *  Retry-After on rate_limited and Allow on method_not_allowed. */
+export function sendWebError(req: IncomingMessage, res: ServerResponse, err: unknown, log: Logger, path: string): void {
+  if (isClientGone(err, req)) return log.debug({ path, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
+  const e = toMailError(err, log);
+  const extra: Record<string, string> = { ...SECURITY_HEADERS };
+  if (e.code === 'rate_limited') extra['retry-after'] = detailText(e.details.retry_after ?? 1);
+  if (e.code === 'method_not_allowed') extra.allow = path.startsWith('/web/api/') ? 'POST' : 'GET, HEAD';
+  sendJson(res, e.httpStatus, e.toBody(), extra);
+}
+
 export class WebDoor {
   constructor(private o: WebDoorOptions) {
     loadWebAssetsAtStart();
@@ -106,13 +118,7 @@ export class WebDoor {
       if (path.startsWith('/web/assets/')) throw new MailError('unknown_route', `no asset ${path}`);
       return this.sendAsset(req, res, assets.shell, 'no-store');
     } catch (err) {
-      // A client that went away mid-body is not a failure of ours: a debug line, no stack.
-      if (isClientGone(err, req)) return this.o.log.debug({ path, code: (err as NodeJS.ErrnoException).code ?? 'aborted' }, 'client closed the connection mid-request');
-      const e = toMailError(err, this.o.log);
-      const extra: Record<string, string> = { ...SECURITY_HEADERS };
-      if (e.code === 'rate_limited') extra['retry-after'] = detailText(e.details.retry_after ?? 1);
-      if (e.code === 'method_not_allowed') extra.allow = path.startsWith('/web/api/') ? 'POST' : 'GET, HEAD';
-      sendJson(res, e.httpStatus, e.toBody(), extra);
+      sendWebError(req, res, err, this.o.log, path);
     }
   }
 
