@@ -116,6 +116,20 @@ describe('the relay end to end', { skip, timeout: 240_000 }, () => {
     await gone;
     relay = null;
   }
+  /** `m4a connect configure` for node laptop at this relay, offering `mailboxes`. */
+  const configureArgs = (mailboxes: string[]): string[] => [
+    'connect',
+    'configure',
+    '--server-url',
+    `wss://127.0.0.1:${port}`,
+    '--node-id',
+    'laptop',
+    '--node-token-file',
+    tokenFile,
+    ...mailboxes.flatMap((m) => ['--human-mailbox', m]),
+    '--ca-file',
+    tls.caFile,
+  ];
   const status = async (env = nodeEnv()): Promise<{ connected: boolean; last_error: string | null }> => JSON.parse(await ok(['connect', 'status', '--json'], env));
   const relayUser = async (name: string, mailbox: string, role: 'owner' | 'delegate'): Promise<void> => {
     const pw = join(relayDir, `${name}.pw`);
@@ -141,25 +155,7 @@ describe('the relay end to end', { skip, timeout: 240_000 }, () => {
     await relayUser('carol', 'alice', 'delegate');
     await relayUser('eve', 'bob', 'owner');
     await startRelay();
-    await ok(
-      [
-        'connect',
-        'configure',
-        '--server-url',
-        `wss://127.0.0.1:${port}`,
-        '--node-id',
-        'laptop',
-        '--node-token-file',
-        tokenFile,
-        '--human-mailbox',
-        'alice',
-        '--human-mailbox',
-        'bob',
-        '--ca-file',
-        tls.caFile,
-      ],
-      nodeEnv(),
-    );
+    await ok(configureArgs(['alice', 'bob']), nodeEnv());
     await ok(['connect', 'start'], nodeEnv());
     await until('the node connected', async () => (await status()).connected);
     browser = await launchChromium([`--ignore-certificate-errors-spki-list=${tls.spki}`]);
@@ -241,23 +237,7 @@ describe('the relay end to end', { skip, timeout: 240_000 }, () => {
     try {
       await createPerson(other, 'alice');
       const env = { M4A_DATA_DIR: other.dataDir };
-      await ok(
-        [
-          'connect',
-          'configure',
-          '--server-url',
-          `wss://127.0.0.1:${port}`,
-          '--node-id',
-          'laptop',
-          '--node-token-file',
-          tokenFile,
-          '--human-mailbox',
-          'alice',
-          '--ca-file',
-          tls.caFile,
-        ],
-        env,
-      );
+      await ok(configureArgs(['alice']), env);
       await ok(['connect', 'start'], env);
       const s = await until('refused', async () => {
         const st = await status(env);
