@@ -8,11 +8,12 @@ import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import { formatAddress, normalEmail } from '../wire/address.js';
 import type * as W from '../wire/ops.js';
-import { keyOfEmail, type NewMessage, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
+import { keyOfEmail, type RecordRow, type Store, type StoredMessage } from '../store/types.js';
 import type { Clock, Ids } from './clock.js';
 import type { Logger } from './log.js';
 import type { Caller } from './mail-engine.js';
 import type { MailPost } from './mail-post.js';
+import { sentMessage } from './sent-message.js';
 import { EMAIL_DEFAULTS, type EmailOptions } from './email-book.js';
 import { EMAIL_REC, metaId, readMeta, rememberMessageId, type EmailMeta } from './email-records.js';
 
@@ -167,28 +168,7 @@ export class EmailOut {
       { kind: EMAIL_REC.outbox, id: queueId(id), value: '{}', updatedAt: now },
       { kind: EMAIL_REC.rate, id: rateId(c.account.id, now, id), value: JSON.stringify({ at: now, key: keyDigest } satisfies RateRow), updatedAt: now },
     ];
-    const priority = req.priority ?? 'normal';
-    const refs = req.refs ?? [];
-    const m: NewMessage = {
-      id,
-      threadId: parent ? parent.threadId : id,
-      fromAccount: c.account.id,
-      fromSession: c.session?.id ?? null,
-      fromKind: c.account.kind,
-      toAddress: formatAddress(req.to),
-      toKey: keyOfEmail(to),
-      subject: req.subject,
-      body: req.body,
-      replyTo: req.reply_to ?? null,
-      correlation: req.correlation ?? null,
-      refs,
-      priority,
-      createdAt: now,
-      idempotencyKey: req.idempotency_key ?? null,
-      fingerprint: req.idempotency_key
-        ? sha256(JSON.stringify([formatAddress(req.to), req.subject, req.body, req.reply_to ?? null, req.correlation ?? null, refs, priority]))
-        : null,
-    };
+    const m = sentMessage(c, req, { id, parent, toAddress: formatAddress(req.to), toKey: keyOfEmail(to), createdAt: now });
     // Records first: the worker learns of the send from the commit and finds its entry there.
     await this.d.store.insertRecords(rows);
     let outcome: Awaited<ReturnType<MailPost['storeBuilt']>>;

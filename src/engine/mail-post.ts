@@ -1,7 +1,6 @@
 // The sending path: a send or a reply is checked (permissions, the message it answers), stored
 // (recipient rules, idempotency, the loop guard) and announced to listeners after commit. Tasks and
 // approvals send through deliver as well (their `post`), so their mail follows the same rules.
-import { createHash } from 'node:crypto';
 import { MailError } from '../wire/errors.js';
 import { formatAddress, isTeamAddress, parseCompactAddress, type Address } from '../wire/address.js';
 import { utf8Bytes } from '../wire/text.js';
@@ -18,6 +17,7 @@ import { checkListenerUrl, type Doorbell } from './listener-url.js';
 import type { TaskMark } from './tasks.js';
 import type { LoopGuard } from './loop-guard.js';
 import { sentBy } from './incarnation.js';
+import { sentMessage } from './sent-message.js';
 import { need, type Caller } from './mail-engine.js';
 
 /** An external sender's stored account field: `email:` and the address (email-book.ts). */
@@ -132,19 +132,12 @@ export class MailPost {
     task: TaskMark | null = null,
     opts: DeliverOptions = {},
   ): Promise<{ answer: W.SendResponse; message: StoredMessage }> {
-    const priority = req.priority ?? 'normal';
     const now = this.d.clock.now();
     if (isTeamAddress(req.to)) throw new MailError('internal', 'team: and leader: mail is expanded before deliver');
     if (req.to.kind === 'email') throw new MailError('internal', 'email: mail goes through the e-mail book, not deliver');
     const target = await resolveRecipient(this.d.store, this.d.sessions, req.to, parent, now, c.account);
     await this.d.contacts.admit(c, target, parent, task);
     if (opts.writtenTo !== undefined) target.address = opts.writtenTo;
-    const refs = req.refs ?? [];
-    const fingerprint = req.idempotency_key
-      ? createHash('sha256')
-          .update(JSON.stringify([formatAddress(req.to), req.subject, req.body, req.reply_to ?? null, req.correlation ?? null, refs, priority]))
-          .digest('hex')
-      : null;
     const id = opts.messageId ?? this.d.ids.messageId();
     // The commit announces the message before the loop guard has judged it: wakers ask verdict().
     const judged = this.d.loops.judgingStarts(id);
@@ -153,22 +146,7 @@ export class MailPost {
     try {
       outcome = await this.d.store.appendMessage(
         {
-          id,
-          threadId: parent ? parent.threadId : (opts.threadId ?? id),
-          fromAccount: c.account.id,
-          fromSession: c.session?.id ?? null,
-          fromKind: c.account.kind,
-          toAddress: target.address,
-          toKey: target.key,
-          subject: req.subject,
-          body: req.body,
-          replyTo: req.reply_to ?? null,
-          correlation: req.correlation ?? null,
-          refs,
-          priority,
-          createdAt: now,
-          idempotencyKey: req.idempotency_key ?? null,
-          fingerprint,
+          ...sentMessage(c, req, { id, parent, ...(opts.threadId !== undefined ? { threadId: opts.threadId } : {}), toAddress: target.address, toKey: target.key, createdAt: now }),
           ...(task ? { task } : {}),
           // From the relay link's login, never from the request (Caller.via).
           ...(c.via ? { via: { relay: c.via.relay, delegate: c.via.delegate } } : {}),

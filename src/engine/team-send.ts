@@ -18,6 +18,7 @@ import type { Clock } from './clock.js';
 import type { DeliverOptions } from './mail-post.js';
 import type { Caller } from './mail-engine.js';
 import { teamOfMember } from './team-rules.js';
+import { sendFingerprint } from './sent-message.js';
 
 /** Kept answers of team sends with an idempotency key: id `<account>|<key>` → KeptSend. */
 export const TEAM_SEND_RECORD = 'team_send';
@@ -38,12 +39,6 @@ interface KeptSend {
 
 export const copyKey = (key: string, member: string): string => `tm.${createHash('sha256').update(`${key}\n${member}`).digest('hex').slice(0, 32)}`;
 
-function fingerprintOf(req: W.SendRequest): string {
-  return createHash('sha256')
-    .update(JSON.stringify([formatAddress(req.to), req.subject, req.body, req.reply_to ?? null, req.correlation ?? null, req.refs ?? [], req.priority ?? 'normal']))
-    .digest('hex');
-}
-
 const detail = (e: MailError, k: string): string => {
   const v = e.details[k];
   return typeof v === 'string' ? v : '';
@@ -61,7 +56,7 @@ export async function teamSend(d: TeamSendDeps, c: Caller, req: W.SendRequest, p
   if (recipients.length === 0) throw new MailError('no_recipients', `${writtenTo} reaches nobody but you`, { team: to.team });
 
   const key = req.idempotency_key;
-  const fingerprint = key === undefined ? null : fingerprintOf(req);
+  const fingerprint = key === undefined ? null : sendFingerprint(req);
   const keptId = key === undefined ? null : `${me}|${key}`;
   if (keptId !== null) {
     const rec = await d.store.getRecord(TEAM_SEND_RECORD, keptId);
