@@ -11,31 +11,14 @@ import { join } from 'node:path';
 import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
 import { AdminOps } from '../src/engine/admin-ops.js';
 import { ManualClock, systemIds } from '../src/engine/clock.js';
-import type { InboundMail } from '../src/engine/email-book.js';
 import { fenceClose, fenceOpen } from '../src/engine/email-fence.js';
+import { mail, refused } from './support/inbound-mail.js';
 import { EMAIL_REC, readMeta } from '../src/engine/email-records.js';
 import { createMemoryStore, openSqliteStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
 import { LIMITS } from '../src/wire/limits.js';
-import { MailError } from '../src/wire/errors.js';
 
 const DOMAIN = 'agents.example.com';
-
-const mail = (o: Partial<InboundMail> = {}): InboundMail => ({
-  account: 'bob',
-  from: 'Alice@Example.COM',
-  envelopeFrom: 'bounce@example.com',
-  subject: 'Hello',
-  text: 'Hi Bob',
-  messageId: null,
-  inReplyTo: null,
-  references: [],
-  autoSubmitted: false,
-  attachments: [],
-  ...o,
-});
-
-const refused = (code: string) => (err: unknown) => err instanceof MailError && err.code === code;
 
 for (const kind of ['memory', 'sqlite'] as const) {
   describe(`EmailBook.receive (${kind})`, () => {

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
 import { AdminOps } from '../src/engine/admin-ops.js';
 import { ManualClock, systemIds } from '../src/engine/clock.js';
-import type { InboundMail } from '../src/engine/email-book.js';
 import { fenceClose, fenceOpen } from '../src/engine/email-fence.js';
+import { mail, refused } from './support/inbound-mail.js';
 import { createMemoryStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
 import { MailError } from '../src/wire/errors.js';
@@ -19,21 +19,6 @@ import { htmlToText, strippedText } from '../src/doors/smtp/html-text.js';
 
 const DOMAIN = 'agents.example.com';
 const DAY = 24 * 3600 * 1000;
-
-const mail = (o: Partial<InboundMail> = {}): InboundMail => ({
-  account: 'bob',
-  from: 'alice@example.com',
-  envelopeFrom: 'bounce@example.com',
-  subject: 'Hello',
-  text: 'Hi Bob',
-  messageId: null,
-  inReplyTo: null,
-  references: [],
-  autoSubmitted: false,
-  attachments: [],
-  ...o,
-});
-const refused = (code: string) => (err: unknown) => err instanceof MailError && err.code === code;
 
 describe('e-mail: the review findings', () => {
   let store: Store;
