@@ -174,6 +174,21 @@ describe('SMTP door: delivery into the mailbox', () => {
     for (const [i, c] of [bob, carol].entries()) assert.equal((await all(c)).at(-1)?.reply_to, firsts[i], 'each copy threads into its own account');
   });
 
+  it('regression: one mail to an account under two addresses (its name and an alias, or two cases) is one message', async () => {
+    // Found by test/reliability/fuzz-smtp.test.ts (seed 1194446823): without a Message-ID each RCPT
+    // stored its own copy, so bob@ and Support@ put the same mail in bob's mailbox twice.
+    const before = (await all(bob)).length;
+    const info = await mailer.sendMail({
+      envelope: { from: 'twice@example.org', to: [`bob@${DOMAIN}`, `Support@${DOMAIN}`, `BOB@${DOMAIN}`, `carol@${DOMAIN}`] },
+      raw: `From: twice@example.org\r\nTo: bob@${DOMAIN}\r\nSubject: under two names\r\n\r\nonce please\r\n`,
+    });
+    const ids = /^250 2\.6\.0 Stored as (.+)$/.exec(info.response)?.[1]?.split(', ') ?? [];
+    assert.equal(ids.length, 2, info.response);
+    assert.equal((await all(bob)).length, before + 1);
+    assert.equal((await all(bob)).at(-1)?.subject, 'under two names');
+    assert.equal((await all(carol)).at(-1)?.subject, 'under two names');
+  });
+
   it('threading: In-Reply-To joins the thread; the same Message-ID again is stored once; Auto-Submitted is stored', async () => {
     await mailer.sendMail({ from: 'thread@example.org', to: `carol@${DOMAIN}`, subject: 'Start', text: 'first', messageId: '<t1@example.org>' });
     const first = (await all(carol)).at(-1);

@@ -220,9 +220,13 @@ export class SmtpDoor {
     const envelopeFrom = s.envelope.mailFrom ? s.envelope.mailFrom.address : '';
     const stored: string[] = [];
     const refusals: Refusal[] = [];
+    // One copy per mailbox: two RCPTs reaching one account (an alias beside the name, the name in
+    // two cases) store the mail once, as one Message-ID would.
+    const done = new Set<string>();
     for (const rcpt of s.envelope.rcptTo) {
       const account = this.accounts.get(rcpt);
-      if (!account) continue;
+      if (!account || done.has(account)) continue;
+      done.add(account);
       try {
         const r = await this.o.email.receive({ ...parsed, account, envelopeFrom });
         if (!r.duplicate) this.recipients.take(account);
