@@ -254,8 +254,10 @@ export async function taskFinalCheck(model: Model, real: Real): Promise<void> {
     for (const r of READERS) {
       if (!isRequester(t, r) && r.account !== accountOf(t)) continue;
       const c = real.callers.get(r.name)!;
-      for (const p of [real.engine.tasks.cancel(c, { task_id: t.id }), real.engine.tasks.update(c, { task_id: t.id, state: 'working' })]) {
-        const err = await refusal(p);
+      // One at a time: a second call started beside the first would reject unobserved while the
+      // first is awaited (an unhandled rejection once the store answers over a socket).
+      for (const move of [() => real.engine.tasks.cancel(c, { task_id: t.id }), () => real.engine.tasks.update(c, { task_id: t.id, state: 'working' })]) {
+        const err = await refusal(move());
         expectCode(err, 'task_terminal', `${where}: ${r.name} moves a ${state} task`);
         assert.equal(err!.details.state, state, where);
       }

@@ -137,11 +137,43 @@ export interface Real {
   op: Caller;
   clock: ManualClock;
   callers: Map<string, Caller>;
+  /** The store answers over a socket (PostgreSQL): two calls started in one turn have no order. */
+  overSocket: boolean;
+}
+
+/** Store calls not yet settled: PostgreSQL's answers come over a socket, not within a turn. */
+let inFlight = 0;
+const settle = () => void inFlight--;
+
+/** The store, counting its calls in flight (for flush). */
+function counted(store: Store): Store {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      const v: unknown = Reflect.get(target, key, receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        const out: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
+        if (out instanceof Promise) {
+          inFlight++;
+          out.then(settle, settle);
+        }
+        return out;
+      };
+    },
+  });
 }
 
 export const flush = async () => {
-  // Commits, wake-ups and batched answers each take a turn of the event loop; leave plenty.
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  // Commits, wake-ups and batched answers each take a turn of the event loop; leave plenty, and
+  // wait out store calls still in flight (each may start the next).
+  for (let quiet = 0; quiet < 20;) {
+    await new Promise((r) => setImmediate(r));
+    if (inFlight === 0) quiet++;
+    else {
+      quiet = 0;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
 };
 
 export async function refusal(p: Promise<unknown>): Promise<MailError | null> {
@@ -188,7 +220,8 @@ export const ids: Ids = {
   secret: () => `m4a_test_${++idNo}`,
 };
 
-export async function makeWorld(store: Store): Promise<Real> {
+export async function makeWorld(plain: Store, overSocket = false): Promise<Real> {
+  const store = counted(plain);
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const engine = new MailEngine({ store, clock, ids, hostId: 'host-model', isAlive: () => true });
   // As the daemon does: learn the store's head, so woken waits take the batched answer path.
@@ -208,5 +241,5 @@ export async function makeWorld(store: Store): Promise<Real> {
     callers.set(r.name, c);
     printed.set(r.name, `${r.account}/${c.session!.slug}`);
   }
-  return { store, engine, admin, op, clock, callers };
+  return { store, engine, admin, op, clock, callers, overSocket };
 }
