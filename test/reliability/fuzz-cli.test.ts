@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { fastWaitClock } from './helpers.js';
+import { tally } from '../support/soak-tally.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const RUNS = Number(process.env.M4A_FUZZ_CLI_RUNS ?? 0) || 6;
@@ -210,12 +211,16 @@ describe("fuzz: the CLI's argument parsing", () => {
     const shown = argv.map((a) => Object.assign(a, { [fc.toStringMethod]: () => JSON.stringify(a.map((x) => (x.length > 60 ? `${x.slice(0, 20)}…(${x.length})` : x))) }));
     const sendsMail = (a: string[]) => a[0] === 'send' || a[0] === 'reply';
     const seen = new Map<number, number>();
+    const cli = tally('cli');
     await fc.assert(
       fc.asyncProperty(fc.uniqueArray(shown, { minLength: BATCH, maxLength: BATCH, selector: (a) => a.join('\0') }), async (batch) => {
         const head = await d.engine.store.headSeq();
         const results = await Promise.all(batch.map(run));
         for (const r of results) {
           const what = `m4a ${JSON.stringify(r.argv.map((x) => (x.length > 60 ? `${x.slice(0, 20)}…(${x.length})` : x)))}`;
+          cli.requests++;
+          if (r.signal !== null) cli.hangs++;
+          else if (r.code === null || ![0, 1, 2, 3].includes(r.code) || /^\s+at .+[(:]\d+/m.test(r.stderr) || /Unhandled|uncaught|node:internal/i.test(r.stderr)) cli.crashes++;
           assert.equal(r.signal, null, `${what}: no answer within ${DEADLINE_MS} ms (a hang)`);
           assert.ok(r.code !== null && [0, 1, 2, 3].includes(r.code), `${what}: exit code ${r.code}\n${r.stderr.slice(0, 2000)}`);
           assert.ok(!/^\s+at .+[(:]\d+/m.test(r.stderr), `${what}: a stack trace on stderr:\n${r.stderr.slice(0, 3000)}`);
@@ -227,6 +232,7 @@ describe("fuzz: the CLI's argument parsing", () => {
         }
         const grew = (await d.engine.store.headSeq()) - head;
         const ok = results.filter((r) => r.code === 0 && sendsMail(r.argv)).length;
+        if (grew > ok) cli.changed++;
         assert.ok(grew <= ok, `${grew} messages stored by ${ok} successful sends: a failed run stored mail (${JSON.stringify(results.map((r) => [r.argv[0], r.code]))})`);
       }),
       {

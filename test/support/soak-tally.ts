@@ -22,6 +22,7 @@ export interface SoakTally {
 }
 
 const REPORT = process.env.M4A_SOAK_REPORT;
+const STAGE = process.env.M4A_SOAK_STAGE ?? '';
 const tallies = new Map<string, SoakTally>();
 
 const blank = (): SoakTally => ({ requests: 0, status5xx: 0, crashes: 0, hangs: 0, changed: 0, rounds: 0 });
@@ -49,7 +50,7 @@ export function doorOfPath(path: string): string {
 
 function flush(kind: 'progress' | 'final'): void {
   if (!REPORT) return;
-  const lines = [...tallies].map(([door, t]) => JSON.stringify({ [kind]: true, pid: process.pid, door, ...t }) + '\n');
+  const lines = [...tallies].map(([door, t]) => JSON.stringify({ [kind]: true, stage: STAGE, pid: process.pid, door, ...t }) + '\n');
   if (lines.length > 0) appendFileSync(REPORT, lines.join(''));
 }
 
