@@ -238,6 +238,7 @@ describe("fuzz: the CLI's argument parsing", () => {
       {
         numRuns: RUNS,
         includeErrorInReport: true,
+        ...(process.env.M4A_FUZZ_SEED ? { seed: Number(process.env.M4A_FUZZ_SEED) } : {}),
         // The cases that matter most run every time.
         examples: [
           [[['send'], ['send', 'bob'], ['inbox', '--limit', 'abc'], ['inbox', '--wait', '60', '--json']]],

@@ -42,8 +42,8 @@ export function doorOfPath(path: string): string {
   const p = path.split('?')[0] ?? '';
   if (p === '/mcp') return 'mcp';
   if (p.startsWith('/a2a') || p.startsWith('/.well-known/agent')) return 'a2a';
-  if (/^\/mail\/(task|approval)/.test(p)) return 'tasks';
-  if (/^\/mail\/lease|^\/mail\/reserv/.test(p)) return 'leases';
+  if (/^\/(task|approval)(\/|$)/.test(p)) return 'tasks';
+  if (/^\/lease(\/|$)/.test(p)) return 'leases';
   if (p.startsWith('/admin/')) return 'admin';
   return 'http';
 }
