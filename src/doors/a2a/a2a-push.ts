@@ -142,14 +142,7 @@ export class PushConfigs {
   /** Creates (or, with the id of one of the caller's configs on the task, replaces) a config on a
    *  task the caller may read; `task` is that task's id and its history length now. */
   async create(c: Caller, task: { task_id: string; history: unknown[]; result?: unknown }, p: PushConfigIn): Promise<PushConfigOut> {
-    let port: number;
-    try {
-      port = checkListenerUrl(p.url).port;
-    } catch (e) {
-      if (e instanceof MailError) throw A2aRpcError.invalidParams('url', e.message);
-      throw e;
-    }
-    if (this.o.ownPorts?.().includes(port)) throw A2aRpcError.invalidParams('url', `port ${port} is this daemon's own: a push goes to a receiver of yours`);
+    this.checkUrl(p.url);
     const id = p.id || `p-${randomBytes(8).toString('hex')}`;
     const mine = await this.mine(c, task.task_id);
     const replacing = mine.some((r) => r.id === id);
@@ -195,6 +188,32 @@ export class PushConfigs {
       throw e;
     }
     return out(rec);
+  }
+
+  /** What create would refuse before it reads the task: SendMessage checks a config it carries
+   *  before it makes the task, so a refused config leaves no task behind. */
+  precheck(c: Caller, p: PushConfigIn): void {
+    this.checkUrl(p.url);
+    const ofAccount = this.o.watch.count(c.account.id);
+    if (ofAccount >= PUSH_LIMITS.perAccount)
+      throw new MailError('too_large', `at most ${PUSH_LIMITS.perAccount} push notification configs of one account on this daemon`, {
+        field: 'configs',
+        limit: PUSH_LIMITS.perAccount,
+        actual: ofAccount + 1,
+      });
+    if (this.o.watch.count() >= PUSH_LIMITS.perDaemon)
+      throw new MailError('rate_limited', `this daemon sends for ${PUSH_LIMITS.perDaemon} push notification configs already`, { retry_after: 60 });
+  }
+
+  private checkUrl(url: string): void {
+    let port: number;
+    try {
+      port = checkListenerUrl(url).port;
+    } catch (e) {
+      if (e instanceof MailError) throw A2aRpcError.invalidParams('url', e.message);
+      throw e;
+    }
+    if (this.o.ownPorts?.().includes(port)) throw A2aRpcError.invalidParams('url', `port ${port} is this daemon's own: a push goes to a receiver of yours`);
   }
 
   async get(c: Caller, taskId: string, id: string): Promise<PushConfigOut> {

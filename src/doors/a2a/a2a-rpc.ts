@@ -95,6 +95,8 @@ export class A2aMethods {
     const req = asA2aField(() =>
       parseInput(TaskCreateRequest, { to: this.agent, title: titleOf(m), instructions: text, idempotency_key: key, ...(parent !== undefined ? { parent_task_id: parent } : {}) }),
     );
+    // A config refused after the task was made would answer an error with the task stored.
+    if (push) this.pushing().precheck(this.caller, push);
     const task = await this.engine.tasks.create(this.caller, req);
     if (push) await this.pushing().create(this.caller, task, { ...push, taskId: task.task_id });
     return { task, from: 0 };
