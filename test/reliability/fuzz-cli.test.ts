@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
-import { fastWaitClock } from './helpers.js';
+import { stillClock } from './still-clock.js';
 import { tally } from '../support/soak-tally.js';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
@@ -108,8 +108,9 @@ describe("fuzz: the CLI's argument parsing", () => {
   let values: string[];
   before(async () => {
     assert.ok(existsSync(CLI), 'run `npm run build` first (npm test does)');
-    // Waits end within milliseconds, so `inbox --wait 60` cannot stall the run.
-    d = await startTestDaemon({ clock: fastWaitClock() });
+    // Waits end within milliseconds, so `inbox --wait 60` cannot stall the run, and nothing a run
+    // sets (a reminder) comes due in the middle of another (see still-clock.ts).
+    d = await startTestDaemon({ clock: stillClock(), timerPollMs: 1 });
     const me = await d.account('fuzzer');
     const bob = await d.account('bob');
     await d.operator.admin.roomAdd('lobby');

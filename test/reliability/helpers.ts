@@ -1,12 +1,10 @@
 // Small helpers shared by the reliability tests: a raw HTTP call with a deadline and full control
-// of Host and body bytes, the error-envelope check, a seeded PRNG, a free port, a clock whose waits
-// end quickly (so fuzzed wait_secs cannot stall a run), and a snapshot of the store's state.
+// of Host and body bytes, the error-envelope check, a seeded PRNG, a free port, and a snapshot of the store's state.
 import assert from 'node:assert/strict';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
 import { keyOfLineage, type Store } from '../../src/store/types.js';
-import type { Clock } from '../../src/engine/clock.js';
 import { doorOfPath, tally } from '../support/soak-tally.js';
 
 export interface RawAnswer {
@@ -112,18 +110,6 @@ export async function freePort(): Promise<number> {
   const port = (s.address() as { port: number }).port;
   await new Promise<void>((r) => s.close(() => r()));
   return port;
-}
-
-/** Real time, but every timer fires within `capMs`: a fuzzed `wait_secs: 60` parks, then expires
- *  almost at once, so waits are exercised without stalling the run. */
-export function fastWaitClock(capMs = 25): Clock {
-  return {
-    now: () => Date.now(),
-    timer(ms, fn) {
-      const t = setTimeout(fn, Math.min(ms, capMs));
-      return () => clearTimeout(t);
-    },
-  };
 }
 
 /** Everything a refused request must leave untouched. Registering the caller's session on first
