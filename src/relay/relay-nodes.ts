@@ -11,6 +11,7 @@ import { MailError } from '../wire/errors.js';
 import { NodeFrame, RELAY_LIMITS, RELAY_NODE_HEADER, RELAY_NODE_PATH, RELAY_SUBPROTOCOL, RelayNodeId, type RelayFrame } from '../wire/relay-link.js';
 import type { Logger } from '../engine/log.js';
 import type { RelayState } from './relay-store.js';
+import { AddressThrottle, RELAY_GUARD, type RelayGuardLimits } from './relay-guard.js';
 
 export interface NodeHubOptions {
   state: RelayState;
@@ -19,6 +20,9 @@ export interface NodeHubOptions {
   takeoverPingMs?: number;
   helloMs?: number;
   heartbeatMs?: number;
+  /** A call unanswered this long fails (RELAY_LIMITS.callTimeoutMs; shorter in tests). */
+  callTimeoutMs?: number;
+  limits?: RelayGuardLimits;
 }
 
 export interface CallAnswer {
@@ -38,11 +42,15 @@ export class NodeLink {
   mailboxes: readonly string[] = [];
   greeted = false;
   missed = 0;
+  /** Frames received in the current second (RELAY_GUARD.nodeFramesPerSecond). */
+  frames = 0;
+  framesSince = 0;
 
   constructor(
     readonly node: string,
     readonly ws: WebSocket,
     readonly tokenDigest: string,
+    private readonly callTimeoutMs: number = RELAY_LIMITS.callTimeoutMs,
   ) {}
 
   send(f: RelayFrame): void {
@@ -68,8 +76,8 @@ export class NodeLink {
       const timer = setTimeout(() => {
         done();
         if (this.ws.readyState === this.ws.OPEN) this.send({ t: 'cancel', id });
-        reject(new MailError('relay_unavailable', `the node did not answer in ${RELAY_LIMITS.callTimeoutMs / 1000} s`, { node: this.node }));
-      }, RELAY_LIMITS.callTimeoutMs);
+        reject(new MailError('relay_unavailable', `the node did not answer in ${this.callTimeoutMs / 1000} s`, { node: this.node }));
+      }, this.callTimeoutMs);
       this.calls.set(id, {
         resolve: (a) => (done(), resolve(a)),
         reject: (e) => (done(), reject(e)),
@@ -86,11 +94,11 @@ export class NodeLink {
 }
 
 /** Answers an upgrade request that is refused, with a JSON error body, and closes it. */
-function refuse(socket: Duplex, status: number, e: MailError): void {
+function refuse(socket: Duplex, status: number, e: MailError, extra = ''): void {
   const body = JSON.stringify(e.toBody());
-  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict' }[status] ?? 'Error';
+  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 429: 'Too Many Requests' }[status] ?? 'Error';
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\nconnection: close\r\n${extra}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }
 
@@ -109,9 +117,13 @@ export class NodeHub {
   private wss: WebSocketServer;
   private timer: NodeJS.Timeout;
   private readonly o: Required<NodeHubOptions>;
+  /** Upgrade attempts not accepted, per address: past the bound refused 429 before any store
+   *  lookup or log line. */
+  private readonly failures: AddressThrottle;
 
   constructor(o: NodeHubOptions) {
-    this.o = { takeoverPingMs: 5000, helloMs: 10_000, heartbeatMs: RELAY_LIMITS.heartbeatMs, ...o };
+    this.o = { takeoverPingMs: 5000, helloMs: 10_000, heartbeatMs: RELAY_LIMITS.heartbeatMs, callTimeoutMs: RELAY_LIMITS.callTimeoutMs, limits: RELAY_GUARD, ...o };
+    this.failures = new AddressThrottle(this.o.limits.nodeFailures, this.o.limits.nodeFailureWindowMs);
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: RELAY_LIMITS.frameBytes,
@@ -151,22 +163,33 @@ export class NodeHub {
     for (const p of [...(this.parked.get(node) ?? [])]) if (mailbox === null || p.mailbox === mailbox) p.wake();
   }
 
-  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  /** `accepted` runs once the token verified and the socket became the node's. */
+  async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, accepted: () => void = () => undefined): Promise<void> {
     const log = this.o.log;
     const peer = req.socket.remoteAddress;
-    if (new URL(req.url ?? '/', 'http://x').pathname !== RELAY_NODE_PATH) return refuse(socket, 404, new MailError('unknown_route', 'no WebSocket here'));
+    const address = peer ?? '?';
+    const wait = this.failures.retryAfter(address);
+    if (wait > 0) {
+      const e = new MailError('rate_limited', `too many failed node connections from this address: retry in ${wait} s`, { retry_after: wait, limit: this.o.limits.nodeFailures });
+      return refuse(socket, 429, e, `retry-after: ${wait}\r\n`);
+    }
+    // Counted before the store lookup, so attempts racing in parallel are bounded too; a node
+    // that gets in is forgiven its attempt.
+    this.failures.count(address);
+    const refused = (status: number, e: MailError): void => refuse(socket, status, e);
+    if (new URL(req.url ?? '/', 'http://x').pathname !== RELAY_NODE_PATH) return refused(404, new MailError('unknown_route', 'no WebSocket here'));
     // A browser always sends Origin on a WebSocket; a node never does.
-    if (req.headers.origin !== undefined) return refuse(socket, 403, new MailError('forbidden_origin', 'browsers do not dial the node socket', { field: 'origin' }));
+    if (req.headers.origin !== undefined) return refused(403, new MailError('forbidden_origin', 'browsers do not dial the node socket', { field: 'origin' }));
     const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     if (!protocols.includes(RELAY_SUBPROTOCOL))
-      return refuse(socket, 400, new MailError('malformed', `the subprotocol must be ${RELAY_SUBPROTOCOL}`, { field: 'sec-websocket-protocol' }));
+      return refused(400, new MailError('malformed', `the subprotocol must be ${RELAY_SUBPROTOCOL}`, { field: 'sec-websocket-protocol' }));
     const header = req.headers[RELAY_NODE_HEADER];
     const auth = /^Bearer ([A-Za-z0-9_-]{1,128})$/.exec(req.headers.authorization ?? '')?.[1];
     const parsed = RelayNodeId.safeParse(header);
     const rec = parsed.success && auth ? await this.o.state.verifyNode(parsed.data, auth).catch(() => null) : null;
     if (!parsed.success || !rec) {
       log.warn({ code: 'relay_node_refused', node: typeof header === 'string' ? header.slice(0, 64) : null, peer }, 'node refused: unknown node or wrong token');
-      return refuse(socket, 401, new MailError('unauthenticated', 'unknown node or wrong token'));
+      return refused(401, new MailError('unauthenticated', 'unknown node or wrong token'));
     }
     const node = parsed.data;
     // One dialer per node at a time, from here until its socket is accepted (handleUpgrade calls
@@ -183,7 +206,11 @@ export class NodeHub {
         this.drop(old);
       }
       if (socket.destroyed) return;
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.accept(node, ws, rec.token_digest, peer));
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        this.failures.forgive(address);
+        accepted();
+        this.accept(node, ws, rec.token_digest, peer);
+      });
     } finally {
       this.checking.delete(node);
     }
@@ -214,7 +241,7 @@ export class NodeHub {
 
   private accept(node: string, ws: WebSocket, tokenDigest: string, peer: string | undefined): void {
     const log = this.o.log;
-    const link = new NodeLink(node, ws, tokenDigest);
+    const link = new NodeLink(node, ws, tokenDigest, this.o.callTimeoutMs);
     this.links.set(node, link);
     log.info({ code: 'relay_node_connected', node, peer }, 'node connected');
     const hello = setTimeout(() => {
@@ -227,6 +254,15 @@ export class NodeHub {
         log.warn({ code: 'relay_frame_invalid', node, reason }, 'invalid frame from node: closed');
         ws.close(1008, 'invalid frame');
       };
+      const now = Date.now();
+      if (now - link.framesSince >= 1000) [link.frames, link.framesSince] = [0, now];
+      if (++link.frames > this.o.limits.nodeFramesPerSecond) {
+        if (link.frames === this.o.limits.nodeFramesPerSecond + 1) {
+          log.warn({ code: 'relay_node_flood', node, limit: this.o.limits.nodeFramesPerSecond }, 'the node sent frames too fast: closed');
+          ws.close(1008, 'too many frames');
+        }
+        return;
+      }
       let f: NodeFrame;
       try {
         if (binary) return invalid('binary frame');

@@ -12,6 +12,7 @@ import { sendJson, toMailError } from '../doors/http/respond.js';
 import { SECURITY_HEADERS } from '../doors/web/web-door.js';
 import { NodeHub, type NodeHubOptions } from './relay-nodes.js';
 import { RelayWeb } from './relay-web.js';
+import { RELAY_GUARD, guardServer, type RelayGuardLimits } from './relay-guard.js';
 import type { RelayState } from './relay-store.js';
 
 export interface RelayServerOptions {
@@ -23,7 +24,9 @@ export interface RelayServerOptions {
   /** The origin browsers use; default https://HOST:PORT (http:// without TLS). */
   publicUrl?: string | undefined;
   /** Shorter waits for tests (takeover ping, hello). */
-  hub?: Partial<Pick<NodeHubOptions, 'takeoverPingMs' | 'helloMs' | 'heartbeatMs'>>;
+  hub?: Partial<Pick<NodeHubOptions, 'takeoverPingMs' | 'helloMs' | 'heartbeatMs' | 'callTimeoutMs'>>;
+  /** Tighter bounds for tests (relay-guard.ts); the defaults are RELAY_GUARD. */
+  guard?: Partial<RelayGuardLimits>;
 }
 
 export interface RunningRelay {
@@ -31,6 +34,8 @@ export interface RunningRelay {
   /** The origin browsers must use (Host and Origin are checked against it). */
   origin: string;
   hub: NodeHub;
+  /** Sockets held, and those not a node's yet (relay-guard.ts). */
+  connections(): { open: number; unproven: number; busy: number; evicted: number };
   close(): Promise<void>;
 }
 
@@ -57,10 +62,11 @@ function originOf(url: string): URL {
 }
 
 export async function startRelay(o: RelayServerOptions): Promise<RunningRelay> {
-  const hub = new NodeHub({ state: o.state, log: o.log, ...o.hub });
+  const limits: RelayGuardLimits = { ...RELAY_GUARD, ...o.guard };
+  const hub = new NodeHub({ state: o.state, log: o.log, limits, ...o.hub });
   const given = o.publicUrl !== undefined ? originOf(o.publicUrl) : null;
   let pub = given;
-  const web = new RelayWeb({ state: o.state, hub, log: o.log, secure: o.tls !== undefined || given?.protocol === 'https:' });
+  const web = new RelayWeb({ state: o.state, hub, log: o.log, secure: o.tls !== undefined || given?.protocol === 'https:', parkedPerUser: limits.parkedPerUser });
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     try {
       if (!pub || (req.headers.host ?? '').toLowerCase() !== pub.host) throw new MailError('forbidden_origin', 'the Host header does not name this relay', { field: 'host' });
@@ -74,17 +80,22 @@ export async function startRelay(o: RelayServerOptions): Promise<RunningRelay> {
       sendJson(res, e.httpStatus, e.toBody(), { ...SECURITY_HEADERS });
     }
   };
-  const server: Server = o.tls ? createHttpsServer({ cert: readFileSync(o.tls.cert), key: readFileSync(o.tls.key) }, onRequest) : createHttpServer(onRequest);
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
+  // Header and request deadlines are checked this often (node's default, 30 s, would let a slow
+  // sender keep its socket three times the bound).
+  const checking = { connectionsCheckingInterval: Math.min(1_000, limits.headersMs) };
+  const server: Server = o.tls
+    ? createHttpsServer({ cert: readFileSync(o.tls.cert), key: readFileSync(o.tls.key), handshakeTimeout: limits.tlsHandshakeMs, ...checking }, onRequest)
+    : createHttpServer(checking, onRequest);
+  const { budget, gate, socketOf } = guardServer(server, limits, o.tls !== undefined);
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
     socket.on('error', () => undefined);
-    hub.upgrade(req, socket, head).catch((err: unknown) => {
-      o.log.error({ code: 'relay_upgrade_failed', err: err instanceof Error ? err.message : String(err) }, 'node upgrade failed');
-      socket.destroy();
-    });
+    hub
+      .upgrade(req, socket, head, () => gate.prove(socketOf(req.socket)))
+      .catch((err: unknown) => {
+        o.log.error({ code: 'relay_upgrade_failed', err: err instanceof Error ? err.message : String(err) }, 'node upgrade failed');
+        socket.destroy();
+      });
   });
-  server.on('clientError', (_err, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => {
@@ -100,6 +111,7 @@ export async function startRelay(o: RelayServerOptions): Promise<RunningRelay> {
     port,
     origin: pub.origin,
     hub,
+    connections: () => ({ open: budget.size, ...gate.stats() }),
     async close() {
       await hub.close();
       server.closeAllConnections();

@@ -29,6 +29,8 @@ export interface RelayWebOptions {
   log: Logger;
   /** The cookie carries Secure (the relay serves TLS, or its public URL is https). */
   secure: boolean;
+  /** Live reads one relay user may have parked at once (RELAY_GUARD.parkedPerUser). */
+  parkedPerUser: number;
 }
 
 interface CallFrame {
@@ -42,6 +44,9 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const noMessages = (a: CallAnswer): boolean => a.status === 200 && isObject(a.body) && Array.isArray(a.body.messages) && a.body.messages.length === 0;
 
 export class RelayWeb {
+  /** Parked live reads per relay user. */
+  private parkedOf = new Map<string, number>();
+
   constructor(private o: RelayWebOptions) {
     loadWebAssetsAtStart();
   }
@@ -108,7 +113,7 @@ export class RelayWeb {
     const grant = await this.grantFor(login);
     const body = await readJsonBody(req, API_BODY_CAP);
     const frame: CallFrame = { mailbox: grant.mailbox, name, body, ...(grant.role === 'delegate' ? { delegate: login.account.id } : {}) };
-    const answer = await this.forward(grant, frame, clientGoneSignal(res));
+    const answer = await this.forward(login.account.id, grant, frame, clientGoneSignal(res));
     // A reload asks `me`: the page learns again that this is a relay login (it offers mail only).
     if (name === 'me' && answer.status === 200 && answer.body !== null && typeof answer.body === 'object')
       return sendJson(res, 200, { ...answer.body, relay: { user: login.account.id, node: grant.node, role: grant.role } }, noStore);
@@ -134,7 +139,7 @@ export class RelayWeb {
   /** A live read (inbox with after and wait_secs > 0) waits here, not at the node: asked with wait
    *  0; when empty, parked until a mail frame for the mailbox or the node's reconnect, then asked
    *  once more. A mail frame that arrived while the first ask ran counts (the generation moved). */
-  private async forward(grant: RelayGrant, frame: CallFrame, signal: AbortSignal): Promise<CallAnswer> {
+  private async forward(user: string, grant: RelayGrant, frame: CallFrame, signal: AbortSignal): Promise<CallAnswer> {
     const b = frame.body;
     const live = frame.name === 'inbox' && isObject(b) && typeof b.after === 'string' && typeof b.wait_secs === 'number' && b.wait_secs > 0;
     if (!live) return this.once(grant, frame, signal);
@@ -147,10 +152,20 @@ export class RelayWeb {
     if (hub.generation(grant.node, grant.mailbox) === gen) {
       if (hub.parkedCount(grant.node) >= PARKED_PER_NODE)
         throw new MailError('rate_limited', `${PARKED_PER_NODE} live reads wait for this node`, { retry_after: 1, limit: PARKED_PER_NODE });
+      const mine = this.parkedOf.get(user) ?? 0;
+      const cap = this.o.parkedPerUser;
+      if (mine >= cap) throw new MailError('rate_limited', `${cap} live reads of this relay user wait already`, { retry_after: 1, limit: cap });
+      this.parkedOf.set(user, mine + 1);
       const woke = await new Promise<boolean>((resolve) => {
+        let done = false;
         const finish = (v: boolean): void => {
+          if (done) return;
+          done = true;
           clearTimeout(t);
           unpark();
+          const left = (this.parkedOf.get(user) ?? 1) - 1;
+          if (left > 0) this.parkedOf.set(user, left);
+          else this.parkedOf.delete(user);
           signal.removeEventListener('abort', onAbort);
           resolve(v);
         };

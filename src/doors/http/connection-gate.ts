@@ -49,11 +49,13 @@ export class ConnectionGate {
   }
 
   /** Serves `server`'s connections through this gate: counted on accept, never closed while a
-   *  request of theirs is answered, and a request the parser refuses gets the error envelope. */
-  attach(server: Server): void {
+   *  request of theirs is answered, and a request the parser refuses gets the error envelope.
+   *  `socketOf` maps a request's socket to the accepted one (a TLS server's requests arrive on the
+   *  TLS socket wrapping the accepted TCP socket). */
+  attach(server: Server, socketOf: (s: Socket) => Socket = (s) => s): void {
     server.on('connection', (s: Socket) => this.accept(s));
     server.on('request', (req: { socket: Socket }, res: { once(e: 'close', f: () => void): void }) => {
-      const s = req.socket;
+      const s = socketOf(req.socket);
       if (!this.all.has(s)) return;
       this.busy.add(s);
       res.once('close', () => this.busy.delete(s));
