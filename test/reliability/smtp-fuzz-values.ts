@@ -6,9 +6,9 @@ import nodemailer from 'nodemailer';
 
 export const DOMAIN = 'fuzz.example.com';
 
-/** One piece of a raw session: its bytes, and whether a reply is due once it is sent (a command
- *  line, or the final dot of a DATA), none (a data line, half a line), or only maybe (a line
- *  ended by a bare LF, which the door may or may not take for a line end). */
+/** One piece of a raw session: its bytes, and what answer is due once it is sent: a command line
+ *  gets one (outside DATA), a dot ends a DATA and gets one; a data line, half a line or a line
+ *  ended by a bare LF (which the door may or may not take for a line end) may get none. */
 export interface Command {
   kind: 'command' | 'dataline' | 'dot';
   bytes: Buffer;
