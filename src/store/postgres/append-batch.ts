@@ -20,7 +20,7 @@
 import type { AppendOutcome, NewMessage, StoredMessage } from '../types.js';
 import { messageParams, toMessage, type MessageRow } from '../sqlite/rows.js';
 import { pgArray, type Sql } from './pg-sql.js';
-import { isConnectionLoss } from './with-retry.js';
+import { isConnectionLoss, lostConnectionPause, withRetry } from './with-retry.js';
 import { keyedPayload } from './commit-feed.js';
 import { indexRows, WRITER_INDEXES } from './search-docs.js';
 
@@ -122,7 +122,8 @@ export class AppendBatch {
   /**
    * Runs the batch; when the connection is lost during it, finds out whether it committed (the
    * COMMIT may have landed before the connection died): committed → the batch's answers stand;
-   * certainly not committed → runs it once more on a fresh connection. Only when that cannot be
+   * certainly not committed → runs it again on a fresh connection (up to four times more: terminating
+   * every backend of the pool can cost a batch more than one connection). Only when that cannot be
    * told (the database is away) does the batch reject, and the client retries with its key.
    */
   private async runSettled(inputs: AppendInput[]): Promise<BatchResult> {
@@ -131,13 +132,14 @@ export class AppendBatch {
       try {
         return await this.run(inputs, computed);
       } catch (err) {
-        if (!isConnectionLoss(err) || attempt >= 1) throw err;
+        if (!isConnectionLoss(err) || attempt >= 4) throw err;
         const r = computed.result;
         const created = r ? r.outcomes.filter((o): o is Extract<AppendOutcome, { kind: 'created' }> => !(o instanceof Error) && o.kind === 'created') : [];
-        if (r && created.length === 0) throw err; // nothing to write: a retry would answer the same
+        if (r && created.length === 0) return r; // nothing to write: every answer (duplicates, refusals) stands, committed or not
         let found: { id: string; seq: number }[];
         try {
-          found = r ? await this.sql<{ id: string; seq: number }[]>`SELECT id, seq FROM messages WHERE id = ANY(${pgArray(created.map((c) => c.message.id))}::text[])` : [];
+          const ids = pgArray(created.map((c) => c.message.id));
+          found = r ? await withRetry(() => this.sql<{ id: string; seq: number }[]>`SELECT id, seq FROM messages WHERE id = ANY(${ids}::text[])`) : [];
         } catch {
           throw err; // cannot tell: reject, the client's idempotent retry settles it
         }
@@ -146,6 +148,7 @@ export class AppendBatch {
         }
         if (found.length > 0) throw err; // cannot happen (one transaction); refuse to guess
         // Not committed: run it again (a new transaction, on a new connection).
+        await lostConnectionPause(attempt);
       }
     }
   }

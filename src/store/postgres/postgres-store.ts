@@ -4,7 +4,7 @@
 //   append-batch.ts    group commit under the head lock: seqs dense, in commit order, a gap-free prefix
 //   commit-feed.ts     every daemon's commits announced in seq order (LISTEN/NOTIFY, catch-up, poll)
 //   host-heartbeat.ts  hosts publish that they are alive, so a dead host's sessions end
-//   with-retry.ts      a read whose connection was killed runs once more
+//   with-retry.ts      a read whose connection was killed runs again (for up to 1 s)
 //   registry.ts, sessions.ts, mail.ts, tasks.ts, leases.ts, teams.ts   the operations themselves, with locks.ts and purge.ts
 //
 // Failure. Every operation has a statement timeout and a connect timeout, so while the database is
@@ -204,7 +204,7 @@ export class PostgresStore implements Store {
     this.heartbeat.detach();
   }
 
-  /** One operation: a read (STORE_METHODS) runs once more when its connection was lost (withRetry);
+  /** One operation: a read (STORE_METHODS) runs again when its connection was lost (withRetry);
    *  a write runs as it is (an append batch settles a lost connection itself, append-batch.ts). */
   private op<R>(name: StoreMethod, run: () => Promise<R>): Promise<R> {
     return RETRIED.has(name) ? withRetry(run) : run();

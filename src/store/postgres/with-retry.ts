@@ -17,14 +17,27 @@ export function isConnectionLoss(err: unknown): boolean {
   );
 }
 
-/** Runs a read, and once more on a new connection when its connection was killed under it
- *  (pg_terminate_backend, failover), so a single lost connection does not surface as
- *  store_unavailable. Any other failure, or a second loss, is the caller's. */
+/** How long a read keeps retrying lost connections. pg_terminate_backend on every backend of the
+ *  pool (or a failover) leaves several dead connections the client has not yet seen close, and the
+ *  pool may hand a retry one of them (more so on a loaded machine): one event, several losses in a
+ *  row. A refused connect (the server is down) is not a loss and fails at once. */
+const RETRY_BUDGET_MS = 1_000;
+
+/** Runs a read, and again on another connection when its connection was killed under it
+ *  (pg_terminate_backend, failover), with short growing pauses that let the client see the other
+ *  closes, for up to RETRY_BUDGET_MS, so one such event does not surface as store_unavailable.
+ *  Any other failure, or a loss after the budget, is the caller's. */
 export async function withRetry<R>(read: () => Promise<R>): Promise<R> {
-  try {
-    return await read();
-  } catch (err) {
-    if (!isConnectionLoss(err)) throw err;
-    return read();
+  const t0 = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!isConnectionLoss(err) || Date.now() - t0 > RETRY_BUDGET_MS) throw err;
+      await lostConnectionPause(attempt);
+    }
   }
 }
+
+/** 5, 10, 20 … ms, at most 100 ms: time for the client to see the pool's other closes. */
+export const lostConnectionPause = (attempt: number): Promise<void> => new Promise((r) => setTimeout(r, Math.min(5 * 2 ** attempt, 100)));
