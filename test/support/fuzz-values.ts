@@ -57,7 +57,7 @@ export const wrongType = fc.oneof(
 /** Any value for a field: mostly plausible ones (so requests get past parsing), often wrong. */
 export const valueFor = (dict: readonly unknown[]) =>
   fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom(...dict) },
+    { weight: 10, arbitrary: fc.constantFrom(...dict) },
     { weight: 2, arbitrary: weirdString },
     { weight: 2, arbitrary: wrongType },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
@@ -80,9 +80,16 @@ export const bodyOf = (spec: BodySpec): fc.Arbitrary<unknown> => {
   const edits =
     names.length === 0
       ? fc.constant([] as [string, unknown][])
-      : fc.array(
-          fc.constantFrom(...names).chain((n) => fc.tuple(fc.constant(n), fc.option(valueFor(spec.fields[n]!), { nil: undefined, freq: 6 }))),
-          { maxLength: 3 },
+      : fc.oneof(
+          // A base as it is, often: a request that gets past parsing reaches the operation.
+          { weight: 1, arbitrary: fc.constant([] as [string, unknown][]) },
+          {
+            weight: 2,
+            arbitrary: fc.array(
+              fc.constantFrom(...names).chain((n) => fc.tuple(fc.constant(n), fc.option(valueFor(spec.fields[n]!), { nil: undefined, freq: 6 }))),
+              { minLength: 1, maxLength: 3 },
+            ),
+          },
         );
   const object = fc
     .tuple(
@@ -98,7 +105,7 @@ export const bodyOf = (spec: BodySpec): fc.Arbitrary<unknown> => {
       }
       return extra ? Object.assign(b, extra) : b;
     });
-  return fc.oneof({ weight: 12, arbitrary: object }, { weight: 1, arbitrary: tree }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
+  return fc.oneof({ weight: 24, arbitrary: object }, { weight: 1, arbitrary: tree }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
 };
 
 /** Counterexamples print through this, so a 1 MiB body shows as its first bytes and its size. */
