@@ -13,7 +13,7 @@
 //     every other node and user keeps working.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -97,8 +97,6 @@ describe('fuzz: the relay', () => {
     for (let i = 0; i < 4; i++) mine.push((await bot.send({ to: 'alice', subject: `to alice ${i}`, body: 'b' })).message_id);
     const foreign = (await bot.send({ to: 'bob', subject: 'not for alice', body: 'b' })).message_id;
     ids = { mine, foreign };
-    const tokenFile = join(dir, 'home.token');
-    writeFileSync(tokenFile, tokens.home!, { mode: 0o600 });
     const configure = await d.operator.call('/admin/connect/configure', {
       server_url: `wss://127.0.0.1:${relay.port}`,
       node_id: 'home',
