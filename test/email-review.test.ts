@@ -10,6 +10,7 @@ import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
 import { AdminOps } from '../src/engine/admin-ops.js';
 import { ManualClock, systemIds } from '../src/engine/clock.js';
 import { fenceClose, fenceOpen } from '../src/engine/email-fence.js';
+import { EMAIL_REC } from '../src/engine/email-records.js';
 import { mail, refused } from './support/inbound-mail.js';
 import { createMemoryStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
@@ -101,6 +102,26 @@ describe('e-mail: the review findings', () => {
     const hit = res.results[0]!;
     assert.equal(hit.from_kind, 'external');
     assert.match(hit.snippet, /^⟦untrusted e-mail⟧ /);
+  });
+
+  it('a mail whose append fails leaves none of its records behind (its headers, its attachments)', async () => {
+    // The parts are written before the message; a store that refuses the append (busy, full) made
+    // the door answer 451, and the MTA's next try stored another set beside the orphaned one.
+    const count = async () => (await store.listRecords(EMAIL_REC.meta, '', 1e6)).length + (await store.listRecords(EMAIL_REC.attachment, '', 1e6)).length;
+    const before = await count();
+    const head = await store.headSeq();
+    const append = store.appendMessage.bind(store);
+    store.appendMessage = () => Promise.reject(new Error('SQLITE_FULL: database or disk is full'));
+    try {
+      const parts = [{ name: 'a.txt', type: 'text/plain', content: new TextEncoder().encode('attached') }];
+      await assert.rejects(engine.email.receive(mail({ messageId: '<full@example.com>', attachments: parts })), /the store failed/);
+    } finally {
+      store.appendMessage = append;
+    }
+    assert.equal(await store.headSeq(), head);
+    assert.equal(await count(), before, 'no header or attachment record left');
+    const again = await engine.email.receive(mail({ messageId: '<full@example.com>' }));
+    assert.equal(again.duplicate, false, 'the next try stores it');
   });
 });
 

@@ -196,9 +196,18 @@ export class EmailBook {
     // nobody lists, deleted with nothing; see docs/email.md).
     await this.d.store.insertRecords([...rows, { kind: EMAIL_REC.meta, id: metaId(id), value: JSON.stringify(meta), updatedAt: now }]);
     const quiet = automatic ? 'an automatic e-mail (Auto-Submitted)' : null;
-    const outcome = await this.d.post.storeBuilt(m, quiet, [account.id]);
+    const dropParts = (): Promise<unknown> => Promise.all([...rows.map((r) => this.d.store.deleteRecord(r.kind, r.id)), this.d.store.deleteRecord(EMAIL_REC.meta, metaId(id))]);
+    let outcome: Awaited<ReturnType<MailPost['storeBuilt']>>;
+    try {
+      outcome = await this.d.post.storeBuilt(m, quiet, [account.id]);
+    } catch (err) {
+      // A refused mail (the door answers 451 and the MTA sends it again) leaves nothing behind;
+      // the append's own error is the one reported, whatever the clean-up meets.
+      await dropParts().catch(() => undefined);
+      throw err;
+    }
     if (outcome.kind !== 'created') {
-      await Promise.all([...rows.map((r) => this.d.store.deleteRecord(r.kind, r.id)), this.d.store.deleteRecord(EMAIL_REC.meta, metaId(id))]);
+      await dropParts();
       return { message_id: outcome.message.id, quiet: quiet !== null, duplicate: true };
     }
     if (messageId) await rememberMessageId(this.d.store, messageId, id, now, account.id);
