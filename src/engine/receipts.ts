@@ -25,6 +25,8 @@ const KNOWN_MAX = 100_000;
 /** Surfaced facts wait this long, so a woken room's are written in one transaction after its
  *  answers, not one per slice of readers in between them (wake-batch.ts). */
 const SURFACED_WRITE_BEHIND_MS = 200;
+/** Pauses before the retries of a failed write of surfaced facts (a lost connection, a restart). */
+const SURFACED_RETRIES_MS = [100, 500, 2_000];
 
 export class Receipts {
   private pending: RecordRow[] = [];
@@ -76,10 +78,22 @@ export class Receipts {
   private async write(): Promise<void> {
     while (this.pending.length > 0) {
       const rows = this.pending.splice(0, 500);
-      try {
-        await this.store.insertRecords(rows);
-      } catch (err) {
-        this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording surfaced receipts failed');
+      // Insert-if-absent, so a retry is safe: the first read's time stays. A store that is still
+      // down after the retries loses these facts to the log, and the next read that returns the
+      // messages records them again (the ids are forgotten here).
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.store.insertRecords(rows);
+          break;
+        } catch (err) {
+          if (attempt < SURFACED_RETRIES_MS.length) {
+            await new Promise((r) => setTimeout(r, SURFACED_RETRIES_MS[attempt]));
+            continue;
+          }
+          for (const r of rows) this.known.delete(r.id);
+          this.log.warn({ err: err instanceof Error ? err.message : String(err), count: rows.length }, 'recording surfaced receipts failed: the next read records them');
+          break;
+        }
       }
     }
     this.flushing = null;
