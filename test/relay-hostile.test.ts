@@ -2,10 +2,12 @@
 // in seconds: idle and half-sent connections (TCP, TLS, plain HTTP behind a proxy), a flood of
 // node upgrades with bad tokens, oversized headers and frames, a node flooding frames, and one
 // user parking many live reads. Each time a normal caller is still answered promptly.
-// Attackers dial from other loopback addresses (127.0.0.2-7) than the honest callers. The second
-// part turns it round: a relay (a test peer speaking the protocol) against a real daemon's link.
+// Attackers dial from other loopback addresses (127.0.0.2-11) than the honest callers. The second
+// part checks that the real `m4a relay serve` process keeps the default bounds. A hostile relay
+// against a daemon's link: relay-hostile-link.test.ts.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -18,11 +20,10 @@ import { RELAY_LIMITS, RELAY_NODE_HEADER, RELAY_NODE_PATH, RELAY_SUBPROTOCOL } f
 import type { Logger } from '../src/engine/log.js';
 import { RelayState } from '../src/relay/relay-store.js';
 import { startRelay, type RunningRelay } from '../src/relay/relay-server.js';
-import type { RelayGuardLimits } from '../src/relay/relay-guard.js';
+import { RELAY_GUARD, type RelayGuardLimits } from '../src/relay/relay-guard.js';
 import { makeTestTls, type TestTls } from './support/test-tls.js';
 import { TestBrowser, TestNode } from './support/relay-test-node.js';
-import { RelayTestPeer, type PeerConn } from './support/relay-test-peer.js';
-import { startTestDaemon, raw, type TestDaemon } from './support/test-daemon.js';
+import { CLI } from './support/shell-agents.js';
 import { until } from './support/until.js';
 
 const PW = 'correct horse battery';
@@ -346,69 +347,62 @@ describe('relay under hostile clients', () => {
   });
 });
 
-describe("a hostile relay against a node's link", () => {
-  const TOKEN = 'node-token-0123456789abcdef-HOSTILE';
-  const PEOPLE = ['alice', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8', 'p9'];
+describe('m4a relay serve (the real process) keeps its default limits', () => {
   let tls: TestTls;
-  let peer: RelayTestPeer;
-  let d: TestDaemon;
-  let c: PeerConn;
+  let ca: Buffer;
+  let dir: string;
+  let child: ChildProcess;
+  let port = 0;
 
   before(async () => {
     tls = makeTestTls();
-    peer = await RelayTestPeer.start(tls, { token: TOKEN, nodeId: 'box' });
-    d = await startTestDaemon({ relayLink: { heartbeatMs: 150, backoffBaseMs: 20, backoffCapMs: 200, resetAfterMs: 100 } });
-    for (const m of PEOPLE) await d.account(m, { kind: 'human' });
-    const admin = (op: string, body: unknown = {}) => raw(d.url, `/admin/connect/${op}`, { token: d.operatorToken, body: JSON.stringify(body) });
-    assert.equal((await admin('configure', { server_url: peer.url, node_id: 'box', node_token: TOKEN, human_mailboxes: PEOPLE, ca_file: tls.caFile })).status, 200);
-    assert.equal((await admin('start')).status, 200);
-    c = await peer.live();
+    ca = readFileSync(tls.caFile);
+    dir = mkdtempSync(join(tmpdir(), 'm4a-relay-serve-'));
+    child = spawn(process.execPath, [CLI, 'relay', 'serve', '--listen', '127.0.0.1:0', '--tls-cert', tls.certFile, '--tls-key', tls.keyFile, '--data-dir', dir], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    port = await new Promise<number>((resolve, reject) => {
+      child.stderr!.on('data', (c: Buffer) => {
+        err += c.toString('utf8');
+        const m = /"code":"relay_listening"[^\n]*"port":(\d+)/.exec(err);
+        if (m) resolve(Number(m[1]));
+      });
+      child.once('exit', (code) => reject(new Error(`the relay exited (${code}): ${err}`)));
+    });
   });
   after(async () => {
-    await d.stop();
-    await peer.close();
+    if (child.exitCode === null) {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await gone;
+    }
+    rmSync(dir, { recursive: true, force: true });
     tls.remove();
   });
 
-  it(`beyond ${RELAY_LIMITS.callsInFlight} calls in flight the node answers 429 at once, and runs calls again once they end`, async () => {
-    // A mailbox parks at most 8 waits at once (the engine's per-session cap, its notice loop holds
-    // one), so 64 reads are spread over 10 mailboxes. A first read (wait 0) after the cursor makes
-    // every later one park.
-    const cursors = new Map<string, string>();
-    for (const m of PEOPLE) {
-      const first = await peer.call(c, { id: `p0-${m}`, mailbox: m, name: 'inbox', body: {} });
-      const cursor = (first.body as { next_cursor: string }).next_cursor;
-      assert.equal((await peer.call(c, { id: `p1-${m}`, mailbox: m, name: 'inbox', body: { after: cursor, wait_secs: 0 } })).status, 200);
-      cursors.set(m, cursor);
-    }
-    const base = d.engine.parkedWaits();
-    const ids: string[] = [];
-    for (let i = 0; i < RELAY_LIMITS.callsInFlight; i++) {
-      const m = PEOPLE[i % PEOPLE.length]!;
-      ids.push(`park-${i}`);
-      c.send({ t: 'call', id: `park-${i}`, mailbox: m, name: 'inbox', body: { after: cursors.get(m), wait_secs: 30 } });
-    }
-    await until('all parked', () => d.engine.parkedWaits() === base + RELAY_LIMITS.callsInFlight);
-    assert.equal(c.frames.filter((f) => f.t === 'answer' && f.id.startsWith('park')).length, 0, 'none answered yet');
-    const over = await peer.call(c, { id: 'over', mailbox: 'alice', name: 'me', body: {} });
-    assert.equal(over.status, 429);
-    assert.equal((over.body as { error: { code: string; limit: number } }).error.code, 'rate_limited');
-    assert.equal((over.body as { error: { limit: number } }).error.limit, RELAY_LIMITS.callsInFlight);
-    for (const id of ids) c.send({ t: 'cancel', id });
-    await until('every parked read answered', () => ids.every((id) => c.frames.some((f) => f.t === 'answer' && f.id === id)));
-    assert.equal((await peer.call(c, { id: 'after', mailbox: 'alice', name: 'me', body: {} })).status, 200);
+  it(`a handshake-less socket and a slow sender are closed within ${RELAY_GUARD.tlsHandshakeMs / 1000} s and ${RELAY_GUARD.headersMs / 1000} s`, async () => {
+    const t0 = Date.now();
+    const bare = watch(await openTcp(port, '127.0.0.9'), t0);
+    const slow = tlsConnect({ socket: await openTcp(port, '127.0.0.9'), servername: 'localhost', ca });
+    await new Promise<void>((r, j) => slow.once('secureConnect', r).once('error', j));
+    slow.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `);
+    let answer = '';
+    slow.on('data', (c: Buffer) => (answer += c.toString('utf8')));
+    const loris = watch(slow, t0);
+    await until('both closed', () => bare.closedAt !== null && loris.closedAt !== null, RELAY_GUARD.tlsHandshakeMs + 5000);
+    assert.ok(bare.closedAt! >= RELAY_GUARD.tlsHandshakeMs - 500 && bare.closedAt! < RELAY_GUARD.tlsHandshakeMs + 2000, `no handshake: closed after ${bare.closedAt} ms`);
+    assert.ok(loris.closedAt! < RELAY_GUARD.headersMs + 2500, `slow headers: closed after ${loris.closedAt} ms`);
+    assert.match(answer, /^HTTP\/1\.1 408/);
   });
 
-  it('frames the protocol does not name are ignored: the link stays up and answers the next call', async () => {
-    const junk = ['not json', '{"t":"call"}', '{"t":"nope","id":"x"}', JSON.stringify({ t: 'call', id: 'x'.repeat(65), mailbox: 'alice', name: 'me', body: {} }), '[]', 'null'];
-    for (const j of junk) c.ws.send(j);
-    c.ws.send(Buffer.from([0, 1, 2]), { binary: true });
-    c.send({ t: 'welcome', cursors: {} });
-    c.send({ t: 'ack', mailbox: 'nobody', cursor: 'c' });
-    const ok = await peer.call(c, { id: 'still', mailbox: 'alice', name: 'me', body: {} });
-    assert.equal(ok.status, 200);
-    assert.equal(c.closed, false);
-    assert.equal(peer.conns.filter((x) => !x.closed).length, 1, 'no reconnect happened');
-    assert.equal(c.frames.filter((f) => f.t === 'answer' && f.id.startsWith('x')).length, 0, 'nothing answered the junk');
+  it(`the ${RELAY_GUARD.nodeFailures + 1}th bad node upgrade from one address is 429 with Retry-After`, async () => {
+    const bad = { authorization: `Bearer ${'y'.repeat(43)}`, [RELAY_NODE_HEADER]: 'ghost', 'sec-websocket-protocol': RELAY_SUBPROTOCOL };
+    for (let i = 0; i < RELAY_GUARD.nodeFailures; i++) assert.equal((await upgradeAttempt(port, ca, '127.0.0.10', bad)).status, 401);
+    const over = await upgradeAttempt(port, ca, '127.0.0.10', bad);
+    assert.equal(over.status, 429);
+    assert.equal(over.code, 'rate_limited');
+    assert.ok(Number(over.retryAfter) > 0 && Number(over.retryAfter) <= RELAY_GUARD.nodeFailureWindowMs / 1000);
+    assert.equal((await upgradeAttempt(port, ca, '127.0.0.11', bad)).status, 401, 'another address is not throttled');
   });
 });
