@@ -33,7 +33,8 @@ export const RELAY_GUARD = {
   /** Frames a greeted node may send in one second (answers, mail); past it the socket is closed
    *  1008. A node's answers follow the ≤ 64 calls in flight and its mail one frame a mailbox. */
   nodeFramesPerSecond: 500,
-  /** Live reads one relay user may have parked at once (each browser tab holds one). */
+  /** Live reads parked at the relay at once per node, and per relay user (each tab holds one). */
+  parkedPerNode: 256,
   parkedPerUser: 16,
 };
 export type RelayGuardLimits = typeof RELAY_GUARD;

@@ -66,7 +66,13 @@ export async function startRelay(o: RelayServerOptions): Promise<RunningRelay> {
   const hub = new NodeHub({ state: o.state, log: o.log, limits, ...o.hub });
   const given = o.publicUrl !== undefined ? originOf(o.publicUrl) : null;
   let pub = given;
-  const web = new RelayWeb({ state: o.state, hub, log: o.log, secure: o.tls !== undefined || given?.protocol === 'https:', parkedPerUser: limits.parkedPerUser });
+  const web = new RelayWeb({
+    state: o.state,
+    hub,
+    log: o.log,
+    secure: o.tls !== undefined || given?.protocol === 'https:',
+    parked: { perNode: limits.parkedPerNode, perUser: limits.parkedPerUser },
+  });
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     try {
       if (!pub || (req.headers.host ?? '').toLowerCase() !== pub.host) throw new MailError('forbidden_origin', 'the Host header does not name this relay', { field: 'host' });

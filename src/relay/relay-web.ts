@@ -20,8 +20,6 @@ import type { RelayGrant, RelayState } from './relay-store.js';
 
 /** A live read waits at the relay at most this long (the browser door's own bound). */
 const LIVE_WAIT_SECS = 30;
-/** Live reads parked at once per node; the next is refused rate_limited. */
-export const PARKED_PER_NODE = 256;
 
 export interface RelayWebOptions {
   state: RelayState;
@@ -29,8 +27,8 @@ export interface RelayWebOptions {
   log: Logger;
   /** The cookie carries Secure (the relay serves TLS, or its public URL is https). */
   secure: boolean;
-  /** Live reads one relay user may have parked at once (RELAY_GUARD.parkedPerUser). */
-  parkedPerUser: number;
+  /** Live reads parked at once per node and per relay user (RELAY_GUARD); the next is rate_limited. */
+  parked: { perNode: number; perUser: number };
 }
 
 interface CallFrame {
@@ -150,10 +148,9 @@ export class RelayWeb {
     const first = await this.once(grant, asked, signal);
     if (!noMessages(first)) return first;
     if (hub.generation(grant.node, grant.mailbox) === gen) {
-      if (hub.parkedCount(grant.node) >= PARKED_PER_NODE)
-        throw new MailError('rate_limited', `${PARKED_PER_NODE} live reads wait for this node`, { retry_after: 1, limit: PARKED_PER_NODE });
+      const { perNode, perUser: cap } = this.o.parked;
+      if (hub.parkedCount(grant.node) >= perNode) throw new MailError('rate_limited', `${perNode} live reads wait for this node`, { retry_after: 1, limit: perNode });
       const mine = this.parkedOf.get(user) ?? 0;
-      const cap = this.o.parkedPerUser;
       if (mine >= cap) throw new MailError('rate_limited', `${cap} live reads of this relay user wait already`, { retry_after: 1, limit: cap });
       this.parkedOf.set(user, mine + 1);
       const woke = await new Promise<boolean>((resolve) => {
