@@ -262,6 +262,12 @@ describe('relay under hostile clients', () => {
     assert.equal(n.closed, 1008);
     assert.ok(log.count('relay_node_flood') >= 1);
     await until('dropped', () => relay.hub.link('n1') === undefined);
+    // Pings count too: each costs the relay a pong.
+    const p = await node();
+    for (let i = 0; i < GUARD.nodeFramesPerSecond! * 3; i++) p.ws.ping();
+    await until('closed after pings', () => p.closed !== null);
+    assert.equal(p.closed, 1008);
+    await until('dropped', () => relay.hub.link('n1') === undefined);
     await node();
   });
 

@@ -30,8 +30,8 @@ export const RELAY_GUARD = {
    *  address in a window; past it the address is answered 429 with Retry-After, no store lookup. */
   nodeFailures: 10,
   nodeFailureWindowMs: 60_000,
-  /** Frames a greeted node may send in one second (answers, mail); past it the socket is closed
-   *  1008. A node's answers follow the ≤ 64 calls in flight and its mail one frame a mailbox. */
+  /** Frames a node may send in one second (answers, mail, pings, pongs); past it the socket is
+   *  closed 1008. A node's answers follow the ≤ 64 calls in flight and its mail one frame a mailbox. */
   nodeFramesPerSecond: 500,
   /** Live reads parked at the relay at once per node, and per relay user (each tab holds one). */
   parkedPerNode: 256,

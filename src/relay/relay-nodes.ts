@@ -248,21 +248,25 @@ export class NodeHub {
       log.warn({ code: 'relay_no_hello', node }, `no hello within ${this.o.helloMs / 1000} s`);
       ws.close(1008, 'no hello');
     }, this.o.helloMs);
-    ws.on('pong', () => (link.missed = 0));
+    // Every frame counts, pings and pongs too (each ping costs a pong back).
+    const flooded = (): boolean => {
+      const now = Date.now();
+      if (now - link.framesSince >= 1000) [link.frames, link.framesSince] = [0, now];
+      if (++link.frames <= this.o.limits.nodeFramesPerSecond) return false;
+      if (link.frames === this.o.limits.nodeFramesPerSecond + 1) {
+        log.warn({ code: 'relay_node_flood', node, limit: this.o.limits.nodeFramesPerSecond }, 'the node sent frames too fast: closed');
+        ws.close(1008, 'too many frames');
+      }
+      return true;
+    };
+    ws.on('ping', flooded);
+    ws.on('pong', () => void (flooded() || (link.missed = 0)));
     ws.on('message', (data: RawData, binary: boolean) => {
       const invalid = (reason: string): void => {
         log.warn({ code: 'relay_frame_invalid', node, reason }, 'invalid frame from node: closed');
         ws.close(1008, 'invalid frame');
       };
-      const now = Date.now();
-      if (now - link.framesSince >= 1000) [link.frames, link.framesSince] = [0, now];
-      if (++link.frames > this.o.limits.nodeFramesPerSecond) {
-        if (link.frames === this.o.limits.nodeFramesPerSecond + 1) {
-          log.warn({ code: 'relay_node_flood', node, limit: this.o.limits.nodeFramesPerSecond }, 'the node sent frames too fast: closed');
-          ws.close(1008, 'too many frames');
-        }
-        return;
-      }
+      if (flooded()) return;
       let f: NodeFrame;
       try {
         if (binary) return invalid('binary frame');
