@@ -32,14 +32,14 @@ interface Stage {
 /** The stages: test files and the sizes that make them big. Fuzz stages count toward the 100,000. */
 const STAGES: Stage[] = [
   { name: 'fuzz-http', fuzz: true, files: ['test/reliability/fuzz-http.test.ts'], env: { M4A_FUZZ_RUNS: n(25_000), M4A_FUZZ_SEED: String(seed) } },
-  { name: 'fuzz-a2a', fuzz: true, files: ['test/reliability/fuzz-a2a.test.ts'], env: { M4A_FUZZ_RUNS: n(8_000), M4A_FUZZ_SEED: String(seed) } },
-  { name: 'fuzz-relay', fuzz: true, files: ['test/reliability/fuzz-relay.test.ts'], env: { M4A_FUZZ_RUNS: n(5_000), M4A_FUZZ_SEED: String(seed) } },
-  { name: 'fuzz-smtp', fuzz: true, files: ['test/reliability/fuzz-smtp.test.ts'], env: { M4A_FUZZ_SMTP_RUNS: n(5_000), M4A_FUZZ_SEED: String(seed) } },
   { name: 'fuzz-stream', fuzz: true, files: ['test/stream-door-fuzz.test.ts'], env: { M4A_FUZZ_STREAM_LINES: n(20_000), M4A_FUZZ_SEED: String(seed) } },
   { name: 'fuzz-cli', fuzz: true, files: ['test/reliability/fuzz-cli.test.ts'], env: { M4A_FUZZ_CLI_RUNS: n(250), M4A_FUZZ_SEED: String(seed) } },
   { name: 'crash', fuzz: false, files: ['test/reliability/crash.test.ts'], env: { M4A_CRASH_ROUNDS: n(50), M4A_CRASH_SEED: String(seed) } },
   { name: 'pg-restart', fuzz: false, files: ['test/reliability/pg-restart.test.ts'], env: { M4A_SOAK_PG_RESTART: '1', M4A_CRASH_SEED: String(seed) } },
   { name: 'engine-model', fuzz: false, files: ['test/reliability/engine-model.test.ts'], env: { M4A_MODEL_RUNS: n(1_000), M4A_MODEL_SEED: String(seed) } },
+  { name: 'fuzz-a2a', fuzz: true, files: ['test/reliability/fuzz-a2a.test.ts'], env: { M4A_FUZZ_RUNS: n(8_000), M4A_FUZZ_SEED: String(seed) } },
+  { name: 'fuzz-relay', fuzz: true, files: ['test/reliability/fuzz-relay.test.ts'], env: { M4A_FUZZ_RUNS: n(5_000), M4A_FUZZ_SEED: String(seed) } },
+  { name: 'fuzz-smtp', fuzz: true, files: ['test/reliability/fuzz-smtp.test.ts'], env: { M4A_FUZZ_SMTP_RUNS: n(1_500), M4A_FUZZ_SEED: String(seed) } },
 ];
 
 const only = args.only ? new Set(args.only.split(',')) : null;
