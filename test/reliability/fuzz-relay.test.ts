@@ -219,6 +219,8 @@ describe('fuzz: the relay', () => {
         if (a.csrf !== 'none') headers['x-m4a-csrf'] = a.csrf === 'own' ? own.csrf : a.csrf === 'other' ? other.csrf : 'x'.repeat(43);
         const sent = a.raw !== undefined ? a.raw : (JSON.stringify(body) ?? '');
         const where = `${a.method} /web/api/${a.call.name} ${JSON.stringify({ ...a, call: undefined, raw: undefined })} ${String(sent).slice(0, 300)}`;
+        // A page (the path as URL parsing resolves it, %2e%2e included) takes GET, the API POST.
+        const resolved = new URL(`/web/api/${a.call.name}`, 'http://x').pathname;
         const was = await daemonState();
         const r = await net.request(`/web/api/${a.call.name}`, { method: a.method, headers, ...(a.method === 'GET' ? {} : { body: sent }) });
         assert.ok(r.status < 500, `${where}: HTTP ${r.status} ${r.text.slice(0, 300)}`);
@@ -226,8 +228,6 @@ describe('fuzz: the relay', () => {
           const code = assertEnvelope({ status: r.status, json: r.json }, where);
           seen.refused.set(code, (seen.refused.get(code) ?? 0) + 1);
           if (code === 'rate_limited') assert.ok(r.headers['retry-after'], `${where}: 429 without Retry-After`);
-          // A page (the path as URL parsing resolves it, %2e%2e included) takes GET, the API POST.
-          const resolved = new URL(`/web/api/${a.call.name}`, 'http://x').pathname;
           if (code === 'method_not_allowed') assert.equal(r.headers.allow, resolved.startsWith('/web/api/') ? 'POST' : 'GET, HEAD', `${where}: 405 and its Allow`);
           if (a.host !== 'own') assert.equal(code, 'forbidden_origin', where);
           const now = await daemonState();
@@ -236,7 +236,11 @@ describe('fuzz: the relay', () => {
             assert.fail(`${where}: a refused request changed the daemon's store (${code})`);
           }
         } else seen.accepted++;
-        if (r.status === 200 && a.call.name !== 'login') {
+        if (r.status === 200 && !resolved.startsWith('/web/api/')) {
+          // A page: public, for GET, on the relay's own Host and Origin.
+          assert.ok(a.method === 'GET' && a.host === 'own' && (a.origin === 'own' || a.origin === 'none'), `${where}: a page served from elsewhere`);
+          assert.match(String(r.headers['content-type']), /^text\/html/, `${where}: a page`);
+        } else if (r.status === 200 && a.call.name !== 'login') {
           // Accepted: only with the user's own login, from the relay's own origin, as JSON.
           assert.ok(a.method === 'POST' && a.host === 'own' && a.origin === 'own', `${where}: accepted from elsewhere`);
           assert.ok((a.cookie === 'own' || a.cookie === 'other') && a.csrf === a.cookie, `${where}: accepted without a login and its CSRF token`);
