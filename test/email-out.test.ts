@@ -145,6 +145,16 @@ describe('sending e-mail through the relay', () => {
     assert.equal(sink.mails.filter((m) => m.headers.get('subject') === 'Once').length, 1);
   });
 
+  it("keeps a relay delegate's via on mail to an e-mail address, as on any send", async () => {
+    const account = await d.store.getAccount('alice');
+    assert.ok(account);
+    const via = { relay: 'relay.example:8443', delegate: 'carol' };
+    const sent = await d.engine.send({ account, session: null, via }, { to: { kind: 'email', email: 'erin@example.com' }, subject: 'Via', body: 'x' });
+    assert.deepEqual((await d.store.getMessage(sent.message_id))?.via, via);
+    assert.deepEqual((await alice.get(sent.message_id)).message.via, via);
+    await until('sent', async () => (await receiptOf(alice, sent.message_id)).email.state === 'sent');
+  });
+
   it('fails a message the relay refuses with 550, with its reason', async () => {
     await d.stop();
     await sink.close();

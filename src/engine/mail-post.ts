@@ -148,8 +148,6 @@ export class MailPost {
         {
           ...sentMessage(c, req, { id, parent, ...(opts.threadId !== undefined ? { threadId: opts.threadId } : {}), toAddress: target.address, toKey: target.key, createdAt: now }),
           ...(task ? { task } : {}),
-          // From the relay link's login, never from the request (Caller.via).
-          ...(c.via ? { via: { relay: c.via.relay, delegate: c.via.delegate } } : {}),
         },
         now - this.d.idempotencyWindowMs,
       );

@@ -25,7 +25,7 @@ export interface SentPlace {
   createdAt: number;
 }
 
-/** The caller's send as the store's NewMessage (no task mark, no via: the caller adds those). */
+/** The caller's send as the store's NewMessage (no task mark: the caller adds that). */
 export function sentMessage(c: Caller, req: W.SendRequest, p: SentPlace): NewMessage {
   return {
     id: p.id,
@@ -44,5 +44,7 @@ export function sentMessage(c: Caller, req: W.SendRequest, p: SentPlace): NewMes
     createdAt: p.createdAt,
     idempotencyKey: req.idempotency_key ?? null,
     fingerprint: req.idempotency_key ? sendFingerprint(req) : null,
+    // From the relay link's login, never from the request (Caller.via).
+    ...(c.via ? { via: { relay: c.via.relay, delegate: c.via.delegate } } : {}),
   };
 }
