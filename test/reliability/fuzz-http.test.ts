@@ -16,6 +16,7 @@ import type { Store } from '../../src/store/types.js';
 import { startTestDaemon, type TestDaemon } from '../support/test-daemon.js';
 import { assertEnvelope, assertUnchanged, http, storeSnapshot, type RawAnswer } from './helpers.js';
 import { stillClock } from './still-clock.js';
+import { fuzzValues } from '../support/fuzz-values.js';
 
 const NUM_RUNS = Number(process.env.M4A_FUZZ_RUNS ?? 0) || undefined;
 const runs = (n: number) => ({ numRuns: NUM_RUNS ?? n, includeErrorInReport: true, ...(process.env.M4A_FUZZ_SEED ? { seed: Number(process.env.M4A_FUZZ_SEED) } : {}) });
@@ -39,51 +40,14 @@ const LIMIT_SIZES = [
   LIMITS.urlBytes,
   64,
 ];
-const sized = fc
-  .tuple(fc.constantFrom(...LIMIT_SIZES), fc.constantFrom(-1, 0, 1, 2), fc.constantFrom('k', 'é', '😀', 'a1'))
-  .map(([n, delta, unit]) => unit.repeat(Math.max(0, Math.ceil((n + delta) / Buffer.byteLength(unit)))));
-
-const CONTROL = fc
-  .integer({ min: 0, max: 0x9f })
-  .filter((c) => c < 0x20 || c >= 0x7f)
-  .map((c) => String.fromCharCode(c));
-const weirdString = fc.oneof(
-  fc.string({ maxLength: 20 }),
-  fc.string({ unit: 'binary', maxLength: 12 }),
-  fc.string({ unit: fc.oneof(CONTROL, fc.constantFrom('a', ' ', '\n', '\t')), maxLength: 8 }),
-  fc.constantFrom('\ud800', 'a\udfff', '\ud83d', '\u0000', '\u2028', '\ufeff', '\u009b', '../..', '%00', '<script>', 'null', '__proto__', 'constructor', 'toString'),
-  sized,
-);
-
-const { tree } = fc.letrec<{ tree: unknown }>((tie) => ({
-  tree: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    fc.oneof(fc.constant(null), fc.boolean(), fc.double(), fc.integer(), weirdString),
-    fc.array(tie('tree'), { maxLength: 3 }),
-    fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'toString', 'valueOf', 'kind', 'to')), tie('tree'), { maxKeys: 3 }),
-  ),
-}));
-
-/** A value nested `depth` levels deep (JSON.parse copes; a recursive walk of it would not). */
-const deep = (depth: number, kind: 'array' | 'object'): unknown => {
-  let v: unknown = 'bottom';
-  for (let i = 0; i < depth; i++) v = kind === 'array' ? [v] : { a: v };
-  return v;
-};
-const deepValue = fc.tuple(fc.constantFrom(20, 500), fc.constantFrom('array' as const, 'object' as const)).map(([n, k]) => deep(n, k));
-
-const wrongType = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.constant([]), fc.constant({}), fc.array(fc.string({ maxLength: 3 }), { maxLength: 3 }));
-
-/** Any value for a field: mostly plausible ones (so requests reach the engine), often wrong. */
-const valueFor = (dict: readonly unknown[]) =>
-  fc.oneof(
-    { weight: 5, arbitrary: fc.constantFrom(...dict) },
-    { weight: 2, arbitrary: weirdString },
-    { weight: 2, arbitrary: wrongType },
-    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-    { weight: 1, arbitrary: tree },
-    { weight: 1, arbitrary: deepValue },
-  );
+const { valueFor } = fuzzValues({
+  sizes: LIMIT_SIZES,
+  deltas: [-1, 0, 1, 2],
+  units: ['k', 'é', '😀', 'a1'],
+  strings: ['\u009b'],
+  treeKeys: ['__proto__', 'toString', 'valueOf', 'kind', 'to'],
+  plausibleWeight: 5,
+});
 
 // ---- routes
 

@@ -1,4 +1,4 @@
-// Values for the door fuzzers (A2A, relay): arbitrary JSON, wrong types, control characters, lone
+// Values for the door fuzzers (HTTP and MCP, A2A, relay): arbitrary JSON, wrong types, control characters, lone
 // surrogates, deep nesting; a body built from a plausible base with fields replaced, removed or
 // added; and the run count and seed the soak sets (M4A_FUZZ_RUNS, M4A_FUZZ_SEED).
 import fc from 'fast-check';
@@ -18,24 +18,6 @@ const CONTROL = fc
   .filter((c) => c < 0x20 || c >= 0x7f)
   .map((c) => String.fromCharCode(c));
 
-export const weirdString = fc.oneof(
-  fc.string({ maxLength: 20 }),
-  fc.string({ unit: 'binary', maxLength: 12 }),
-  fc.string({ unit: fc.oneof(CONTROL, fc.constantFrom('a', ' ', '\n', '\t')), maxLength: 8 }),
-  fc.constantFrom('\ud800', 'a\udfff', '\ud83d', '\u0000', '\u2028', '\ufeff', '../..', '%00', '<script>', 'null', '__proto__', 'constructor', 'toString'),
-  fc.tuple(fc.constantFrom(64, 256, 257, 4096, 65_536), fc.constantFrom('k', 'é', '😀')).map(([n, u]) => u.repeat(Math.ceil(n / Buffer.byteLength(u)))),
-);
-
-const { tree } = fc.letrec<{ tree: unknown }>((tie) => ({
-  tree: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    fc.oneof(fc.constant(null), fc.boolean(), fc.double(), fc.integer(), weirdString),
-    fc.array(tie('tree'), { maxLength: 3 }),
-    fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('__proto__', 'toString', 'valueOf', 't', 'id', 'text')), tie('tree'), { maxKeys: 3 }),
-  ),
-}));
-export { tree };
-
 /** A value nested `depth` levels deep (JSON.parse copes; a recursive walk of it would not). */
 export const deep = (depth: number, kind: 'array' | 'object'): unknown => {
   let v: unknown = 'bottom';
@@ -54,16 +36,57 @@ export const wrongType = fc.oneof(
   fc.array(fc.string({ maxLength: 3 }), { maxLength: 3 }),
 );
 
-/** Any value for a field: mostly plausible ones (so requests get past parsing), often wrong. */
-export const valueFor = (dict: readonly unknown[]) =>
-  fc.oneof(
-    { weight: 10, arbitrary: fc.constantFrom(...dict) },
-    { weight: 2, arbitrary: weirdString },
-    { weight: 2, arbitrary: wrongType },
-    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-    { weight: 1, arbitrary: tree },
-    { weight: 1, arbitrary: deepValue },
+/** What a door's fuzzer tunes: the byte limits it has, the keys its objects are made of. */
+export interface ValueTuning {
+  /** Byte sizes strings come at (each plus one of `deltas`), in one-, two- and four-byte units. */
+  sizes?: readonly number[];
+  deltas?: readonly number[];
+  units?: readonly string[];
+  /** More strings worth trying beside the shared ones. */
+  strings?: readonly string[];
+  /** Keys of the arbitrary objects (beside random ones). */
+  treeKeys?: readonly string[];
+  /** How often valueFor takes a plausible value, against 7 for the wrong ones. */
+  plausibleWeight?: number;
+}
+
+/** The value generators for one door's tuning. */
+export function fuzzValues(t: ValueTuning = {}) {
+  const units = t.units ?? ['k', 'é', '😀'];
+  const sized = fc
+    .tuple(fc.constantFrom(...(t.sizes ?? [64, 256, 257, 4096, 65_536])), fc.constantFrom(...(t.deltas ?? [0])), fc.constantFrom(...units))
+    .map(([n, delta, unit]) => unit.repeat(Math.max(0, Math.ceil((n + delta) / Buffer.byteLength(unit)))));
+  const weirdString = fc.oneof(
+    fc.string({ maxLength: 20 }),
+    fc.string({ unit: 'binary', maxLength: 12 }),
+    fc.string({ unit: fc.oneof(CONTROL, fc.constantFrom('a', ' ', '\n', '\t')), maxLength: 8 }),
+    fc.constantFrom('\ud800', 'a\udfff', '\ud83d', '\u0000', '\u2028', '\ufeff', '../..', '%00', '<script>', 'null', '__proto__', 'constructor', 'toString', ...(t.strings ?? [])),
+    sized,
   );
+  const { tree } = fc.letrec<{ tree: unknown }>((tie) => ({
+    tree: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      fc.oneof(fc.constant(null), fc.boolean(), fc.double(), fc.integer(), weirdString),
+      fc.array(tie('tree'), { maxLength: 3 }),
+      fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom(...(t.treeKeys ?? ['__proto__', 'toString', 'valueOf', 't', 'id', 'text']))), tie('tree'), {
+        maxKeys: 3,
+      }),
+    ),
+  }));
+  /** Any value for a field: mostly plausible ones (so requests get past parsing), often wrong. */
+  const valueFor = (dict: readonly unknown[]) =>
+    fc.oneof(
+      { weight: t.plausibleWeight ?? 10, arbitrary: fc.constantFrom(...dict) },
+      { weight: 2, arbitrary: weirdString },
+      { weight: 2, arbitrary: wrongType },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+      { weight: 1, arbitrary: tree },
+      { weight: 1, arbitrary: deepValue },
+    );
+  return { weirdString, tree, valueFor };
+}
+
+export const { weirdString, tree, valueFor } = fuzzValues();
 
 export interface BodySpec {
   /** Plausible bodies to start from. */
