@@ -21,21 +21,18 @@ import { startAgent, type AgentProc } from './support/agent.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { until } from './support/until.js';
 import { startCliDaemon, type CliDaemon } from './support/cli-daemon.js';
+import { mail as inboundMail } from './support/inbound-mail.js';
 
 const DOMAIN = 'agents.example.com';
-const mail = (o: Partial<InboundMail> = {}): InboundMail => ({
-  account: 'bob',
-  from: 'noreply@service.example',
-  envelopeFrom: 'bounce@service.example',
-  subject: 'Your code',
-  text: 'Your verification code is 731904. Confirm at https://service.example/verify?t=1',
-  messageId: null,
-  inReplyTo: null,
-  references: [],
-  autoSubmitted: false,
-  attachments: [],
-  ...o,
-});
+/** A verification mail from a service (the shared fixture with its sender, subject and text). */
+const mail = (o: Partial<InboundMail> = {}): InboundMail =>
+  inboundMail({
+    from: 'noreply@service.example',
+    envelopeFrom: 'bounce@service.example',
+    subject: 'Your code',
+    text: 'Your verification code is 731904. Confirm at https://service.example/verify?t=1',
+    ...o,
+  });
 
 describe('the wake text names mail from outside', () => {
   it('external items carry the note and a safely quoted subject; others pay nothing', () => {
