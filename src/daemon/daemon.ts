@@ -31,7 +31,7 @@ import { AdapterRegistry } from '../wake/adapters.js';
 import { WakeDispatcher } from '../wake/dispatcher.js';
 import { A2aPushSender } from '../doors/a2a/a2a-push-sender.js';
 import { PushConfigs } from '../doors/a2a/a2a-push.js';
-import { ConnectionBudget } from '../doors/connection-budget.js';
+import { ConnectionBudget, descriptorBudget } from '../doors/connection-budget.js';
 import { requestIdLogger } from '../engine/request-id.js';
 import { DaemonMetrics } from './metrics.js';
 import { EmailRelay, type EmailRelayOptions } from '../wake/email-relay.js';
@@ -212,7 +212,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       save: (st) => saveRelayLink(cfg.dataDir, st),
       ...(o.relayLink ? { timings: o.relayLink } : {}),
     });
-    const budget = new ConnectionBudget(connectionBudget());
+    const budget = new ConnectionBudget(descriptorBudget());
     const door = new HttpDoor({
       engine,
       admin,
@@ -399,17 +399,4 @@ async function ensureOperator(engine: MailEngine, admin: AdminOps, dataDir: stri
   }
   writeSecretFile(path, `${secret}\n`);
   return secret;
-}
-
-/** Connections each listener may hold: the process's open-file limit less room for the store, logs,
- *  wake programs and the other listener (node raises the soft limit to the hard one at start). */
-function connectionBudget(): number {
-  let limit = 4096;
-  try {
-    const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-    if (m?.[1]) limit = Number(m[1]);
-  } catch {
-    /* not Linux: keep the default */
-  }
-  return Math.max(256, limit - 512);
 }

@@ -7,12 +7,13 @@
 import type { Server } from 'node:http';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
-import { ConnectionBudget } from '../doors/connection-budget.js';
+import { ConnectionBudget, descriptorBudget } from '../doors/connection-budget.js';
 import { ConnectionGate } from '../doors/http/connection-gate.js';
 
 export const RELAY_GUARD = {
-  /** Sockets the relay holds at once; the next is closed on accept. */
-  connections: 4096,
+  /** Sockets the relay holds at once (its open-file limit less room for the store and logs, as the
+   *  daemon's); the next is closed on accept. */
+  connections: descriptorBudget(),
   /** Sockets of one address not yet a node's: past this the address's oldest idle one is closed. */
   perAddress: 256,
   /** The same bound over every address. */
