@@ -10,7 +10,7 @@ import { MailEngine, type Caller } from '../src/engine/mail-engine.js';
 import { AdminOps } from '../src/engine/admin-ops.js';
 import { ManualClock, systemIds } from '../src/engine/clock.js';
 import { fenceClose, fenceOpen } from '../src/engine/email-fence.js';
-import { EMAIL_REC } from '../src/engine/email-records.js';
+import { EMAIL_REC, metaId } from '../src/engine/email-records.js';
 import { mail, refused } from './support/inbound-mail.js';
 import { createMemoryStore } from '../src/store/index.js';
 import type { Store } from '../src/store/types.js';
@@ -122,6 +122,25 @@ describe('e-mail: the review findings', () => {
     assert.equal(await count(), before, 'no header or attachment record left');
     const again = await engine.email.receive(mail({ messageId: '<full@example.com>' }));
     assert.equal(again.duplicate, false, 'the next try stores it');
+  });
+
+  it('a mail whose append committed but answered an error keeps its records (the retry is a duplicate)', async () => {
+    // PostgreSQL rejects an append it cannot tell committed (its connection lost before the answer):
+    // the message may be stored, and the MTA's retry is answered as a duplicate and writes no parts
+    // again, so deleting them would lose the headers the auto-reply guard reads.
+    const append = store.appendMessage.bind(store);
+    store.appendMessage = async (...args: Parameters<typeof append>) => {
+      await append(...args);
+      throw new Error('connection terminated before the answer');
+    };
+    try {
+      await assert.rejects(engine.email.receive(mail({ messageId: '<lost-answer@example.com>', autoSubmitted: true })), /the store failed|connection terminated/);
+    } finally {
+      store.appendMessage = append;
+    }
+    const again = await engine.email.receive(mail({ messageId: '<lost-answer@example.com>', autoSubmitted: true }));
+    assert.equal(again.duplicate, true, 'the retry finds the stored copy');
+    assert.ok(await store.getRecord(EMAIL_REC.meta, metaId(again.message_id)), "the stored mail's headers are kept");
   });
 });
 

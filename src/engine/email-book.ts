@@ -202,8 +202,14 @@ export class EmailBook {
       outcome = await this.d.post.storeBuilt(m, quiet, [account.id]);
     } catch (err) {
       // A refused mail (the door answers 451 and the MTA sends it again) leaves nothing behind;
-      // the append's own error is the one reported, whatever the clean-up meets.
-      await dropParts().catch(() => undefined);
+      // the append's own error is the one reported, whatever the clean-up meets. An append can fail
+      // after its commit (a connection lost before the answer): the parts stay unless the message
+      // is surely absent, since the MTA's retry finds it by its Message-ID and writes none again.
+      const absent = await this.d.store.getMessage(id).then(
+        (found) => found === null,
+        () => false,
+      );
+      if (absent) await dropParts().catch(() => undefined);
       throw err;
     }
     if (outcome.kind !== 'created') {
