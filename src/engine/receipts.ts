@@ -90,8 +90,11 @@ export class Receipts {
             await new Promise((r) => setTimeout(r, SURFACED_RETRIES_MS[attempt]));
             continue;
           }
-          for (const r of rows) this.known.delete(r.id);
-          this.log.warn({ err: err instanceof Error ? err.message : String(err), count: rows.length }, 'recording surfaced receipts failed: the next read records them');
+          // The rest would wait out the same retries (settled() and shutdown with them): all of it
+          // is left to the next reads.
+          const left = [...rows, ...this.pending.splice(0)];
+          for (const r of left) this.known.delete(r.id);
+          this.log.warn({ err: err instanceof Error ? err.message : String(err), count: left.length }, 'recording surfaced receipts failed: the next read records them');
           break;
         }
       }

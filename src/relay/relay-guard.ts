@@ -12,8 +12,9 @@ import { ConnectionGate } from '../doors/http/connection-gate.js';
 
 export const RELAY_GUARD = {
   /** Sockets the relay holds at once (its open-file limit less room for the store and logs, as the
-   *  daemon's); the next is closed on accept. */
-  connections: descriptorBudget(),
+   *  daemon's, and at most 16,384: a raised limit of a million would let memory run out first);
+   *  the next is closed on accept. */
+  connections: Math.min(descriptorBudget(), 16_384),
   /** Sockets of one address not yet a node's: past this the address's oldest idle one is closed. */
   perAddress: 256,
   /** The same bound over every address. */
@@ -118,7 +119,13 @@ export class AddressThrottle {
   }
 
   private prune(now: number): void {
-    for (const [a, w] of this.seen) if (w.until <= now) this.seen.delete(a);
+    // Windows enter in the order they end (a new one is deleted, then set), so the expired ones are
+    // at the front: stop at the first live one, or a full map of live windows costs a whole scan
+    // for every new address.
+    for (const [a, w] of this.seen) {
+      if (w.until > now) break;
+      this.seen.delete(a);
+    }
     if (this.seen.size >= this.maxAddresses) this.seen.delete(this.seen.keys().next().value as string);
   }
 }

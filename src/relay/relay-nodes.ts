@@ -248,6 +248,12 @@ export class NodeHub {
       log.warn({ code: 'relay_no_hello', node }, `no hello within ${this.o.helloMs / 1000} s`);
       ws.close(1008, 'no hello');
     }, this.o.helloMs);
+    // A node closed for what it sent: the close frame, then the socket itself a second later, so
+    // a peer that never answers the close cannot hold it (ws waits 30 s) sending on meanwhile.
+    const closeHard = (reason: string): void => {
+      ws.close(1008, reason);
+      setTimeout(() => ws.terminate(), 1_000).unref();
+    };
     // Every frame counts, pings and pongs too (each ping costs a pong back).
     const flooded = (): boolean => {
       const now = Date.now();
@@ -255,7 +261,7 @@ export class NodeHub {
       if (++link.frames <= this.o.limits.nodeFramesPerSecond) return false;
       if (link.frames === this.o.limits.nodeFramesPerSecond + 1) {
         log.warn({ code: 'relay_node_flood', node, limit: this.o.limits.nodeFramesPerSecond }, 'the node sent frames too fast: closed');
-        ws.close(1008, 'too many frames');
+        closeHard('too many frames');
       }
       return true;
     };
@@ -264,8 +270,10 @@ export class NodeHub {
     ws.on('message', (data: RawData, binary: boolean) => {
       const invalid = (reason: string): void => {
         log.warn({ code: 'relay_frame_invalid', node, reason }, 'invalid frame from node: closed');
-        ws.close(1008, 'invalid frame');
+        closeHard('invalid frame');
       };
+      // Frames after our close are not acted on (no answer, no mail, no cursor moved).
+      if (ws.readyState !== ws.OPEN) return;
       if (flooded()) return;
       let f: NodeFrame;
       try {

@@ -147,7 +147,8 @@ export class RelayWeb {
     const gen = hub.generation(grant.node, grant.mailbox);
     const first = await this.once(grant, asked, signal);
     if (!noMessages(first)) return first;
-    if (hub.generation(grant.node, grant.mailbox) === gen) {
+    // A browser gone before it parks would never abort: its slot would be held for the whole wait.
+    if (hub.generation(grant.node, grant.mailbox) === gen && !signal.aborted) {
       const { perNode, perUser: cap } = this.o.parked;
       if (hub.parkedCount(grant.node) >= perNode) throw new MailError('rate_limited', `${perNode} live reads wait for this node`, { retry_after: 1, limit: perNode });
       const mine = this.parkedOf.get(user) ?? 0;

@@ -33,7 +33,9 @@ export async function withRetry<R>(read: () => Promise<R>): Promise<R> {
     try {
       return await read();
     } catch (err) {
-      if (!isConnectionLoss(err) || Date.now() - t0 > RETRY_BUDGET_MS) throw err;
+      // The first loss is always retried (a long read may itself pass the budget), later ones
+      // within it.
+      if (!isConnectionLoss(err) || (attempt > 0 && Date.now() - t0 > RETRY_BUDGET_MS)) throw err;
       await lostConnectionPause(attempt);
     }
   }
