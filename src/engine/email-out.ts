@@ -114,6 +114,12 @@ export class EmailOut {
   async send(c: Caller, req: W.SendRequest, parent: StoredMessage | null, o: EmailOptions): Promise<W.SendResponse> {
     if (req.to.kind !== 'email') throw new MailError('internal', 'email-out sends only to email: addresses');
     if (!o.outbound) throw new MailError('email_unavailable', 'this daemon sends no e-mail (m4a serve --smtp-relay URL --mail-domain DOMAIN)');
+    // An e-mail leaves From the account's own address, and nobody outside would see that a
+    // delegate wrote it (via marks it only for readers here): the owner sends e-mail, a delegate not.
+    if (c.via)
+      throw new MailError('permission_denied', `a delegate (${c.via.delegate}, through a relay) may not send e-mail from ${c.account.id}'s address: the owner does`, {
+        need: 'owner',
+      });
     const to = req.to.email;
     const from = accountAddress(c.account.id, o.domain);
     const parentMeta = parent ? await readMeta(this.d.store, parent.id) : null;
