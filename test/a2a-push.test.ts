@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { Role, StreamResponse, TaskState, type Message, type SendMessageRequest, type Task, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, createAuthenticatingFetchWithRetry, type Client } from '@a2a-js/sdk/client';
 import { MailClient } from '../src/client/http-client.js';
-import { PUSH_KIND, PUSH_LIMITS, pushRow } from '../src/doors/a2a/a2a-push.js';
+import { PUSH_KIND, PUSH_LIMITS, PushConfigs, pushRow } from '../src/doors/a2a/a2a-push.js';
 import { purposeKey, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { until } from './support/until.js';
@@ -269,6 +269,26 @@ describe('A2A push notifications', () => {
     assert.equal((await createRaw(daveSecret, { taskId: spare, id: 'd0', url: `${rx.url}/dave` })).json.result?.id, 'd0');
     assert.equal((await createRaw(daveSecret, { taskId: spare, id: 'd1', url: `${rx.url}/dave` })).json.error?.code, -32602);
     assert.equal(await countOn(daveToBob, spare), 1);
+  });
+
+  it("SendMessage's check holds the place it found until its create: a second send at the last place is refused before it makes a task", async () => {
+    // The daemon's own watch is a real A2aPushSender; here one that holds a given count, so the last
+    // place is reached without 256 configs.
+    const held = { n: PUSH_LIMITS.perAccount - 1 };
+    const watch = { added: () => true, removed: () => undefined, has: () => false, count: () => held.n };
+    const configs = new PushConfigs({ store: d.store, hostId: 'h', now: () => Date.now(), watch });
+    await d.account('erin');
+    const erin = { account: (await d.store.getAccount('erin'))!, session: null };
+    const p = { url: `${rx.url}/race`, taskId: '' };
+    const first = configs.reserve(erin, p);
+    assert.throws(() => configs.reserve(erin, p), /at most 256 push notification configs of one account/);
+    first();
+    first(); // a second release frees nothing more
+    const second = configs.reserve(erin, p);
+    assert.throws(() => configs.reserve(erin, p), /at most 256/, 'one release, one place');
+    second();
+    held.n = PUSH_LIMITS.perAccount;
+    assert.throws(() => configs.reserve(erin, p), /at most 256/);
   });
 
   it('a receiver that fails is retried with the same event; configs outlive a restart', async () => {

@@ -141,7 +141,13 @@ export class PushConfigs {
 
   /** Creates (or, with the id of one of the caller's configs on the task, replaces) a config on a
    *  task the caller may read; `task` is that task's id and its history length now. */
-  async create(c: Caller, task: { task_id: string; history: unknown[]; result?: unknown }, p: PushConfigIn): Promise<PushConfigOut> {
+  async create(
+    c: Caller,
+    task: { task_id: string; history: unknown[]; result?: unknown },
+    p: PushConfigIn,
+    /** The caller holds a slot of reserve(): it is this config's, not another's. */
+    o: { reserved?: boolean } = {},
+  ): Promise<PushConfigOut> {
     this.checkUrl(p.url);
     const id = p.id || `p-${randomBytes(8).toString('hex')}`;
     const mine = await this.mine(c, task.task_id);
@@ -156,14 +162,16 @@ export class PushConfigs {
     // the caps (also a config another daemon sent for, which this one takes over).
     const key: PushKey = { task_id: task.task_id, account: c.account.id, id };
     const fresh = !this.o.watch.has(key);
-    const ofAccount = this.o.watch.count(c.account.id);
+    // Slots other SendMessages hold count too; our own (reserved) does not.
+    const own = o.reserved ? 1 : 0;
+    const ofAccount = this.o.watch.count(c.account.id) + this.held(c.account.id) - own;
     if (fresh && ofAccount >= PUSH_LIMITS.perAccount)
       throw new MailError('too_large', `at most ${PUSH_LIMITS.perAccount} push notification configs of one account on this daemon`, {
         field: 'configs',
         limit: PUSH_LIMITS.perAccount,
         actual: ofAccount + 1,
       });
-    if (fresh && this.o.watch.count() >= PUSH_LIMITS.perDaemon)
+    if (fresh && this.o.watch.count() + this.held() - own >= PUSH_LIMITS.perDaemon)
       throw new MailError('rate_limited', `this daemon sends for ${PUSH_LIMITS.perDaemon} push notification configs already`, { retry_after: 60 });
     const rec: PushRecord = {
       task_id: task.task_id,
@@ -190,19 +198,39 @@ export class PushConfigs {
     return out(rec);
   }
 
-  /** What create would refuse before it reads the task: SendMessage checks a config it carries
-   *  before it makes the task, so a refused config leaves no task behind. */
-  precheck(c: Caller, p: PushConfigIn): void {
+  /** Slots SendMessage holds between its check and its create (per account, and in all). */
+  private reserved = new Map<string, number>();
+  private reservedTotal = 0;
+  private held(account?: string): number {
+    return account === undefined ? this.reservedTotal : (this.reserved.get(account) ?? 0);
+  }
+
+  /** What create would refuse before it reads the task, with a slot held until the release: SendMessage
+   *  checks a config it carries before it makes the task, so a refused config leaves no task behind,
+   *  and two sends at the last free slot cannot both pass the check and one then fail its create. */
+  reserve(c: Caller, p: PushConfigIn): () => void {
     this.checkUrl(p.url);
-    const ofAccount = this.o.watch.count(c.account.id);
+    const account = c.account.id;
+    const ofAccount = this.o.watch.count(account) + this.held(account);
     if (ofAccount >= PUSH_LIMITS.perAccount)
       throw new MailError('too_large', `at most ${PUSH_LIMITS.perAccount} push notification configs of one account on this daemon`, {
         field: 'configs',
         limit: PUSH_LIMITS.perAccount,
         actual: ofAccount + 1,
       });
-    if (this.o.watch.count() >= PUSH_LIMITS.perDaemon)
+    if (this.o.watch.count() + this.held() >= PUSH_LIMITS.perDaemon)
       throw new MailError('rate_limited', `this daemon sends for ${PUSH_LIMITS.perDaemon} push notification configs already`, { retry_after: 60 });
+    this.reserved.set(account, this.held(account) + 1);
+    this.reservedTotal++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.reservedTotal--;
+      const left = this.held(account) - 1;
+      if (left > 0) this.reserved.set(account, left);
+      else this.reserved.delete(account);
+    };
   }
 
   private checkUrl(url: string): void {

@@ -95,11 +95,16 @@ export class A2aMethods {
     const req = asA2aField(() =>
       parseInput(TaskCreateRequest, { to: this.agent, title: titleOf(m), instructions: text, idempotency_key: key, ...(parent !== undefined ? { parent_task_id: parent } : {}) }),
     );
-    // A config refused after the task was made would answer an error with the task stored.
-    if (push) this.pushing().precheck(this.caller, push);
-    const task = await this.engine.tasks.create(this.caller, req);
-    if (push) await this.pushing().create(this.caller, task, { ...push, taskId: task.task_id });
-    return { task, from: 0 };
+    // A config refused after the task was made would answer an error with the task stored: its
+    // slot is held from the check to its create.
+    const release = push ? this.pushing().reserve(this.caller, push) : null;
+    try {
+      const task = await this.engine.tasks.create(this.caller, req);
+      if (push) await this.pushing().create(this.caller, task, { ...push, taskId: task.task_id }, { reserved: true });
+      return { task, from: 0 };
+    } finally {
+      release?.();
+    }
   }
 
   private pushing(): PushConfigs {
