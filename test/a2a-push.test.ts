@@ -15,6 +15,7 @@ import { Role, StreamResponse, TaskState, type Message, type SendMessageRequest,
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, createAuthenticatingFetchWithRetry, type Client } from '@a2a-js/sdk/client';
 import { MailClient } from '../src/client/http-client.js';
 import { PUSH_KIND, PUSH_LIMITS, PushConfigs, pushRow } from '../src/doors/a2a/a2a-push.js';
+import { A2aPushSender } from '../src/doors/a2a/a2a-push-sender.js';
 import { purposeKey, verifyWebhookSignature, WEBHOOK_KEY_FILE } from '../src/wake/webhook-signing.js';
 import { raw, startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { until } from './support/until.js';
@@ -272,10 +273,13 @@ describe('A2A push notifications', () => {
   });
 
   it("SendMessage's check holds the place it found until its create: a second send at the last place is refused before it makes a task", async () => {
-    // The daemon's own watch is a real A2aPushSender; here one that holds a given count, so the last
-    // place is reached without 256 configs.
-    const held = { n: PUSH_LIMITS.perAccount - 1 };
-    const watch = { added: () => true, removed: () => undefined, has: () => false, count: () => held.n };
+    // A real A2aPushSender as the watch (the daemon's kind), not started: counting needs no feed, and
+    // 255 configs counted in it reach the last place without a task each.
+    const watch = new A2aPushSender({
+      engine: d.engine,
+      post: () => Promise.reject(new Error('nothing is sent here')),
+    });
+    for (let i = 0; i < PUSH_LIMITS.perAccount - 1; i++) watch.added({ task_id: `t-${i}`, account: 'erin', id: 'p' });
     const configs = new PushConfigs({ store: d.store, hostId: 'h', now: () => Date.now(), watch });
     await d.account('erin');
     const erin = { account: (await d.store.getAccount('erin'))!, session: null };
@@ -287,8 +291,10 @@ describe('A2A push notifications', () => {
     const second = configs.reserve(erin, p);
     assert.throws(() => configs.reserve(erin, p), /at most 256/, 'one release, one place');
     second();
-    held.n = PUSH_LIMITS.perAccount;
-    assert.throws(() => configs.reserve(erin, p), /at most 256/);
+    watch.added({ task_id: 't-last', account: 'erin', id: 'p' });
+    assert.throws(() => configs.reserve(erin, p), /at most 256/, 'the watch full: no place to hold');
+    watch.removed({ task_id: 't-last', account: 'erin', id: 'p' });
+    configs.reserve(erin, p)();
   });
 
   it('a receiver that fails is retried with the same event; configs outlive a restart', async () => {
