@@ -1,7 +1,7 @@
 // Small helpers shared by the reliability tests: a raw HTTP call with a deadline and full control
 // of Host and body bytes, the error-envelope check, a seeded PRNG, a free port, and a snapshot of the store's state.
 import assert from 'node:assert/strict';
-import { Agent, request } from 'node:http';
+import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { createServer } from 'node:net';
 import { ERROR_TABLE, isErrorCode } from '../../src/wire/errors.js';
 import { keyOfLineage, type Store } from '../../src/store/types.js';
@@ -19,6 +19,47 @@ let lastDoor = 'http';
 
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 4 });
 
+/** Sends one request (`start` makes it, given the answer's handler) with a hard deadline, and
+ *  reads its answer; counted in the soak tally's `door` (a 5xx only when `count5xx`, a refused or
+ *  reset connection as a crash, the deadline as a hang). Shared by the HTTP and HTTPS helpers. */
+export function tallied(
+  start: (onAnswer: (res: IncomingMessage) => void) => ClientRequest,
+  o: { door: string; path: string; body?: Buffer | undefined; timeoutMs?: number; count5xx?: boolean },
+): Promise<RawAnswer> {
+  const t = tally((lastDoor = o.door));
+  t.requests++;
+  const timeoutMs = o.timeoutMs ?? 10_000;
+  return new Promise((resolve, reject) => {
+    const req = start((res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        clearTimeout(timer);
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = text ? JSON.parse(text) : null;
+        } catch {
+          json = text;
+        }
+        if ((res.statusCode ?? 0) >= 500 && o.count5xx !== false) t.status5xx++;
+        resolve({ status: res.statusCode ?? 0, text, json, headers: res.headers });
+      });
+      res.on('error', reject);
+    });
+    const timer = setTimeout(() => {
+      t.hangs++;
+      req.destroy(new Error(`no answer from ${o.path} within ${timeoutMs} ms (a hang)`));
+    }, timeoutMs);
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      if (/ECONNREFUSED|ECONNRESET|EPIPE/.test((e as NodeJS.ErrnoException).code ?? '')) t.crashes++;
+      reject(e);
+    });
+    req.end(o.body);
+  });
+}
+
 /** One HTTP request with a hard deadline: a hang fails the test instead of stalling it. */
 export function http(
   url: string,
@@ -27,11 +68,8 @@ export function http(
 ): Promise<RawAnswer> {
   const u = new URL(url);
   const body = o.body === undefined ? undefined : Buffer.isBuffer(o.body) ? o.body : Buffer.from(o.body, 'utf8');
-  const timeoutMs = o.timeoutMs ?? 10_000;
-  const t = tally((lastDoor = doorOfPath(path)));
-  t.requests++;
-  return new Promise((resolve, reject) => {
-    const req = request(
+  const start = (onAnswer: (res: IncomingMessage) => void) =>
+    request(
       {
         agent: o.fresh ? false : keepAlive,
         host: u.hostname,
@@ -46,35 +84,9 @@ export function http(
           ...o.headers,
         },
       },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          clearTimeout(timer);
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = text ? JSON.parse(text) : null;
-          } catch {
-            json = text;
-          }
-          if ((res.statusCode ?? 0) >= 500) t.status5xx++;
-          resolve({ status: res.statusCode ?? 0, text, json, headers: res.headers });
-        });
-        res.on('error', reject);
-      },
+      onAnswer,
     );
-    const timer = setTimeout(() => {
-      t.hangs++;
-      req.destroy(new Error(`no answer from ${path} within ${timeoutMs} ms (a hang)`));
-    }, timeoutMs);
-    req.on('error', (e) => {
-      clearTimeout(timer);
-      if (/ECONNREFUSED|ECONNRESET|EPIPE/.test((e as NodeJS.ErrnoException).code ?? '')) t.crashes++;
-      reject(e);
-    });
-    req.end(body);
-  });
+  return tallied(start, { door: doorOfPath(path), path, body, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) });
 }
 
 /** Asserts a refusal is the documented envelope: a code from ERROR_TABLE with its HTTP status. */

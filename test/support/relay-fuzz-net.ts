@@ -1,15 +1,12 @@
 // The relay fuzz's network side: a raw HTTPS request to the relay with every header and body byte
-// under the test's control and a hard deadline, counted in the soak tally's "relay" door.
+// under the test's control and a hard deadline (helpers.ts's tallied), counted in the soak tally's
+// "relay" door.
 import https from 'node:https';
 import { readFileSync } from 'node:fs';
-import { tally } from './soak-tally.js';
+import type { IncomingMessage } from 'node:http';
+import { tallied, type RawAnswer } from '../reliability/helpers.js';
 
-export interface RelayAnswer {
-  status: number;
-  text: string;
-  json: any;
-  headers: Record<string, string | string[] | undefined>;
-}
+export type RelayAnswer = RawAnswer;
 
 export class RelayHttp {
   private readonly agent: https.Agent;
@@ -25,12 +22,9 @@ export class RelayHttp {
   /** `node: true`: the answer is one a node chose (its status passes through), so a 5xx there is
    *  not counted as the relay's. */
   request(path: string, o: { method?: string; headers?: Record<string, string>; body?: string | Buffer; timeoutMs?: number; node?: boolean } = {}): Promise<RelayAnswer> {
-    const t = tally('relay');
-    t.requests++;
     const body = o.body === undefined ? undefined : Buffer.isBuffer(o.body) ? o.body : Buffer.from(o.body, 'utf8');
-    const timeoutMs = o.timeoutMs ?? 10_000;
-    return new Promise((resolve, reject) => {
-      const req = https.request(
+    const start = (onAnswer: (res: IncomingMessage) => void) =>
+      https.request(
         {
           host: '127.0.0.1',
           port: this.port,
@@ -39,35 +33,9 @@ export class RelayHttp {
           agent: this.agent,
           headers: { host: `127.0.0.1:${this.port}`, ...(body !== undefined ? { 'content-length': String(body.length) } : {}), ...o.headers },
         },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            clearTimeout(timer);
-            const text = Buffer.concat(chunks).toString('utf8');
-            let json: unknown;
-            try {
-              json = text ? JSON.parse(text) : null;
-            } catch {
-              json = text;
-            }
-            if ((res.statusCode ?? 0) >= 500 && !o.node) t.status5xx++;
-            resolve({ status: res.statusCode ?? 0, text, json, headers: res.headers });
-          });
-          res.on('error', reject);
-        },
+        onAnswer,
       );
-      const timer = setTimeout(() => {
-        t.hangs++;
-        req.destroy(new Error(`no answer from the relay's ${path} within ${timeoutMs} ms (a hang)`));
-      }, timeoutMs);
-      req.on('error', (e) => {
-        clearTimeout(timer);
-        if (/ECONNREFUSED|ECONNRESET|EPIPE/.test((e as NodeJS.ErrnoException).code ?? '')) t.crashes++;
-        reject(e);
-      });
-      req.end(body);
-    });
+    return tallied(start, { door: 'relay', path: `the relay's ${path}`, body, count5xx: !o.node, ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}) });
   }
 
   close(): void {
