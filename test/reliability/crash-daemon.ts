@@ -2,13 +2,13 @@
 // PostgreSQL with --store), restarted on the same data directory and port after a kill, and the
 // accounts and room the senders and readers use.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { MailClient } from '../../src/client/http-client.js';
+import { BUILT_CLI, serveProcess } from '../support/serve-process.js';
 
-export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+export const CLI = BUILT_CLI;
 
 export interface Daemon {
   child: ChildProcess;
@@ -19,27 +19,17 @@ export interface Daemon {
 
 /** Starts `m4a serve` on a fixed port (a restart takes the same one); `store` is a --store spec. */
 export async function serve(dataDir: string, port: number, store?: string): Promise<Daemon> {
-  const args = [CLI, 'serve', '--data-dir', dataDir, '--port', String(port), ...(store ? ['--store', store] : [])];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, M4A_LOG_LEVEL: 'warn' } });
-  let err = '';
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s: ${err}`)), 20_000);
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (/listening on http:\/\//.test(out)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited ${code} (the killed daemon's lock blocked the restart?): ${err}`));
-    });
-  });
-  return { child, pid: child.pid!, exited, stderr: () => err };
+  const args = ['--data-dir', dataDir, '--port', String(port), ...(store ? ['--store', store] : [])];
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('serve did not start within 20 s')), 20_000)));
+  try {
+    const d = await Promise.race([serveProcess(args, { ...process.env, M4A_LOG_LEVEL: 'warn' }), late]);
+    return { child: d.child, pid: d.child.pid!, exited: d.exited, stderr: d.stderr };
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (the killed daemon's lock blocked the restart?)`, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Ends a daemon that is still running (SIGTERM, then SIGKILL after 10 s). */
