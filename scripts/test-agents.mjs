@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the slow tests with the real agent programs (test/agents/*.test.ts): Claude Code, Codex,
-// Gemini CLI, pi and omp, driven by scripted model servers on loopback. Not part of `npm test`;
+// Gemini CLI, pi, omp, Qwen Code, opencode and Copilot CLI, driven by scripted model servers on loopback. Not part of `npm test`;
 // `npm run test:agents` builds first, since the agents run dist/cli/main.js. The programs are a
 // package of their own (test/agents/package.json), kept out of the project's install: installed
 // here when test/agents/node_modules is missing or older than its lockfile.
@@ -32,13 +32,16 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-// omp has no offline switch and reaches for several hosts at start: its files run in a network
-// namespace with only loopback up (the daemon, the model servers and omp share it), so every
-// outside attempt fails at once. That takes root (CAP_SYS_ADMIN).
-const plain = files.filter((p) => !p.slice(dir.length).includes('omp'));
-const omp = files.filter((p) => p.slice(dir.length).includes('omp'));
+// omp has no offline switch and reaches for several hosts at start, and Gemini, Qwen Code, opencode
+// and Copilot try to (updates, telemetry, model lists): their files run in a network namespace with
+// only loopback up (the daemon, the model servers and the program share it), so every outside
+// attempt fails at once. That takes root (CAP_SYS_ADMIN).
+const OFFLINE = ['omp', 'gemini-live', 'qwen', 'opencode', 'copilot', 'mixed'];
+const offline = (p) => OFFLINE.some((n) => p.slice(dir.length).includes(n));
+const plain = files.filter((p) => !offline(p));
+const omp = files.filter(offline);
 if (omp.length > 0 && spawnSync('unshare', ['-n', 'true']).status !== 0) {
-  console.error('test:agents: the omp tests need a loopback-only network namespace (`unshare -n`), which failed here: run as root.');
+  console.error('test:agents: these tests need a loopback-only network namespace (`unshare -n`), which failed here: run as root.');
   process.exit(1);
 }
 
