@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Runs the slow tests with the real agent programs (test/agents/*.test.ts): Claude Code, Codex,
-// Gemini CLI, pi, omp, Qwen Code, opencode and Copilot CLI, driven by scripted model servers on loopback. Not part of `npm test`;
-// `npm run test:agents` builds first, since the agents run dist/cli/main.js. The programs are a
-// package of their own (test/agents/package.json), kept out of the project's install: installed
-// here when test/agents/node_modules is missing or older than its lockfile.
+// Gemini CLI, pi, omp, Qwen Code, opencode and Copilot CLI, driven by scripted model servers on
+// loopback. Not part of `npm test`; `npm run test:agents` builds first, since the agents run
+// dist/cli/main.js. The programs are a package of their own (test/agents/package.json), kept out
+// of the project's install: installed here when test/agents/node_modules is missing or older than its lockfile.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -39,8 +39,8 @@ if (files.length === 0) {
 const OFFLINE = ['omp', 'gemini-live', 'qwen', 'opencode', 'copilot', 'mixed'];
 const offline = (p) => OFFLINE.some((n) => p.slice(dir.length).includes(n));
 const plain = files.filter((p) => !offline(p));
-const omp = files.filter(offline);
-if (omp.length > 0 && spawnSync('unshare', ['-n', 'true']).status !== 0) {
+const isolated = files.filter(offline);
+if (isolated.length > 0 && spawnSync('unshare', ['-n', 'true']).status !== 0) {
   console.error('test:agents: these tests need a loopback-only network namespace (`unshare -n`), which failed here: run as root.');
   process.exit(1);
 }
@@ -49,5 +49,5 @@ if (omp.length > 0 && spawnSync('unshare', ['-n', 'true']).status !== 0) {
 const node = [process.execPath, '--import', 'tsx', '--test', '--test-concurrency=1'];
 const statuses = [];
 if (plain.length > 0) statuses.push(spawnSync(node[0], [...node.slice(1), ...plain], { stdio: 'inherit' }).status);
-if (omp.length > 0) statuses.push(spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', ...node, ...omp], { stdio: 'inherit' }).status);
+if (isolated.length > 0) statuses.push(spawnSync('unshare', ['-n', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh', ...node, ...isolated], { stdio: 'inherit' }).status);
 process.exit(statuses.every((s) => s === 0) ? 0 : 1);
