@@ -126,6 +126,18 @@ describe('agent hooks', () => {
     assert.match((await hook('cursor-stop', JSON.stringify({ status: 'completed', loop_count: 0 }))).followup_message, /for cursor/);
   });
 
+  it("Qwen Code: Claude Code's contract under its own names", async () => {
+    assert.equal(await hook('qwen-stop', stopInput()), null, 'nothing new: nothing printed');
+    await codex.send({ to: 'claude', subject: 'for qwen', body: '' });
+    const stop = await hook('qwen-stop', stopInput());
+    assert.equal(stop.decision, 'block');
+    assert.match(stop.reason, /for qwen/);
+    await codex.send({ to: 'claude', subject: 'qwen prompt', body: '' });
+    const ctx = await hook('qwen-prompt', JSON.stringify({ session_id: 'q1', hook_event_name: 'UserPromptSubmit', prompt: 'hi' }));
+    assert.equal(ctx.hookSpecificOutput.hookEventName, 'UserPromptSubmit');
+    assert.match(ctx.hookSpecificOutput.additionalContext, /qwen prompt/);
+  });
+
   it('never breaks the agent: no daemon, no output, exit 0', async () => {
     assert.equal(await hook('claude-stop', stopInput(), 'M4A_URL=http://127.0.0.1:9'), null);
     assert.deepEqual(await hook('codex-stop', stopInput(), 'M4A_URL=http://127.0.0.1:9'), {});

@@ -323,7 +323,7 @@ describe('setup writers: Gemini CLI', () => {
     put(file, orig);
     assert.deepEqual(actions(run({ program: 'gemini', env, hooks: false })), ['created', 'updated', 'created']);
     const v = json(file);
-    assert.deepEqual((v.mcpServers as Record<string, unknown>).m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
+    assert.deepEqual((v.mcpServers as Record<string, unknown>).m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000, trust: true });
     const part = insertedPart(orig, read(file));
     assert.match(part, /^,\n {8}"m4a": \{\n {12}"command": "m4a",/, "the file's own 4-space indentation");
     assert.ok(read(file).includes('// theme chosen in /settings'), 'comments kept');
@@ -342,7 +342,7 @@ describe('setup writers: Gemini CLI', () => {
     const dir = project();
     run({ program: 'gemini', env, transport: 'http', scope: { kind: 'project', dir } });
     assert.deepEqual(json(join(dir, '.gemini', 'settings.json')), {
-      mcpServers: { m4a: { url: 'http://127.0.0.1:7341/mcp', type: 'http', headers: { Authorization: 'Bearer ${M4A_TOKEN}' }, timeout: 120000 } },
+      mcpServers: { m4a: { url: 'http://127.0.0.1:7341/mcp', type: 'http', headers: { Authorization: 'Bearer ${M4A_TOKEN}' }, timeout: 120000, trust: true } },
       // The hooks run the m4a command whatever the transport.
       hooks: {
         AfterAgent: [{ hooks: [{ type: 'command', command: 'm4a hook gemini-after-agent --account gemini', name: 'mail4agent', timeout: 600000 }] }],
@@ -644,7 +644,7 @@ describe('setup writers: hooks', () => {
       AfterAgent: [geminiGroup('m4a hook gemini-after-agent --account gemini', 600000)],
       BeforeAgent: [geminiGroup('m4a hook gemini-before-agent --account gemini', 30000)],
     });
-    assert.deepEqual(v.mcpServers.m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000 });
+    assert.deepEqual(v.mcpServers.m4a, { command: 'm4a', args: ['mcp', '--account', 'gemini'], timeout: 120000, trust: true });
     assertKeptInOrder(orig, read(file));
     assert.match(read(file), /\n {4}"hooks": \{\n {8}"AfterAgent": \[\n {12}\{/, "the file's own 4-space indentation");
     const snap = snapshot(h);

@@ -4,7 +4,7 @@ import { CLI_VERSION } from './connect.js';
 import { HTTP_PATHS, MCP_TOOL_NAMES } from '../wire/operation-facts.js';
 import { LIMITS } from '../wire/limits.js';
 import { EXTENSION_PROVIDERS, MCP_PROTOCOL_VERSIONS, STORE_KINDS } from '../wire/capabilities.js';
-import { PROGRAMS } from './setup/programs.js';
+import { hookEvents, PROGRAMS } from './setup/programs.js';
 
 export function capabilities(): Record<string, unknown> {
   return {
@@ -20,6 +20,10 @@ export function capabilities(): Record<string, unknown> {
     http_routes: [...HTTP_PATHS, '/mcp', '/health'],
     setup_programs: PROGRAMS,
     setup_transports: ['stdio', 'http'],
+    // The program events whose hooks setup installs to wake the agent (none: the extension delivers).
+    setup_wake_hooks: Object.fromEntries(PROGRAMS.map((p) => [p, hookEvents(p)])),
+    // What setup leaves to the user and doctor checks: Gemini CLI's auth method (headless runs exit 41 without one).
+    setup_user_settings: { gemini: ['security.auth.selectedType', 'GEMINI_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI', 'GOOGLE_GENAI_USE_GCA'] },
     // Programs that load the mail4agent extension: live delivery inside the agent, waiting mail on resume.
     extension_programs: EXTENSION_PROVIDERS,
     limits: { wait_secs_http: LIMITS.waitSecsHttp, wait_secs_mcp: LIMITS.waitSecsMcp },

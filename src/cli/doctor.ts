@@ -13,6 +13,7 @@ import { CLI_VERSION } from './connect.js';
 import { credentialsPath, readCredentials } from './credentials.js';
 import { extensionChecks } from './doctor-extensions.js';
 import { relayLinkCheck } from './relay-link-commands.js';
+import { qwenDirs } from './setup/program-qwen.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -47,6 +48,8 @@ async function findEntries(env: NodeJS.ProcessEnv, project: string): Promise<{ e
     ['claude', 'project', join(project, '.mcp.json')],
     ['gemini', 'user', join(h, '.gemini', 'settings.json')],
     ['gemini', 'project', join(project, '.gemini', 'settings.json')],
+    ['qwen', 'user', qwenDirs(env, null).settings],
+    ['qwen', 'project', qwenDirs(env, project).settings],
     ['cursor', 'user', join(h, '.cursor', 'mcp.json')],
     ['cursor', 'project', join(project, '.cursor', 'mcp.json')],
   ];
@@ -180,7 +183,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
     });
     creds = readCredentials(env);
   } else if (!env.M4A_TOKEN) {
-    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|cursor|pi|omp`' });
+    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|qwen|cursor|pi|omp`' });
   }
 
   // Each account's secret, proven against the daemon (a whoami attests this very process).
@@ -213,7 +216,12 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
   const extensions = extensionChecks(env, project, creds);
   checks.push(...extensions.checks);
   if (entries.length === 0 && extensions.found === 0)
-    checks.push({ name: 'agents', status: 'warn', detail: 'no agent program is wired to mail4agent', todo: 'run `m4a setup claude` (or codex, gemini, cursor, pi, omp)' });
+    checks.push({
+      name: 'agents',
+      status: 'warn',
+      detail: 'no agent program is wired to mail4agent',
+      todo: 'run `m4a setup claude` (or codex, gemini, qwen, cursor, pi, omp)',
+    });
   for (const e of entries) {
     const name = `${e.program} (${e.scope})`;
     const isHttp = typeof e.entry.url === 'string';
@@ -251,6 +259,14 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
         todo: 'open `claude` in the project once and accept the workspace trust dialog',
       });
     }
+    // Headless runs (and wake turns) use only trusted servers' tools.
+    if ((e.program === 'gemini' || e.program === 'qwen') && e.entry.trust !== true)
+      checks.push({
+        name: `${name} trust`,
+        status: 'warn',
+        detail: `the m4a entry in ${e.file} is not trusted: headless runs refuse its tools`,
+        todo: `run \`m4a setup ${e.program}\` again`,
+      });
     if (e.program === 'gemini' && e.scope === 'project') {
       let trusted = false;
       try {
@@ -274,6 +290,11 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
         todo: 'trust the project when Codex asks; hooks must also be trusted in /hooks',
       });
     }
+  }
+  if (entries.some((e) => e.program === 'gemini')) {
+    const { GEMINI_AUTH_TODO, geminiAuthSource } = await import('./setup/gemini-auth.js');
+    const source = geminiAuthSource(env, project);
+    checks.push(source ? { name: 'gemini auth', status: 'ok', detail: source } : { name: 'gemini auth', status: 'warn', detail: 'no auth method chosen', todo: GEMINI_AUTH_TODO });
   }
   return { checks: checks.map((c) => (c.todo === undefined ? (({ todo: _t, ...rest }) => rest)(c) : c)), metrics };
 }

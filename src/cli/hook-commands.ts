@@ -42,6 +42,9 @@ const HOOKS: Record<string, HookSpec> = {
   'gemini-before-agent': { kind: 'context', event: 'prompt', render: (text) => ({ hookSpecificOutput: { hookEventName: 'BeforeAgent', additionalContext: text } }), quiet: {} },
   'cursor-stop': { kind: 'stop', event: 'stop', render: (text) => ({ followup_message: text }), quiet: {} },
 };
+// Qwen Code's hooks are Claude Code's shape (§11): the same contract, named for the provider.
+HOOKS['qwen-stop'] = HOOKS['claude-stop']!;
+HOOKS['qwen-prompt'] = HOOKS['claude-prompt']!;
 
 export const HOOK_NAMES = Object.keys(HOOKS);
 

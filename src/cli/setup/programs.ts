@@ -7,9 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_PORT } from '../../wire/locations.js';
 import { isExtensionProvider, type ExtensionProvider } from '../../wire/capabilities.js';
 import { bridgeArgs, type Bridge } from './bridge-command.js';
+import { qwenDirs, qwenEntry } from './program-qwen.js';
 import { renderGuide } from './guide.js';
 
-export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp'] as const;
+export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen'] as const;
 export type Program = (typeof PROGRAMS)[number];
 /** Programs that load our extension into their own process instead of an MCP server and hooks. */
 export type ExtensionProgram = Program & ExtensionProvider;
@@ -77,7 +78,12 @@ export function mcpEntry(s: Setting): JsonObject {
       return stdio ? { ...cmd, env_vars: CODEX_FORWARD, ...timeouts } : { url, bearer_token_env_var: TOKEN_VAR, ...timeouts };
     }
     case 'gemini':
-      return stdio ? { ...cmd, timeout: TOOL_TIMEOUT_MS } : { url, type: 'http', headers: { Authorization: `Bearer \${${TOKEN_VAR}}` }, timeout: TOOL_TIMEOUT_MS };
+      // trust: headless runs offer no untrusted MCP tool (§11); the auth choice is the user's.
+      return stdio
+        ? { ...cmd, timeout: TOOL_TIMEOUT_MS, trust: true }
+        : { url, type: 'http', headers: { Authorization: `Bearer \${${TOKEN_VAR}}` }, timeout: TOOL_TIMEOUT_MS, trust: true };
+    case 'qwen':
+      return qwenEntry(cmd, url, stdio, TOKEN_VAR, TOOL_TIMEOUT_MS);
     case 'cursor':
       // Cursor documents no per-server tool timeout, so there is nothing to raise for long waits.
       return stdio ? { type: 'stdio', ...cmd } : { url, headers: { Authorization: `Bearer \${env:${TOKEN_VAR}}` } };
@@ -127,10 +133,18 @@ const HOOKS: Record<Program, HookSpec[]> = {
     { event: 'BeforeAgent', hook: 'gemini-before-agent', timeout: CONTEXT_TIMEOUT_SECS },
   ],
   cursor: [{ event: 'stop', hook: 'cursor-stop', timeout: STOP_TIMEOUT_SECS }],
+  // Claude Code's shape; Qwen caps Stop blocks at 8 in a row itself.
+  qwen: [
+    { event: 'Stop', hook: 'qwen-stop', timeout: STOP_TIMEOUT_SECS },
+    { event: 'UserPromptSubmit', hook: 'qwen-prompt', timeout: CONTEXT_TIMEOUT_SECS },
+  ],
   // The extension delivers mail itself, live.
   pi: [],
   omp: [],
 };
+
+/** The events setup hooks for a program (capabilities lists them). */
+export const hookEvents = (p: Program): string[] => HOOKS[p].map((h) => h.event);
 
 /** Cursor's follow-up cap per stop hook (its documented default). */
 const CURSOR_LOOP_LIMIT = 5;
@@ -160,6 +174,8 @@ export function hooksFile(s: Setting): string {
       return join(dir ?? home, '.gemini', 'settings.json');
     case 'cursor':
       return join(dir ?? home, '.cursor', 'hooks.json');
+    case 'qwen':
+      return qwenDirs(s.env, dir).settings;
     case 'pi':
     case 'omp':
       return extensionFile(s.program, s.scope, s.env);
@@ -236,6 +252,10 @@ function mcpTargets(s: Setting): Target[] {
       const base = join(dir ?? home, '.cursor');
       if (!dir) return [mcp(join(base, 'mcp.json'))];
       return [mcp(join(base, 'mcp.json')), { kind: 'whole', path: join(base, 'rules', 'mail4agent.mdc'), content: renderGuide('cursor', 'file') }];
+    }
+    case 'qwen': {
+      const q = qwenDirs(s.env, dir);
+      return [mcp(q.settings), section(q.guide)];
     }
     case 'pi':
     case 'omp':

@@ -7,6 +7,7 @@ import { UsageError } from '../connect.js';
 import { credentialsPath, readCredentials } from '../credentials.js';
 import { EXIT, fail, printJson } from '../output.js';
 import { ensureAccount } from './account.js';
+import { GEMINI_AUTH_TODO, geminiAuthSource } from './gemini-auth.js';
 import type { Bridge } from './bridge-command.js';
 import type { Change } from './plan.js';
 import { EXTENSION_MODULE, homeOf, isExtensionProgram, mcpUrl, PROGRAMS, SERVER, TOKEN_VAR, type Program, type Scope, type Transport } from './programs.js';
@@ -29,7 +30,15 @@ export interface SetupFlags extends ScopeFlags {
   hooks?: boolean;
 }
 
-const NAMES: Record<Program, string> = { claude: 'Claude Code', codex: 'Codex', gemini: 'Gemini CLI', cursor: 'Cursor', pi: 'pi', omp: 'omp' };
+const NAMES: Record<Program, string> = {
+  claude: 'Claude Code',
+  codex: 'Codex',
+  gemini: 'Gemini CLI',
+  cursor: 'Cursor',
+  pi: 'pi',
+  omp: 'omp',
+  qwen: 'Qwen Code',
+};
 
 const real = (p: string): string => {
   try {
@@ -93,6 +102,9 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
     const override = agents && join(dirname(agents), 'AGENTS.override.md');
     if (override && existsSync(override)) todo.push(`Codex reads ${override} instead of AGENTS.md there, so the mail4agent section in ${agents} is not loaded: copy it over.`);
   }
+  if (program === 'gemini' && !geminiAuthSource(env, dir)) todo.push(GEMINI_AUTH_TODO);
+  if (program === 'qwen' && dir)
+    todo.push(`With security.folderTrust enabled, Qwen Code ignores ${join(dir, '.qwen', 'settings.json')} (its MCP servers and hooks) until you trust ${dir}.`);
   if (program === 'gemini' && dir)
     todo.push(`Gemini CLI ignores ${join(dir, '.gemini', 'settings.json')} in untrusted folders (and connects no MCP servers there): trust ${dir} when Gemini CLI asks.`);
   if (hooks) {
