@@ -20,6 +20,8 @@ export function capabilities(): Record<string, unknown> {
     http_routes: [...HTTP_PATHS, '/mcp', '/health'],
     setup_programs: PROGRAMS,
     setup_transports: ['stdio', 'http'],
+    // Programs whose entry is the stdio bridge only (Copilot's HTTP entry is not verified).
+    setup_stdio_only: ['copilot'],
     // The program events whose hooks setup installs to wake the agent (none: the extension delivers).
     setup_wake_hooks: Object.fromEntries(PROGRAMS.map((p) => [p, hookEvents(p)])),
     // What setup leaves to the user and doctor checks: Gemini CLI's auth method (headless runs exit 41 without one).

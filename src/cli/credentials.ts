@@ -46,6 +46,9 @@ export function detectProvider(env: NodeJS.ProcessEnv = process.env): string | u
   if (env.GEMINI_CLI || env.GEMINI_SESSION_ID) return 'gemini';
   if (env.CURSOR_AGENT || env.CURSOR_TRACE_ID) return 'cursor';
   if (env.PI_CODING_AGENT) return 'pi';
+  // Last: Copilot's variables reach every process under it (its bash tool too), so a program
+  // started inside Copilot is named by its own.
+  if (env.COPILOT_AGENT_SESSION_ID || env.COPILOT_CLI) return 'copilot';
   return undefined;
 }
 

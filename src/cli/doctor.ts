@@ -14,6 +14,7 @@ import { credentialsPath, readCredentials } from './credentials.js';
 import { extensionChecks } from './doctor-extensions.js';
 import { relayLinkCheck } from './relay-link-commands.js';
 import { qwenDirs } from './setup/program-qwen.js';
+import { copilotFiles, workspaceEntries } from './setup/program-copilot.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -52,6 +53,8 @@ async function findEntries(env: NodeJS.ProcessEnv, project: string): Promise<{ e
     ['qwen', 'project', qwenDirs(env, project).settings],
     ['cursor', 'user', join(h, '.cursor', 'mcp.json')],
     ['cursor', 'project', join(project, '.cursor', 'mcp.json')],
+    ['copilot', 'user', copilotFiles(env, null).mcp],
+    ['copilot', 'project', copilotFiles(env, project).mcp],
   ];
   const entries: McpEntry[] = [];
   const problems: Check[] = [];
@@ -183,7 +186,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
     });
     creds = readCredentials(env);
   } else if (!env.M4A_TOKEN) {
-    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|qwen|cursor|pi|omp`' });
+    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|qwen|cursor|copilot|pi|omp`' });
   }
 
   // Each account's secret, proven against the daemon (a whoami attests this very process).
@@ -220,7 +223,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
       name: 'agents',
       status: 'warn',
       detail: 'no agent program is wired to mail4agent',
-      todo: 'run `m4a setup claude` (or codex, gemini, qwen, cursor, pi, omp)',
+      todo: 'run `m4a setup claude` (or codex, gemini, qwen, cursor, copilot, pi, omp)',
     });
   for (const e of entries) {
     const name = `${e.program} (${e.scope})`;
@@ -281,6 +284,18 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
         detail: trusted ? `${project} is trusted` : 'project settings are ignored in untrusted folders',
         todo: trusted ? undefined : 'trust the folder in Gemini CLI (/permissions)',
       });
+    }
+    // A trusted folder's .mcp.json (Claude Code's) wins over Copilot's entry; the bridge then speaks
+    // as the account set up for Copilot, or refuses with wrong_program.
+    if (e.program === 'copilot' && e.scope === 'user') {
+      const other = workspaceEntries(project, copilotFiles(env, project).mcp);
+      if (other.length)
+        checks.push({
+          name: 'copilot workspace entry',
+          status: 'warn',
+          detail: `in a trusted folder Copilot also loads ${other.join(' and ')}, whose m4a entry wins over ${e.file}; the bridge speaks as the account set up for Copilot there`,
+          todo: 'keep an account set up for copilot (m4a setup copilot) so that entry works under Copilot',
+        });
     }
     if (e.program === 'codex' && e.scope === 'project') {
       checks.push({

@@ -19,7 +19,7 @@ interface HookSpec {
 }
 
 // Output contracts: shared/AGENT-INTEGRATIONS.md §2.3–2.4 (Claude Code), §4.3 (Codex),
-// §5.3 (Gemini CLI), §6.2 (Cursor).
+// §5.3 (Gemini CLI), §6.2 (Cursor), §11 (Copilot CLI).
 const HOOKS: Record<string, HookSpec> = {
   'claude-stop': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'block', reason }) },
   'claude-prompt': {
@@ -41,6 +41,11 @@ const HOOKS: Record<string, HookSpec> = {
   'gemini-after-agent': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'deny', reason }), quiet: {} },
   'gemini-before-agent': { kind: 'context', event: 'prompt', render: (text) => ({ hookSpecificOutput: { hookEventName: 'BeforeAgent', additionalContext: text } }), quiet: {} },
   'cursor-stop': { kind: 'stop', event: 'stop', render: (text) => ({ followup_message: text }), quiet: {} },
+  // Copilot CLI (§11): agentStop's block makes the reason the next prompt; userPromptSubmitted and
+  // postToolUse add `additionalContext` (to the prompt, to the tool's result).
+  'copilot-stop': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'block', reason }) },
+  'copilot-prompt': { kind: 'context', event: 'prompt', render: (text) => ({ additionalContext: text }) },
+  'copilot-tool': { kind: 'context', event: 'tool', render: (text) => ({ additionalContext: text }) },
 };
 // Qwen Code's hooks are Claude Code's shape (§11): the same contract, named for the provider.
 HOOKS['qwen-stop'] = HOOKS['claude-stop']!;

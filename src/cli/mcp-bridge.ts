@@ -4,6 +4,7 @@
 import { createInterface } from 'node:readline';
 import type { MailClient } from '../client/http-client.js';
 import { MailError } from '../wire/errors.js';
+import { bridgeAccount } from './bridge-account.js';
 import { connect } from './connect.js';
 
 type Id = string | number | null;
@@ -22,9 +23,15 @@ function requestIds(msg: unknown): Id[] {
 }
 
 export async function runBridge(o: { account?: string; dataDir?: string }): Promise<void> {
+  const chosen = bridgeAccount(o.account);
+  if ('error' in chosen) {
+    process.stderr.write(`m4a mcp: ${chosen.error}\n`);
+    process.exit(3);
+  }
+  if (chosen.note) process.stderr.write(`m4a mcp: ${chosen.note}\n`);
   let client: MailClient;
   try {
-    client = (await connect(o)).client;
+    client = (await connect({ ...o, account: chosen.account })).client;
   } catch (err) {
     process.stderr.write(`m4a mcp: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(3);

@@ -68,8 +68,9 @@ export function applySetup(changes: Change[]): Written[] {
   for (const c of changes) {
     if (c.after !== c.before && c.after === null) rmSync(c.path, { force: true });
     else if (c.after !== c.before && c.after !== null) {
-      // A file being undone (c.retired) gets no backup: it is going back to what it held.
-      if (c.before !== null && !c.retired && !existsSync(backupPath(c.path))) {
+      // A file being undone (c.retired) gets no backup: it is going back to what it held; nor one
+      // setup created (another account rewrites it): unsetup removes it, and a backup would stay.
+      if (c.before !== null && !c.retired && c.record?.existed !== false && !existsSync(backupPath(c.path))) {
         copyFileSync(c.path, backupPath(c.path));
         if (c.record) c.record.backup = true;
         out.push({ path: backupPath(c.path), action: 'created' });

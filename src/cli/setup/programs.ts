@@ -1,6 +1,6 @@
 // What setup writes for each agent program: the files per scope, the exact MCP entries and the hooks
 // that wake agents. Shapes follow shared/AGENT-INTEGRATIONS.md §1 and §2.1 (Claude Code),
-// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor), §10 (pi and omp: an extension, no MCP entry).
+// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor), §10 (pi and omp: an extension, no MCP entry), §11 (Copilot: program-copilot.ts).
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,9 +8,10 @@ import { DEFAULT_PORT } from '../../wire/locations.js';
 import { isExtensionProvider, type ExtensionProvider } from '../../wire/capabilities.js';
 import { bridgeArgs, type Bridge } from './bridge-command.js';
 import { qwenDirs, qwenEntry } from './program-qwen.js';
+import { copilotEntry, copilotFiles, copilotHooksFile } from './program-copilot.js';
 import { renderGuide } from './guide.js';
 
-export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen'] as const;
+export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'copilot'] as const;
 export type Program = (typeof PROGRAMS)[number];
 /** Programs that load our extension into their own process instead of an MCP server and hooks. */
 export type ExtensionProgram = Program & ExtensionProvider;
@@ -84,6 +85,9 @@ export function mcpEntry(s: Setting): JsonObject {
         : { url, type: 'http', headers: { Authorization: `Bearer \${${TOKEN_VAR}}` }, timeout: TOOL_TIMEOUT_MS, trust: true };
     case 'qwen':
       return qwenEntry(cmd, url, stdio, TOKEN_VAR, TOOL_TIMEOUT_MS);
+    case 'copilot':
+      if (!stdio) throw new Error('copilot takes a stdio entry only');
+      return copilotEntry(cmd, TOOL_TIMEOUT_MS);
     case 'cursor':
       // Cursor documents no per-server tool timeout, so there is nothing to raise for long waits.
       return stdio ? { type: 'stdio', ...cmd } : { url, headers: { Authorization: `Bearer \${env:${TOKEN_VAR}}` } };
@@ -133,6 +137,12 @@ const HOOKS: Record<Program, HookSpec[]> = {
     { event: 'BeforeAgent', hook: 'gemini-before-agent', timeout: CONTEXT_TIMEOUT_SECS },
   ],
   cursor: [{ event: 'stop', hook: 'cursor-stop', timeout: STOP_TIMEOUT_SECS }],
+  // Copilot's events; its hooks are a whole file of ours (copilotTargets).
+  copilot: [
+    { event: 'agentStop', hook: 'copilot-stop', timeout: STOP_TIMEOUT_SECS },
+    { event: 'userPromptSubmitted', hook: 'copilot-prompt', timeout: CONTEXT_TIMEOUT_SECS },
+    { event: 'postToolUse', hook: 'copilot-tool', timeout: CONTEXT_TIMEOUT_SECS },
+  ],
   // Claude Code's shape; Qwen caps Stop blocks at 8 in a row itself.
   qwen: [
     { event: 'Stop', hook: 'qwen-stop', timeout: STOP_TIMEOUT_SECS },
@@ -174,6 +184,8 @@ export function hooksFile(s: Setting): string {
       return join(dir ?? home, '.gemini', 'settings.json');
     case 'cursor':
       return join(dir ?? home, '.cursor', 'hooks.json');
+    case 'copilot':
+      return copilotFiles(s.env, dir).hooks;
     case 'qwen':
       return qwenDirs(s.env, dir).settings;
     case 'pi':
@@ -218,6 +230,7 @@ export function targets(s: Setting): Target[] {
     ];
   const base = mcpTargets(s);
   if (s.hooks === false) return base;
+  if (s.program === 'copilot') return [...base, copilotHooks(s)];
   const file = hooksFile(s);
   // Cursor's hooks.json declares its format version.
   const version: Target[] = s.program === 'cursor' ? [{ kind: 'json-entry', path: file, keys: ['version'], value: 1, ensure: true }] : [];
@@ -257,8 +270,18 @@ function mcpTargets(s: Setting): Target[] {
       const q = qwenDirs(s.env, dir);
       return [mcp(q.settings), section(q.guide)];
     }
+    case 'copilot': {
+      const f = copilotFiles(s.env, dir);
+      return [mcp(f.mcp), { kind: 'whole', path: f.skill, content: renderGuide('copilot', 'file') }];
+    }
     case 'pi':
     case 'omp':
       return [];
   }
+}
+
+/** Copilot's hooks: one whole file (`hooks/mail4agent.json`), agentStop and the context hooks. */
+function copilotHooks(s: Setting): Target {
+  const hooks = HOOKS.copilot.map((h) => ({ event: h.event, command: hookCommand(s.bridge, h.hook, s.account), timeoutSec: h.timeout }));
+  return { kind: 'whole', path: hooksFile(s), content: copilotHooksFile(hooks) };
 }

@@ -7,6 +7,7 @@ import { UsageError } from '../connect.js';
 import { credentialsPath, readCredentials } from '../credentials.js';
 import { EXIT, fail, printJson } from '../output.js';
 import { ensureAccount } from './account.js';
+import { copilotTodo } from './copilot-todo.js';
 import { GEMINI_AUTH_TODO, geminiAuthSource } from './gemini-auth.js';
 import type { Bridge } from './bridge-command.js';
 import type { Change } from './plan.js';
@@ -38,6 +39,7 @@ const NAMES: Record<Program, string> = {
   pi: 'pi',
   omp: 'omp',
   qwen: 'Qwen Code',
+  copilot: 'GitHub Copilot CLI',
 };
 
 const real = (p: string): string => {
@@ -68,7 +70,7 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
   const dir = scope.kind === 'project' ? scope.dir : null;
   const mcpFile = changes[0]?.path ?? '';
   // The file holding our hooks, if any were installed (or are there already).
-  const hooks = changes.find((c) => c.record?.edits.some((e) => e.kind === 'json-append'))?.path;
+  const hooks = changes.find((c) => c.record?.edits.some((e) => e.kind === 'json-append') || (program === 'copilot' && c.path.endsWith(join('hooks', 'mail4agent.json'))))?.path;
   const todo: string[] = [];
   if (isExtensionProgram(program))
     return extensionTodo(
@@ -102,6 +104,7 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
     const override = agents && join(dirname(agents), 'AGENTS.override.md');
     if (override && existsSync(override)) todo.push(`Codex reads ${override} instead of AGENTS.md there, so the mail4agent section in ${agents} is not loaded: copy it over.`);
   }
+  if (program === 'copilot') todo.push(...copilotTodo(dir, changes, env));
   if (program === 'gemini' && !geminiAuthSource(env, dir)) todo.push(GEMINI_AUTH_TODO);
   if (program === 'qwen' && dir)
     todo.push(`With security.folderTrust enabled, Qwen Code ignores ${join(dir, '.qwen', 'settings.json')} (its MCP servers and hooks) until you trust ${dir}.`);
@@ -161,6 +164,7 @@ export async function runSetup(name: string, o: SetupFlags, env: NodeJS.ProcessE
     const { program, scope } = programAndScope(name, o, env, true);
     const transport = (o.transport ?? 'stdio') as Transport;
     if (transport !== 'stdio' && transport !== 'http') throw new UsageError(`--transport ${o.transport}: choose stdio or http`);
+    if (program === 'copilot' && transport === 'http') throw new UsageError('--transport http: copilot takes the stdio bridge only (m4a mcp)');
     if (isExtensionProgram(program) && o.transport !== undefined)
       throw new UsageError(`--transport does not apply to ${program}: its extension runs inside ${program} and speaks to the daemon itself`);
     const account = o.account ?? program;
