@@ -1,13 +1,14 @@
 // Linux attestation against real sockets and real processes (no mocks). Linux only.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { createAttestor, createLinuxAttestor, deriveSessionId } from '../src/attest/index.js';
 import type { AttestResult, Attestation, ConnectionTuple } from '../src/attest/types.js';
+import { AGENT_SESSION_VARS } from '../src/wire/inherited-env.js';
 
 const linux = process.platform === 'linux';
 const NODE = process.execPath;
@@ -129,7 +130,7 @@ function holder(port: number, host = '127.0.0.1', n = 1): string {
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env, ...extra };
   // An outer agent's ids (when the tests run inside one) must not reach the processes under test.
-  for (const k of ['CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID']) {
+  for (const k of AGENT_SESSION_VARS) {
     if (!(k in extra)) delete env[k];
   }
   return env;
@@ -360,9 +361,11 @@ test('shells: a node under bash is the session; a shell holding the socket is pa
   assert.equal(viaShell.session.pid, process.pid);
 });
 
-/** A fake package root with its CLI, and an "agent" (a script named claude.js) that runs the CLI
- *  through bash -c and waits. HELPER_ENV (JSON) is added to the CLI's environment only. */
-function agentSetup(t: TestContext, port: number) {
+/** A fake package root with its CLI, and an "agent" (a script, claude.js unless named) that runs
+ *  the CLI through bash -c and waits. HELPER_ENV (JSON) is added to the CLI's environment only;
+ *  with `helpers` 2, a second CLI starts, with SECOND_HELPER_ENV, once a line comes on stdin
+ *  (Gemini's bridge, then a hook). */
+function agentSetup(t: TestContext, port: number, script = 'claude.js', helpers = 1) {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'm4a-attest-')));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const root = join(dir, 'pkg');
@@ -371,13 +374,19 @@ function agentSetup(t: TestContext, port: number) {
   writeFileSync(cli, holder(port));
   const work = join(dir, 'work');
   mkdirSync(work);
-  const agent = join(dir, 'claude.js');
+  const agent = join(dir, script);
+  mkdirSync(join(agent, '..'), { recursive: true });
   writeFileSync(
     agent,
     `const { spawn } = require('child_process');
-const env = { ...process.env, ...JSON.parse(process.env.HELPER_ENV || '{}') };
-delete env.HELPER_ENV;
-spawn('bash', ['-c', ${JSON.stringify(`"${NODE}" "${cli}"; true`)}], { stdio: 'inherit', env });
+const run = (extra) => {
+  const env = { ...process.env, ...JSON.parse(extra || '{}') };
+  delete env.HELPER_ENV;
+  delete env.SECOND_HELPER_ENV;
+  spawn('bash', ['-c', ${JSON.stringify(`"${NODE}" "${cli}"; true`)}], { stdio: 'inherit', env });
+};
+run(process.env.HELPER_ENV);
+if (${helpers} > 1) process.stdin.once('data', () => run(process.env.SECOND_HELPER_ENV));
 setInterval(() => {}, 1e5);`,
   );
   return { root, work, agent };
@@ -421,6 +430,73 @@ test('a helper environment names the agent session; nothing else from environ le
   assert.equal(att.corroborated.provider_session_id, 'abc', 'the environment wins over argv');
   assert.ok(!JSON.stringify(result).includes(secret));
   assert.ok(!JSON.stringify(result).includes('SECRET_TOKEN'));
+});
+
+/** The program at `exe` (a copy of bash, so its kernel exe path is that path) runs the CLI of a
+ *  fake package root, with `cliEnv` added to the CLI's environment only, and waits. */
+async function nativeAgent(t: TestContext, port: number, exe: string, args: string[], cliEnv: Record<string, string>) {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'm4a-attest-')));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const root = join(dir, 'pkg');
+  mkdirSync(join(root, 'dist', 'cli'), { recursive: true });
+  const cli = join(root, 'dist', 'cli', 'main.js');
+  writeFileSync(cli, holder(port));
+  const work = join(dir, 'work');
+  mkdirSync(work);
+  const path = join(dir, exe);
+  mkdirSync(join(path, '..'), { recursive: true });
+  copyFileSync('/bin/bash', path);
+  chmodSync(path, 0o755);
+  const exports = Object.entries(cliEnv)
+    .map(([k, v]) => `export ${k}=${v}; `)
+    .join('');
+  // `; true`: bash would exec a last command in place of itself.
+  const { child } = await spawnReady(t, path, ['-c', `${exports}"${NODE}" "${cli}"; true`, 'agent', ...args], { cwd: work, env: childEnv() });
+  return { root, work, child };
+}
+
+test('Qwen Code, opencode and Copilot: each known by its path shape, its id from its helper or its argv', opt, async (t) => {
+  const srv = await serve(t, '127.0.0.1');
+  const id = '0cb916db-26aa-40f2-86b5-1ba81b225fd2';
+  // Qwen Code: node running …/@qwen-code/qwen-code/cli.js; its MCP servers get QWEN_CODE_SESSION_ID.
+  const q = agentSetup(t, srv.port, 'node_modules/@qwen-code/qwen-code/cli.js');
+  const { child: qwen } = await spawnReady(t, NODE, ['--expose-gc', q.agent, '-p', 'hi', '--yolo'], {
+    cwd: q.work,
+    env: childEnv({ HELPER_ENV: JSON.stringify({ QWEN_CODE_SESSION_ID: id }) }),
+  });
+  const qa = ok(await attestor(q.root).attest(tuple(await srv.next())));
+  assert.equal(qa.session.pid, qwen.pid);
+  assert.deepEqual(qa.corroborated, { cwd: q.work, provider: 'qwen', provider_session_id: id });
+
+  // opencode: a compiled binary named opencode.exe; no variable names its session, `-s` does.
+  const o = await nativeAgent(t, srv.port, 'node_modules/opencode-ai/bin/opencode.exe', ['run', '-s', 'ses_2f1a9c', 'go on'], { OPENCODE: '1' });
+  const oa = ok(await attestor(o.root).attest(tuple(await srv.next())));
+  assert.equal(oa.session.pid, o.child.pid);
+  assert.deepEqual(oa.corroborated, { cwd: o.work, provider: 'opencode', provider_session_id: 'ses_2f1a9c' });
+
+  // Copilot: its native binary; its MCP servers get COPILOT_AGENT_SESSION_ID (= the --resume id).
+  const c = await nativeAgent(t, srv.port, 'node_modules/@github/copilot-linux-x64/copilot', ['-p', 'hi', '--model', 'scripted'], { COPILOT_AGENT_SESSION_ID: id });
+  const ca = ok(await attestor(c.root).attest(tuple(await srv.next())));
+  assert.equal(ca.session.pid, c.child.pid);
+  assert.deepEqual(ca.corroborated, { cwd: c.work, provider: 'copilot', model: 'scripted', provider_session_id: id });
+});
+
+test('Gemini: its bridge names no session, a hook under it does; each connection is read afresh', opt, async (t) => {
+  const srv = await serve(t, '127.0.0.1');
+  const g = agentSetup(t, srv.port, 'node_modules/@google/gemini-cli/bundle/gemini.js', 2);
+  const id = '53dddd9d-c249-453a-a7c7-83f005431f1d';
+  const { child } = await spawnReady(t, NODE, ['--max-old-space-size=4096', g.agent, '-p', 'hi'], {
+    cwd: g.work,
+    env: childEnv({ HELPER_ENV: JSON.stringify({ GEMINI_CLI: '1' }), SECOND_HELPER_ENV: JSON.stringify({ GEMINI_SESSION_ID: id }) }),
+  });
+  const a = attestor(g.root);
+  const bridge = ok(await a.attest(tuple(await srv.next())));
+  assert.equal(bridge.session.pid, child.pid);
+  assert.deepEqual(bridge.corroborated, { cwd: g.work, provider: 'gemini' });
+  child.stdin?.write('hook\n');
+  const hook = ok(await a.attest(tuple(await srv.next())));
+  assert.equal(hook.sessionId, bridge.sessionId, 'the same session');
+  assert.deepEqual(hook.corroborated, { cwd: g.work, provider: 'gemini', provider_session_id: id });
 });
 
 test('orphaned: a transparent holder whose parent is pid 1', opt, async (t) => {

@@ -5,7 +5,8 @@ import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { cleanValue, nodeScriptIndex } from '../src/attest/cmdline.js';
-import { argvFacts, envFacts, providerFromPaths } from '../src/attest/corroborate.js';
+import { ENV_NAMES, argvFacts, envFacts, providerFromPaths } from '../src/attest/corroborate.js';
+import { AGENT_SESSION_VARS } from '../src/wire/inherited-env.js';
 import { NetTable, findRows } from '../src/attest/net-table.js';
 import { clientRowKeys, encodings, findRow, isLoopback } from '../src/attest/proc-net.js';
 import { isInitLike, isRunner } from '../src/attest/transparent.js';
@@ -138,6 +139,16 @@ test('provider from executable and script paths', () => {
   // pi rewrites its command line to `pi`; unrewritten, its script path names the package.
   assert.equal(providerFromPaths(['/usr/bin/node', 'pi']), 'pi');
   assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/@mariozechner/pi-coding-agent/dist/cli.js']), 'pi');
+  // Qwen Code's innermost relaunch, and its bin name.
+  assert.equal(providerFromPaths(['/usr/bin/node', '/usr/bin/node', '/x/node_modules/@qwen-code/qwen-code/cli.js']), 'qwen');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/node_modules/.bin/qwen']), 'qwen');
+  // opencode's npm package runs a compiled binary named opencode.exe, on Linux too.
+  assert.equal(providerFromPaths(['/x/node_modules/opencode-ai/bin/opencode.exe', '/x/node_modules/.bin/opencode']), 'opencode');
+  assert.equal(providerFromPaths(['/home/u/.opencode/bin/opencode']), 'opencode');
+  // Copilot's native binary (its parent is a node loader of @github/copilot), not the editors' server.
+  assert.equal(providerFromPaths(['/x/node_modules/@github/copilot-linux-x64/copilot', '/x/node_modules/@github/copilot-linux-x64/copilot']), 'copilot');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/node_modules/@github/copilot/npm-loader.js']), 'copilot');
+  assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/node_modules/@github/copilot-language-server/dist/language-server.js']), undefined);
   assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/x/pip/main.js']), undefined);
   assert.equal(providerFromPaths(['/usr/bin/node', 'node', '/tmp/test.js']), undefined);
 });
@@ -152,6 +163,22 @@ test('argv facts: model and provider session id', () => {
   assert.deepEqual(argvFacts('codex', ['-m', 'gpt-5', 'resume', id]), { model: 'gpt-5', provider_session_id: id });
   assert.deepEqual(argvFacts('codex', ['resume', '--last']), {});
   assert.deepEqual(argvFacts('codex', ['resume', 'fix the bug']), {});
+  // Gemini: `--resume UUID` (or `--session-id UUID`) names it; `latest` and an index do not.
+  const g = '53dddd9d-c249-453a-a7c7-83f005431f1d';
+  assert.deepEqual(argvFacts('gemini', ['-p', 'hi', '--yolo', '-m', 'gemini-2.5-flash', '--resume', g]), { model: 'gemini-2.5-flash', provider_session_id: g });
+  assert.deepEqual(argvFacts('gemini', ['--resume', 'latest']), {});
+  assert.deepEqual(argvFacts('gemini', ['-r', '5']), {});
+  assert.deepEqual(argvFacts('gemini', ['--session-id', g]), { provider_session_id: g });
+  assert.deepEqual(argvFacts('qwen', ['-r', g, '-m', 'qwen3-coder']), { model: 'qwen3-coder', provider_session_id: g });
+  assert.deepEqual(argvFacts('qwen', ['--continue']), {});
+  // Copilot: a name or an id prefix is no id; only the = form or a whole UUID.
+  assert.deepEqual(argvFacts('copilot', [`--resume=${g}`, '--allow-all-tools']), { provider_session_id: g });
+  assert.deepEqual(argvFacts('copilot', ['--resume=my feature']), {});
+  assert.deepEqual(argvFacts('copilot', ['--resume', '0cb916d']), {});
+  assert.deepEqual(argvFacts('copilot', ['-m', 'x']), {}, "copilot's -m is not --model");
+  assert.deepEqual(argvFacts('opencode', ['run', '-s', 'ses_2f1a9c', '-m', 'fake/scripted', 'go on']), { model: 'fake/scripted', provider_session_id: 'ses_2f1a9c' });
+  assert.deepEqual(argvFacts('opencode', ['--session=ses_x1']), { provider_session_id: 'ses_x1' });
+  assert.deepEqual(argvFacts('opencode', ['-c']), {});
 });
 
 test('env facts: nearest helper wins, inherited or contradicting values are skipped', () => {
@@ -164,6 +191,14 @@ test('env facts: nearest helper wins, inherited or contradicting values are skip
   // A codex session under an outer claude: the claude id is not codex's.
   assert.deepEqual(envFacts([h({ CLAUDE_CODE_SESSION_ID: 'a', CODEX_THREAD_ID: 't' })], none, 'codex'), { provider: 'codex', id: 't' });
   assert.equal(envFacts([h({ GEMINI_SESSION_ID: 'g' })], none, 'claude'), undefined);
+  assert.deepEqual(envFacts([h({ QWEN_CODE_SESSION_ID: 'q' })], none, 'qwen'), { provider: 'qwen', id: 'q' });
+  assert.deepEqual(envFacts([h({ COPILOT_CLI: '1', COPILOT_AGENT_SESSION_ID: 'c' })], none, 'copilot'), { provider: 'copilot', id: 'c' });
+  // opencode names its session by its plugin, never by a variable: an inherited id is an outer agent's.
+  assert.equal(envFacts([h({ QWEN_CODE_SESSION_ID: 'q' })], none, 'opencode'), undefined);
+});
+
+test('the variables attestation reads are the ones no child of mail4agent inherits', () => {
+  assert.deepEqual([...ENV_NAMES].sort(), [...AGENT_SESSION_VARS].sort());
 });
 
 test('cleanValue drops control characters and caps bytes without splitting a character', () => {

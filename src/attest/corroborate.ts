@@ -10,8 +10,11 @@ const ENV_IDS: ReadonlyArray<readonly [string, string]> = [
   ['CLAUDE_CODE_SESSION_ID', 'claude'],
   ['CODEX_THREAD_ID', 'codex'],
   ['GEMINI_SESSION_ID', 'gemini'],
+  ['QWEN_CODE_SESSION_ID', 'qwen'],
+  ['COPILOT_AGENT_SESSION_ID', 'copilot'],
 ];
-const ENV_NAMES = ENV_IDS.map(([n]) => n);
+/** The variables read (wire/inherited-env.ts keeps the same names from every child mail4agent starts). */
+export const ENV_NAMES = ENV_IDS.map(([n]) => n);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A plausible id token: no spaces, not an option. */
@@ -21,7 +24,8 @@ const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
 export function providerFromPaths(paths: readonly string[]): string | undefined {
   for (const p of paths) {
     if (p === '') continue;
-    const base = baseName(p).replace(/\.(c|m)?js$/, '');
+    // `.exe` too: opencode's npm package runs its compiled binary as `opencode.exe` on every platform.
+    const base = baseName(p).replace(/\.((c|m)?js|exe)$/, '');
     if (p.includes('claude-code') || base === 'claude') return 'claude';
     if (base === 'codex' || p.includes('@openai/codex')) return 'codex';
     if (base === 'gemini' || p.includes('@google/gemini-cli')) return 'gemini';
@@ -30,6 +34,12 @@ export function providerFromPaths(paths: readonly string[]): string | undefined 
     if (base === 'omp' || p.includes('@oh-my-pi/')) return 'omp';
     // pi rewrites its command line to `pi` (process.title), so argv[0] is often all there is.
     if (base === 'pi' || p.includes('@mariozechner/pi-coding-agent')) return 'pi';
+    // Qwen Code relaunches itself: the innermost `node …/@qwen-code/qwen-code/cli.js` is the session.
+    if (base === 'qwen' || p.includes('@qwen-code/qwen-code/')) return 'qwen';
+    if (base === 'opencode' || p.includes('/opencode-ai/')) return 'opencode';
+    // The CLI's package or its native binary's (`@github/copilot-linux-x64/copilot`), not every
+    // `@github/copilot-*` package (the editors' language server is another program).
+    if (base === 'copilot' || /@github\/copilot(-(linux|darwin|win32)-[a-z0-9]+)?\//.test(p)) return 'copilot';
   }
   return undefined;
 }
@@ -50,14 +60,28 @@ function option(args: readonly string[], names: readonly string[]): string | und
   return undefined;
 }
 
+/** Each program's options that name the conversation it resumes (or starts under a given id), and
+ *  the shape an id has there: Gemini's `--resume latest` or `--resume 5`, Copilot's name or id
+ *  prefix, or a prompt after a bare picker flag, is no id. Codex's `resume ID` is a subcommand. */
+const ID_OPTIONS: Readonly<Record<string, { names: readonly string[]; shape: RegExp }>> = {
+  claude: { names: ['--resume', '-r', '--session-id'], shape: TOKEN },
+  gemini: { names: ['--resume', '-r', '--session-id'], shape: UUID },
+  qwen: { names: ['--resume', '-r', '--session-id'], shape: UUID },
+  copilot: { names: ['--resume', '-r', '--session-id'], shape: UUID },
+  opencode: { names: ['--session', '-s'], shape: TOKEN },
+};
+/** Programs whose `-m` is `--model`. */
+const SHORT_MODEL = new Set(['codex', 'gemini', 'qwen', 'opencode']);
+
 /** model and provider session id from the agent's own arguments (after node's script, if any). */
 export function argvFacts(provider: string | undefined, args: readonly string[]): Corroborated {
   const out: Corroborated = {};
-  const model = option(args, provider === 'codex' ? ['--model', '-m'] : ['--model']);
+  const model = option(args, SHORT_MODEL.has(provider ?? '') ? ['--model', '-m'] : ['--model']);
   if (model !== undefined) out.model = model;
-  if (provider === 'claude') {
-    const id = option(args, ['--resume', '-r', '--session-id']);
-    if (id !== undefined && TOKEN.test(id)) out.provider_session_id = id;
+  const ids = provider === undefined ? undefined : ID_OPTIONS[provider];
+  if (ids !== undefined) {
+    const id = option(args, ids.names);
+    if (id !== undefined && ids.shape.test(id)) out.provider_session_id = id;
   } else if (provider === 'codex') {
     const i = args.indexOf('resume');
     const id = i === -1 ? undefined : args[i + 1];

@@ -7,6 +7,11 @@ export type StoreKind = (typeof STORE_KINDS)[number];
 /** MCP protocol versions the /mcp door speaks, newest first (the answer when a client asks another). */
 export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] as const;
 
+/** The agent programs mail4agent knows, by the provider name attestation gives each (the session
+ *  card's `provider`): `m4a setup` takes the same names. */
+export const AGENT_PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'opencode', 'copilot'] as const;
+export type AgentProgram = (typeof AGENT_PROGRAMS)[number];
+
 /** Agent programs whose mail4agent extension runs inside the agent's own process (pi and its fork
  *  omp). Such a process reports its own conversation id (`AGENT_SESSION_HEADER`), since neither
  *  program shows it in its arguments or environment, and its extension delivers waiting mail when
@@ -14,6 +19,12 @@ export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] 
 export const EXTENSION_PROVIDERS = ['pi', 'omp'] as const;
 export type ExtensionProvider = (typeof EXTENSION_PROVIDERS)[number];
 export const isExtensionProvider = (p: string | undefined): p is ExtensionProvider => (EXTENSION_PROVIDERS as readonly string[]).includes(p ?? '');
+
+/** Agent programs whose own process names its conversation (`AGENT_SESSION_HEADER`): the pi and omp
+ *  extensions, and opencode's plugin (opencode also runs our MCP bridge, so it is no extension
+ *  provider: its mail to an ended session is not kept). Taken only from the agent process itself. */
+export const SELF_REPORTING_PROVIDERS = [...EXTENSION_PROVIDERS, 'opencode'] as const;
+export const reportsOwnSession = (p: string | undefined): boolean => (SELF_REPORTING_PROVIDERS as readonly string[]).includes(p ?? '');
 
 /** The request header an extension names its conversation with (a token of at most 128 bytes). */
 export const AGENT_SESSION_HEADER = 'x-m4a-agent-session';

@@ -22,9 +22,14 @@ export const SHARED_SETTINGS = ['M4A_DATA_DIR', 'M4A_PORT', 'M4A_LOG_LEVEL'] as 
 const STORE_SETTING = 'M4A_STORE';
 const isPostgres = (spec: string | undefined): boolean => spec !== undefined && /^postgres(ql)?:\/\//.test(spec);
 
+/** The variables an agent program sets for the processes it runs, naming its own conversation
+ *  (attest/corroborate.ts reads the same names): a process started outside that conversation, for
+ *  another account or by a person, must never carry one, or it would be taken for that agent. */
+export const AGENT_SESSION_VARS = ['CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID', 'QWEN_CODE_SESSION_ID', 'COPILOT_AGENT_SESSION_ID'] as const;
+
 /** Names a chain may not pass through: they would say who whoever started the daemon is, or
  *  they are set by the daemon itself. */
-const NEVER_NAMED = new Set([
+const NEVER_NAMED = new Set<string>([
   'M4A_TOKEN',
   'M4A_ACCOUNT',
   'M4A_CREDENTIALS',
@@ -32,9 +37,7 @@ const NEVER_NAMED = new Set([
   // The SMTP relay's credentials (wake/relay-config.ts): the daemon's, never a woken account's.
   'M4A_SMTP_RELAY_USER',
   'M4A_SMTP_RELAY_PASSWORD',
-  'CLAUDE_CODE_SESSION_ID',
-  'CODEX_THREAD_ID',
-  'GEMINI_SESSION_ID',
+  ...AGENT_SESSION_VARS,
 ]);
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
