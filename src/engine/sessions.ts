@@ -5,7 +5,7 @@ import type { AccountRecord, SessionRecord, Store } from '../store/types.js';
 import type { Attestation } from '../attest/types.js';
 import type { Clock } from './clock.js';
 import { slugFromCwd } from './names.js';
-import { isExtensionProvider } from '../wire/capabilities.js';
+import { reportsOwnSession } from '../wire/capabilities.js';
 
 export interface SessionBookOptions {
   hostId: string;
@@ -37,27 +37,56 @@ export class SessionBook {
     private opts: SessionBookOptions,
   ) {}
 
+  /** One adoption of a conversation id at a time per session (two connections may report at once). */
+  private adopting = new Map<string, Promise<SessionRecord>>();
+
   /** The session of `account` that the attested process is, registered on first contact.
-   *  `reported`: the conversation id a pi or omp extension names for its own process (taken only
-   *  from the agent process itself, never from a helper it runs); the session's card follows it
-   *  when the agent switches conversations, and the first one finds a resumed conversation's
-   *  predecessor. */
+   *  `reported`: the conversation id the agent's own process names (a pi or omp extension, opencode's
+   *  plugin: `reportsOwnSession`), never one from a helper it runs; the card follows it when the
+   *  agent switches conversations, and the first one finds a resumed conversation's predecessor.
+   *  A session first met without its program's id (Gemini's and opencode's MCP bridge see none)
+   *  adopts the one a later helper's environment carries (Gemini's hooks get GEMINI_SESSION_ID),
+   *  or its own process reports; a helper never replaces an id the card already has. An id adopted
+   *  late finds no predecessor: the session already has a lineage of its own, and joining another
+   *  would move its mail and names (no store operation does that yet). Resumed by id on its command
+   *  line (what `m4a open` prints), the program names it at first contact, which links it. */
   async sessionFor(account: AccountRecord, att: Attestation, reported?: string): Promise<SessionRecord> {
     if (account.bindProvider && att.corroborated.provider !== account.bindProvider) {
       throw new MailError('permission_denied', `account ${account.id} is bound to ${account.bindProvider} sessions`, { need: `provider:${account.bindProvider}` });
     }
     const key = `${account.id}/${att.sessionId}`;
     const now = this.clock.now();
-    const own = reported !== undefined && att.peer.pid === att.session.pid && isExtensionProvider(att.corroborated.provider) ? reported : undefined;
-    let rec =
-      this.known.get(key) ?? (await this.firstContact(key, account, own === undefined ? att : { ...att, corroborated: { ...att.corroborated, provider_session_id: own } }, now));
-    if (own !== undefined && rec.corroborated.providerSessionId !== own) {
-      rec = (await this.store.setProviderSessionId(account.id, rec.id, own)) ?? rec;
-      this.known.set(key, rec);
+    const own = reported !== undefined && att.peer.pid === att.session.pid && reportsOwnSession(att.corroborated.provider) ? reported : undefined;
+    const facts = own === undefined ? att : { ...att, corroborated: { ...att.corroborated, provider_session_id: own } };
+    let rec = this.known.get(key) ?? (await this.firstContact(key, account, facts, now));
+    const id = facts.corroborated.provider_session_id;
+    // Attestation is per connection: each helper's is read afresh, so a later one can name the id.
+    if (id !== undefined && rec.corroborated.providerSessionId !== id && rec.corroborated.provider !== undefined && rec.corroborated.provider === facts.corroborated.provider) {
+      rec = await this.adopt(key, account.id, rec, id, own !== undefined);
     }
     this.seen.set(key, { account: account.id, id: att.sessionId, at: now });
     if (now - this.lastFlush > TOUCH_FLUSH_MS) void this.flushTouches().catch(() => undefined);
     return rec;
+  }
+
+  /** Sets the card's conversation id: a first one from anyone the attestation vouches for, a switch
+   *  only from the agent's own process (`switching`). */
+  private adopt(key: string, account: string, rec: SessionRecord, id: string, switching: boolean): Promise<SessionRecord> {
+    const run = async (): Promise<SessionRecord> => {
+      const cur = this.known.get(key) ?? rec;
+      const had = cur.corroborated.providerSessionId;
+      if (had === id || (had !== undefined && !switching)) return cur;
+      const next = (await this.store.setProviderSessionId(account, cur.id, id)) ?? cur;
+      this.known.set(key, next);
+      return next;
+    };
+    const p = (this.adopting.get(key) ?? Promise.resolve(rec)).then(run, run);
+    this.adopting.set(key, p);
+    const done = (): void => {
+      if (this.adopting.get(key) === p) this.adopting.delete(key);
+    };
+    p.then(done, done);
+    return p;
   }
 
   private firstContact(key: string, account: AccountRecord, facts: Attestation, now: number): Promise<SessionRecord> {
