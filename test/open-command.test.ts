@@ -1,5 +1,5 @@
 // m4a open, run as a person runs it (the built CLI, the daemon found through its data directory):
-// sessions of Claude, Codex, pi and omp stand-ins, each with its program's own session id and its
+// sessions of Claude, Codex, pi, omp, Gemini, Qwen Code, Copilot and opencode stand-ins, each with its program's own session id and its
 // working directory on the card; `m4a open ACCOUNT` (and ACCOUNT/s-…, /slug, /@alias) prints that
 // program's resume command there; --exec runs a stand-in program from PATH in that directory with
 // that argv and without M4A_TOKEN, and refuses while the session is live unless --force.
@@ -15,6 +15,13 @@ import { resumeOf } from '../src/cli/open-commands.js';
 
 const CLAUDE_ID = '7f3c1a2e-0000-4000-8000-00000000c1a0';
 const CODEX_ID = '019a0000-1111-7222-8333-444455556666';
+/** Gemini, Qwen Code and Copilot resume by UUID; opencode's ids are its own tokens. */
+const NEW_IDS = {
+  gemini: '53dddd9d-c249-453a-a7c7-83f005431f1d',
+  qwen: 'ff907bad-9e0e-4bd8-90d9-bbbc943b9a4a',
+  copilot: '8980d70c-ca53-40e1-8da8-b30a96e18415',
+  opencode: 'ses_2f1a9c',
+};
 
 describe('m4a open', () => {
   let d: TestDaemon;
@@ -37,8 +44,8 @@ describe('m4a open', () => {
     d = await startTestDaemon();
     tmp = realpathSync(mkdtempSync(join(tmpdir(), 'm4a-open-')));
     writeFileSync(join(tmp, 'package.json'), '{"type":"module"}');
-    for (const p of ['claude', 'codex']) copyFileSync(AGENT_SCRIPT, join(tmp, p));
-    for (const a of ['cl', 'cx', 'pi', 'om']) {
+    for (const p of ['claude', 'codex', ...Object.keys(NEW_IDS)]) copyFileSync(AGENT_SCRIPT, join(tmp, p));
+    for (const a of ['cl', 'cx', 'pi', 'om', ...Object.keys(NEW_IDS)]) {
       secrets[a] = (await d.account(a)).secret;
       dirs[a] = join(tmp, 'work', `project-${a}`);
       mkdirSync(dirs[a], { recursive: true });
@@ -63,6 +70,11 @@ describe('m4a open', () => {
     live.cx = await start('cx', { script: join(tmp, 'codex'), args: ['resume', CODEX_ID] });
     await (await start('pi', { title: 'pi', conversation: 'conv-pi-1' })).exit();
     await (await start('om', { title: 'omp', conversation: 'conv-omp-1' })).exit();
+    // Each named by the option its own CLI resumes with (a hook or plugin names it too: session-adoption).
+    await (await start('gemini', { script: join(tmp, 'gemini'), args: ['-m', 'gemini-2.5-flash', '--resume', NEW_IDS.gemini] })).exit();
+    await (await start('qwen', { script: join(tmp, 'qwen'), args: ['--resume', NEW_IDS.qwen] })).exit();
+    await (await start('copilot', { script: join(tmp, 'copilot'), args: [`--resume=${NEW_IDS.copilot}`] })).exit();
+    await (await start('opencode', { script: join(tmp, 'opencode'), args: ['--session', NEW_IDS.opencode] })).exit();
 
     bin = join(tmp, 'bin');
     mkdirSync(bin);
@@ -79,7 +91,7 @@ describe('m4a open', () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  it("prints each program's resume command in the session's directory: claude, codex, pi, omp", async () => {
+  it("prints each program's resume command in the session's directory: claude, codex, pi, omp, gemini, qwen, copilot, opencode", async () => {
     const cl = await json('cl');
     assert.deepEqual([cl.provider, cl.argv, cl.cwd, cl.live], ['claude', ['claude', '--resume', CLAUDE_ID], dirs.cl, false]);
     assert.equal(cl.command, `cd ${dirs.cl} && claude --resume ${CLAUDE_ID}`);
@@ -88,6 +100,11 @@ describe('m4a open', () => {
     assert.deepEqual((await json('pi')).argv, ['pi', '--session', 'conv-pi-1']);
     assert.deepEqual((await json('om')).argv, ['omp', '--resume', 'conv-omp-1']);
     assert.equal((await json('om')).cwd, dirs.om);
+    assert.deepEqual((await json('gemini')).argv, ['gemini', '--resume', NEW_IDS.gemini]);
+    assert.deepEqual((await json('qwen')).argv, ['qwen', '--resume', NEW_IDS.qwen]);
+    assert.deepEqual((await json('copilot')).argv, ['copilot', `--resume=${NEW_IDS.copilot}`]);
+    const oc = await json('opencode');
+    assert.deepEqual([oc.provider, oc.argv, oc.cwd], ['opencode', ['opencode', '--session', NEW_IDS.opencode], dirs.opencode]);
 
     const text = await m4a(['cl']);
     assert.equal(text.status, 0, text.stderr);
@@ -101,7 +118,7 @@ describe('m4a open', () => {
     // No target: the most recently seen session of any account that can be resumed.
     const any = await m4a(['--json']);
     assert.equal(any.status, 0, any.stderr);
-    assert.ok(['claude', 'codex', 'pi', 'omp'].includes(JSON.parse(any.stdout).provider), any.stdout);
+    assert.ok(['claude', 'codex', 'pi', 'omp', ...Object.keys(NEW_IDS)].includes(JSON.parse(any.stdout).provider), any.stdout);
     const none = await m4a(['cl/@nobody']);
     assert.equal(none.status, 1);
     assert.match(none.stderr, /unknown_session/);
@@ -129,11 +146,11 @@ describe('m4a open', () => {
   });
 
   it('a program it cannot resume is not_supported {field: provider}', () => {
-    const card = { attested: null, corroborated: { provider: 'gemini', provider_session_id: 'g-1', cwd: '/x' }, declared: {} };
-    const s = { account: 'gm', address: 'gm/s-1', slug: null, aliases: [], live: false, last_seen: '', ended_at: null, successor: null, card };
+    const card = { attested: null, corroborated: { provider: 'cursor', provider_session_id: 'c-1', cwd: '/x' }, declared: {} };
+    const s = { account: 'cu', address: 'cu/s-1', slug: null, aliases: [], live: false, last_seen: '', ended_at: null, successor: null, card };
     assert.throws(
       () => resumeOf(s),
-      (e: { code?: string; details?: { field?: string; provider?: string } }) => e.code === 'not_supported' && e.details?.field === 'provider' && e.details.provider === 'gemini',
+      (e: { code?: string; details?: { field?: string; provider?: string } }) => e.code === 'not_supported' && e.details?.field === 'provider' && e.details.provider === 'cursor',
     );
   });
 });

@@ -3,10 +3,11 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { AGENT_PROGRAMS } from '../wire/capabilities.js';
 
 export interface StoredAccount {
   secret: string;
-  /** The agent program this account is for (claude, codex, gemini, cursor), if set up for one. */
+  /** The agent program this account is for (one of AGENT_PROGRAMS), if set up for one. */
   provider?: string;
 }
 
@@ -46,6 +47,10 @@ export function detectProvider(env: NodeJS.ProcessEnv = process.env): string | u
   if (env.GEMINI_CLI || env.GEMINI_SESSION_ID) return 'gemini';
   if (env.CURSOR_AGENT || env.CURSOR_TRACE_ID) return 'cursor';
   if (env.PI_CODING_AGENT) return 'pi';
+  // Qwen Code gives its tools (shell, MCP servers, hooks) QWEN_CODE_SESSION_ID; its shell also QWEN_CODE=1.
+  if (env.QWEN_CODE_SESSION_ID || env.QWEN_CODE === '1') return 'qwen';
+  // opencode gives every child (MCP servers, its bash tool) OPENCODE=1 and OPENCODE_PID.
+  if (env.OPENCODE === '1' || env.OPENCODE_PID) return 'opencode';
   // Last: Copilot's variables reach every process under it (its bash tool too), so a program
   // started inside Copilot is named by its own.
   if (env.COPILOT_AGENT_SESSION_ID || env.COPILOT_CLI) return 'copilot';
@@ -73,6 +78,6 @@ export function chooseAccount(flag: string | undefined, env: NodeJS.ProcessEnv =
     if (match.length === 1) return { account: match[0]!, secret: file.accounts[match[0]!]!.secret, source: `${provider} session` };
   }
   if (names.length === 1) return { account: names[0]!, secret: file.accounts[names[0]!]!.secret, source: 'only account' };
-  if (names.length === 0) return { error: 'no credentials: set M4A_TOKEN or run `m4a setup claude|codex|gemini|cursor|pi|omp`' };
+  if (names.length === 0) return { error: `no credentials: set M4A_TOKEN or run \`m4a setup ${AGENT_PROGRAMS.join('|')}\`` };
   return { error: `several accounts (${names.join(', ')}): choose one with --account or M4A_ACCOUNT` };
 }

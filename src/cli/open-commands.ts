@@ -10,6 +10,8 @@ import { MailClient } from '../client/http-client.js';
 import { MailError } from '../wire/errors.js';
 import { pathOf } from '../wire/operation-facts.js';
 import type { SupportSessionsResponse } from '../wire/support.js';
+import type { AgentProgram } from '../wire/capabilities.js';
+import { AGENT_SESSION_VARS } from '../wire/inherited-env.js';
 import { ensureDaemon } from './autostart.js';
 import { UsageError } from './connect.js';
 import { daemonSocket, dataDirFrom, operatorToken } from './daemon-target.js';
@@ -18,18 +20,23 @@ import { fail, printJson } from './output.js';
 type Session = SupportSessionsResponse['sessions'][number];
 
 /** Each program's command that resumes one of its conversations by id, in the directory it ran in
- *  (claude and codex as their CLIs document; pi and omp as test/agents drives them). */
-const RESUME: Readonly<Record<string, (id: string) => string[]>> = {
+ *  (as each CLI's --help documents; pi and omp as test/agents drives them). Copilot's `--resume`
+ *  takes its value optionally, so it is joined with `=`. */
+const RESUME: Readonly<Partial<Record<AgentProgram, (id: string) => string[]>>> = {
   claude: (id) => ['claude', '--resume', id],
   codex: (id) => ['codex', 'resume', id],
   pi: (id) => ['pi', '--session', id],
   omp: (id) => ['omp', '--resume', id],
+  gemini: (id) => ['gemini', '--resume', id],
+  qwen: (id) => ['qwen', '--resume', id],
+  opencode: (id) => ['opencode', '--session', id],
+  copilot: (id) => ['copilot', `--resume=${id}`],
 };
 
 /** What the resumed program must not inherit: the credentials and ids this shell may hold for
  *  mail4agent or for an outer agent (the program is the person's own: the rest of their
  *  environment, API keys and terminal included, is theirs to give it). See wire/inherited-env.ts. */
-const NOT_INHERITED = ['M4A_TOKEN', 'M4A_ACCOUNT', 'M4A_CREDENTIALS', 'M4A_STORE', 'CLAUDE_CODE_SESSION_ID', 'CODEX_THREAD_ID', 'GEMINI_SESSION_ID'];
+const NOT_INHERITED: readonly string[] = ['M4A_TOKEN', 'M4A_ACCOUNT', 'M4A_CREDENTIALS', 'M4A_STORE', ...AGENT_SESSION_VARS];
 
 export function resumeEnv(from: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const pg = /^postgres(ql)?:\/\//.test(from.M4A_STORE ?? '');
@@ -77,9 +84,9 @@ export function chooseSession(target: string | undefined, sessions: readonly Ses
 
 export function resumeOf(s: Session): Resume {
   const { provider, provider_session_id: id, cwd } = s.card.corroborated;
-  const make = provider === undefined ? undefined : RESUME[provider];
+  const make = provider === undefined ? undefined : RESUME[provider as AgentProgram];
   if (!make || provider === undefined || id === undefined)
-    throw new MailError('not_supported', `${s.address} ran ${provider ?? 'an unknown program'}, which m4a open cannot resume (claude, codex, pi and omp it can)`, {
+    throw new MailError('not_supported', `${s.address} ran ${provider ?? 'an unknown program'}, which m4a open cannot resume (${Object.keys(RESUME).join(', ')} it can)`, {
       field: 'provider',
       provider: provider ?? null,
     });
