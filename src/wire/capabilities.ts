@@ -9,7 +9,7 @@ export const MCP_PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'] 
 
 /** The agent programs mail4agent knows, by the provider name attestation gives each (the session
  *  card's `provider`): `m4a setup` takes the same names. */
-export const AGENT_PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'opencode', 'copilot'] as const;
+export const AGENT_PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'copilot', 'opencode'] as const;
 export type AgentProgram = (typeof AGENT_PROGRAMS)[number];
 
 /** Agent programs whose mail4agent extension runs inside the agent's own process (pi and its fork
