@@ -15,7 +15,7 @@
 // and send commit → the model request with AfterAgent's reason.
 import { it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { geminiUserTexts, geminiTool, startScriptedGemini, type ScriptedGemini } from './support/scripted-gemini.js';
 import { describeRun, makeWorld, type ProcInfo, type RunResult, type World } from './support/world.js';
@@ -177,4 +177,83 @@ it('Gemini CLI: whoami and send through the trusted entry setup wrote, attested 
     `gemini live: send commit → model request with BeforeAgent's context ${fig.beforeAgent} ms (the mail waited for Gemini to start); ` +
       `send commit (as the last answer streamed) → model request with AfterAgent's reason ${fig.afterAgent} ms (gemini -p ran ${r.ms} ms)`,
   );
+});
+
+/** This world's running `m4a hook <name>` processes (found by the daemon's data directory). */
+function hookProcesses(dataDir: string, name: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes(`hook ${name}`)) continue;
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(pid));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+it('Gemini CLI in listen mode: AfterAgent waits for mail instead of ending the run, and mail wakes it', { timeout: 300_000 }, async (t: TestContext) => {
+  const w = await makeWorld('m4a-gemini-listen-');
+  let model: ScriptedGemini | null = null;
+  let abandoned = false;
+  t.after(async () => {
+    abandoned = true;
+    await model?.close();
+    await w.close();
+  });
+  mkdirSync(join(w.home, '.gemini'), { recursive: true });
+  writeFileSync(join(w.home, '.gemini', 'settings.json'), USER_SETTINGS.replace('{\n', `{\n${AUTH}`));
+  const peer = JSON.parse(await w.m4a(['admin', 'account', 'add', 'codex', '--json']));
+  await w.m4a(['setup', 'gemini']);
+  // The operator's chain, so the receipt records how the mail reached the session.
+  await w.m4a(['wake', 'set', 'gemini', '--step', 'hooks']);
+  const shell = (command: string) => ({ tool: 'run_shell_command', input: { command, description: command } });
+  model = await startScriptedGemini([
+    shell('m4a listen on'),
+    { text: 'Waiting for mail.' }, // the turn ends: AfterAgent listens
+    { tool: geminiTool('m4a_mail_inbox'), input: {} }, // after AfterAgent's reason
+    shell('m4a listen off'),
+    { text: 'Read it. Done.' },
+  ]);
+  // Mail is sent once AfterAgent has been waiting for a second.
+  let sent: any = null;
+  const m = model;
+  void (async () => {
+    const deadline = Date.now() + RUN_MS;
+    let since = 0;
+    while (!abandoned && Date.now() < deadline) {
+      if (m.requests.some((q) => q.turn === 1) && hookProcesses(w.dataDir, 'gemini-after-agent').length > 0) {
+        since ||= Date.now();
+        if (Date.now() - since >= 1_000) break;
+      } else since = 0;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    if (!abandoned) sent = await peerSend(w, peer.secret, 'while you listened', 'third').catch(() => null);
+  })();
+  // --yolo: the model turns listen mode on with Gemini's shell tool.
+  const r = await w.run('gemini', ['-p', 'Listen for mail.', '-m', MODEL, '--yolo'], { env: { ...geminiEnv(model.url), M4A_LISTEN_SECS: '90' }, timeoutMs: RUN_MS });
+  t.diagnostic(`gemini -p ran ${r.ms} ms`);
+  assert.ok(r.code === 0 && !r.timedOut, `gemini -p did not succeed:\n${describeRun(r)}`);
+  assert.deepEqual(model.problems, [], `offered: ${model.toolNames().join(', ')}`);
+  assert.equal(model.remaining(), 0, `every scripted turn was taken:\n${describeRun(r)}`);
+  const [on, inbox, off] = model.exchanges();
+  assert.match(on?.output ?? '', /listen mode on for gemini\/s-/, `m4a listen on: ${on?.output}`);
+  assert.ok(sent, 'the mail was sent while AfterAgent listened');
+  const reasonReq = model.requests.find((q) => q.turn === 2)!;
+  const reason = geminiUserTexts(reasonReq.body).at(-1) ?? '';
+  assert.ok(reason.includes(sent.message_id), `AfterAgent's reason names the mail: ${reason}`);
+  assert.ok(inbox?.output?.includes(sent.message_id), `the model read it: ${inbox?.output}`);
+  assert.match(off?.output ?? '', /listen mode off/, `m4a listen off: ${off?.output}`);
+  const rc = JSON.parse(await w.m4a(['receipts', sent.message_id, '--json'], { env: { M4A_TOKEN: peer.secret } }));
+  assert.deepEqual(
+    rc.receipts[0].signalled.map((s: any) => s.adapter),
+    ['wait'],
+    `the mail answered the parked hook: ${JSON.stringify(rc)}`,
+  );
+  const stored = Date.parse(rc.receipts[0].stored_at);
+  const fig = { surfaced: Date.parse(rc.receipts[0].surfaced_at) - stored, request: reasonReq.at - stored };
+  for (const [k, v] of Object.entries(fig)) assert.ok(v >= 0 && v < RUN_MS, `${k}: ${v} ms`);
+  console.log(`gemini listen: send commit → the parked AfterAgent hook answered ${fig.surfaced} ms, → model request with its reason ${fig.request} ms (gemini -p ran ${r.ms} ms)`);
 });

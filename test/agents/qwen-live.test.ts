@@ -13,7 +13,7 @@
 // Printed: send commit → the model request with the context, and → the one with the Stop reason.
 import { it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { contentText, startScriptedChat, type ScriptedChat } from './support/scripted-chat.js';
 import { describeRun, makeWorld, type ProcInfo, type RunResult, type World } from './support/world.js';
@@ -172,4 +172,82 @@ it('Qwen Code: whoami and send through the trusted entry setup wrote, attested a
     `qwen live: send commit → model request with UserPromptSubmit's context ${fig.prompt} ms (the mail waited for Qwen to start); ` +
       `send commit (as the last answer streamed) → model request with the Stop hook's reason ${fig.stop} ms (qwen -p ran ${r.ms} ms)`,
   );
+});
+
+/** This world's running `m4a hook <name>` processes (found by the daemon's data directory). */
+function hookProcesses(dataDir: string, name: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes(`hook ${name}`)) continue;
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(pid));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
+}
+
+it('Qwen Code in listen mode: the Stop hook waits for mail instead of ending the run, and mail wakes it', { timeout: 300_000 }, async (t: TestContext) => {
+  const w = await makeWorld('m4a-qwen-listen-');
+  let model: ScriptedChat | null = null;
+  let abandoned = false;
+  t.after(async () => {
+    abandoned = true;
+    await model?.close();
+    await w.close();
+  });
+  mkdirSync(join(w.home, '.qwen'), { recursive: true });
+  writeFileSync(join(w.home, '.qwen', 'settings.json'), USER_SETTINGS);
+  const peer = JSON.parse(await w.m4a(['admin', 'account', 'add', 'codex', '--json']));
+  await w.m4a(['setup', 'qwen']);
+  // The operator's chain, so the receipt records how the mail reached the session.
+  await w.m4a(['wake', 'set', 'qwen', '--step', 'hooks']);
+  const shell = (command: string) => ({ tool: (names: string[]) => names.find((n) => n === 'run_shell_command' || n === 'shell'), input: { command, description: command } });
+  model = await startScriptedChat([
+    shell('m4a listen on'),
+    { text: 'Waiting for mail.' }, // the turn ends: the Stop hook listens
+    { tool: mcpTool('m4a_mail_inbox'), input: {} }, // after the Stop hook's reason
+    shell('m4a listen off'),
+    { text: 'Read it. Done.' },
+  ]);
+  // Mail is sent once the Stop hook has been waiting for a second.
+  let sent: any = null;
+  const m = model;
+  void (async () => {
+    const deadline = Date.now() + RUN_MS;
+    let since = 0;
+    while (!abandoned && Date.now() < deadline) {
+      if (m.requests.some((q) => q.turn === 1) && hookProcesses(w.dataDir, 'qwen-stop').length > 0) {
+        since ||= Date.now();
+        if (Date.now() - since >= 1_000) break;
+      } else since = 0;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    if (!abandoned) sent = await peerCall(w, peer.secret, '/mail/send', { to: 'qwen', subject: 'while you listened', body: 'third' }).catch(() => null);
+  })();
+  // --yolo: the model turns listen mode on with Qwen's shell tool.
+  const r = await w.run('qwen', ['-p', 'Listen for mail.', '--yolo'], { env: { ...qwenEnv(model.url), M4A_LISTEN_SECS: '90' }, timeoutMs: RUN_MS });
+  t.diagnostic(`qwen -p ran ${r.ms} ms`);
+  assert.ok(r.code === 0 && !r.timedOut, `qwen -p did not succeed:\n${describeRun(r)}`);
+  assert.deepEqual(model.problems, [], `offered: ${model.toolNames().join(', ')}`);
+  assert.equal(model.remaining(), 0, `every scripted turn was taken:\n${describeRun(r)}`);
+  const [on, inbox, off] = model.exchanges();
+  assert.match(on?.output ?? '', /listen mode on for qwen\/s-/, `m4a listen on: ${on?.output}`);
+  assert.ok(sent, 'the mail was sent while the Stop hook listened');
+  const reasonReq = model.requests.find((q) => q.turn === 2)!;
+  assert.ok(lastUser(reasonReq.body).includes(sent.message_id), `the Stop hook's reason names the mail: ${lastUser(reasonReq.body)}`);
+  assert.ok(inbox?.output?.includes(sent.message_id), `the model read it: ${inbox?.output}`);
+  assert.match(off?.output ?? '', /listen mode off/, `m4a listen off: ${off?.output}`);
+  const rc = JSON.parse(await w.m4a(['receipts', sent.message_id, '--json'], { env: { M4A_TOKEN: peer.secret } }));
+  assert.deepEqual(
+    rc.receipts[0].signalled.map((s: any) => s.adapter),
+    ['wait'],
+    `the mail answered the parked hook: ${JSON.stringify(rc)}`,
+  );
+  const stored = Date.parse(rc.receipts[0].stored_at);
+  const fig = { surfaced: Date.parse(rc.receipts[0].surfaced_at) - stored, request: reasonReq.at - stored };
+  for (const [k, v] of Object.entries(fig)) assert.ok(v >= 0 && v < RUN_MS, `${k}: ${v} ms`);
+  console.log(`qwen listen: send commit → the parked Stop hook answered ${fig.surfaced} ms, → model request with its reason ${fig.request} ms (qwen -p ran ${r.ms} ms)`);
 });
