@@ -41,7 +41,8 @@ export function renderGuide(program: Program, form: 'file' | 'section'): string 
   const body = BODY.replace('INTRO', isExtensionProvider(program) ? EXTENSION_INTRO : MCP_INTRO);
   if (form === 'section') return body.replace(/^# /, '## ');
   // Claude Code, Copilot, pi and omp read skills in the Agent Skills format: a name and a description.
-  if (program === 'claude' || program === 'copilot' || isExtensionProvider(program)) return `---\nname: mail4agent\ndescription: ${DESCRIPTION}\n---\n\n${body}`;
+  if (program === 'claude' || program === 'copilot' || program === 'opencode' || isExtensionProvider(program))
+    return `---\nname: mail4agent\ndescription: ${DESCRIPTION}\n---\n\n${body}`;
   // Cursor rule: pulled in by the agent when the description matches (no globs, not always applied).
   return `---\ndescription: ${DESCRIPTION}\nglobs:\nalwaysApply: false\n---\n\n${body}`;
 }

@@ -14,7 +14,7 @@ export function registerSetup(program: Command): void {
     program
       .command('setup <program>')
       .description(
-        'connect claude, codex, gemini, qwen, cursor, copilot, pi or omp to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent; for pi and omp an extension that delivers mail live (safe to run again)',
+        'connect claude, codex, gemini, qwen, cursor, copilot, opencode, pi or omp to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent; for pi and omp an extension, for opencode a plugin, that delivers mail live (safe to run again)',
       ),
   )
     .option('--transport <transport>', 'stdio (the m4a mcp bridge, starts the daemon; the default) or http')
@@ -26,7 +26,9 @@ export function registerSetup(program: Command): void {
       await runSetup(name, o);
     });
   scoped(
-    program.command('unsetup <program>').description('remove what m4a setup added for claude, codex, gemini, qwen, cursor, copilot, pi or omp (the account and its secret stay)'),
+    program
+      .command('unsetup <program>')
+      .description('remove what m4a setup added for claude, codex, gemini, qwen, cursor, copilot, opencode, pi or omp (the account and its secret stay)'),
   ).action(async (name: string, o: ScopeFlags) => {
     const { runUnsetup } = await import('./run.js');
     await runUnsetup(name, o);

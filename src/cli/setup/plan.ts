@@ -133,7 +133,7 @@ function planJsonEntry(t: Extract<Target, { kind: 'json-entry' }>, text: string,
   }
   if (t.ensure) {
     // Not ours: kept as it is (and left by unsetup) unless we added it.
-    if (isDeepStrictEqual(current, t.value)) return { after: doc.text, edit: prior ?? null, kept: true };
+    if (t.ensure === 'present' || isDeepStrictEqual(current, t.value)) return { after: doc.text, edit: prior ?? null, kept: true };
     throw new Refusal(`cannot use ${t.path}: "${t.keys.join('.')}" is ${JSON.stringify(current)}, not ${JSON.stringify(t.value)}; fix or move it, then run again`, t.path);
   }
   if (isDeepStrictEqual(current, t.value)) {

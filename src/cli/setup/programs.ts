@@ -1,6 +1,6 @@
 // What setup writes for each agent program: the files per scope, the exact MCP entries and the hooks
 // that wake agents. Shapes follow shared/AGENT-INTEGRATIONS.md §1 and §2.1 (Claude Code),
-// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor), §10 (pi and omp: an extension, no MCP entry), §11 (Copilot: program-copilot.ts).
+// §4.1 and §4.3 (Codex), §5 (Gemini), §6 (Cursor), §10 (pi and omp: an extension, no MCP entry), §11 (Copilot: program-copilot.ts; opencode: program-opencode.ts).
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,9 +9,10 @@ import { isExtensionProvider, type ExtensionProvider } from '../../wire/capabili
 import { bridgeArgs, type Bridge } from './bridge-command.js';
 import { qwenDirs, qwenEntry } from './program-qwen.js';
 import { copilotEntry, copilotFiles, copilotHooksFile } from './program-copilot.js';
+import { opencodeEntry, opencodeFiles, opencodePluginTargets } from './program-opencode.js';
 import { renderGuide } from './guide.js';
 
-export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'copilot'] as const;
+export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'copilot', 'opencode'] as const;
 export type Program = (typeof PROGRAMS)[number];
 /** Programs that load our extension into their own process instead of an MCP server and hooks. */
 export type ExtensionProgram = Program & ExtensionProvider;
@@ -35,8 +36,8 @@ export type JsonObject = Record<string, unknown>;
 export type Target =
   /** An object member at `keys` (the last is our name) in a JSON file. With `ensure`, a member the
    *  file needs but that is not ours (Cursor's "version"): added when missing, kept when equal,
-   *  refused when different. */
-  | { kind: 'json-entry'; path: string; keys: string[]; value: unknown; ensure?: boolean }
+   *  refused when different; `'present'`: kept whatever its value (opencode's lock entry). */
+  | { kind: 'json-entry'; path: string; keys: string[]; value: unknown; ensure?: boolean | 'present' }
   /** A string item in the array at `keys`. */
   | { kind: 'json-item'; path: string; keys: string[]; item: string }
   /** An object appended to the array at `keys`, shared with the user's own items; ours is the item
@@ -88,6 +89,8 @@ export function mcpEntry(s: Setting): JsonObject {
     case 'copilot':
       if (!stdio) throw new Error('copilot takes a stdio entry only');
       return copilotEntry(cmd, TOOL_TIMEOUT_MS);
+    case 'opencode':
+      return opencodeEntry(s.bridge, s.account, stdio ? null : { url, tokenVar: TOKEN_VAR }, TOOL_TIMEOUT_MS);
     case 'cursor':
       // Cursor documents no per-server tool timeout, so there is nothing to raise for long waits.
       return stdio ? { type: 'stdio', ...cmd } : { url, headers: { Authorization: `Bearer \${env:${TOKEN_VAR}}` } };
@@ -151,6 +154,8 @@ const HOOKS: Record<Program, HookSpec[]> = {
   // The extension delivers mail itself, live.
   pi: [],
   omp: [],
+  // Its plugin delivers mail into the session (opencodeTargets).
+  opencode: [],
 };
 
 /** The events setup hooks for a program (capabilities lists them). */
@@ -188,6 +193,8 @@ export function hooksFile(s: Setting): string {
       return copilotFiles(s.env, dir).hooks;
     case 'qwen':
       return qwenDirs(s.env, dir).settings;
+    case 'opencode':
+      return opencodeFiles(s.scope, s.env).plugin;
     case 'pi':
     case 'omp':
       return extensionFile(s.program, s.scope, s.env);
@@ -231,6 +238,7 @@ export function targets(s: Setting): Target[] {
   const base = mcpTargets(s);
   if (s.hooks === false) return base;
   if (s.program === 'copilot') return [...base, copilotHooks(s)];
+  if (s.program === 'opencode') return [...base, ...opencodePluginTargets(opencodeFiles(s.scope, s.env), s.account)];
   const file = hooksFile(s);
   // Cursor's hooks.json declares its format version.
   const version: Target[] = s.program === 'cursor' ? [{ kind: 'json-entry', path: file, keys: ['version'], value: 1, ensure: true }] : [];
@@ -273,6 +281,13 @@ function mcpTargets(s: Setting): Target[] {
     case 'copilot': {
       const f = copilotFiles(s.env, dir);
       return [mcp(f.mcp), { kind: 'whole', path: f.skill, content: renderGuide('copilot', 'file') }];
+    }
+    case 'opencode': {
+      const f = opencodeFiles(s.scope, s.env);
+      return [
+        { kind: 'json-entry', path: f.config, keys: ['mcp', SERVER], value: entry },
+        { kind: 'whole', path: f.skill, content: renderGuide('opencode', 'file') },
+      ];
     }
     case 'pi':
     case 'omp':

@@ -8,6 +8,7 @@ import { credentialsPath, readCredentials } from '../credentials.js';
 import { EXIT, fail, printJson } from '../output.js';
 import { ensureAccount } from './account.js';
 import { copilotTodo } from './copilot-todo.js';
+import { opencodeTodo } from './program-opencode.js';
 import { GEMINI_AUTH_TODO, geminiAuthSource } from './gemini-auth.js';
 import type { Bridge } from './bridge-command.js';
 import type { Change } from './plan.js';
@@ -40,6 +41,7 @@ const NAMES: Record<Program, string> = {
   omp: 'omp',
   qwen: 'Qwen Code',
   copilot: 'GitHub Copilot CLI',
+  opencode: 'opencode',
 };
 
 const real = (p: string): string => {
@@ -105,6 +107,7 @@ function setupTodo(program: Program, scope: Scope, transport: Transport, account
     if (override && existsSync(override)) todo.push(`Codex reads ${override} instead of AGENTS.md there, so the mail4agent section in ${agents} is not loaded: copy it over.`);
   }
   if (program === 'copilot') todo.push(...copilotTodo(dir, changes, env));
+  if (program === 'opencode') todo.push(...opencodeTodo(scope, changes));
   if (program === 'gemini' && !geminiAuthSource(env, dir)) todo.push(GEMINI_AUTH_TODO);
   if (program === 'qwen' && dir)
     todo.push(`With security.folderTrust enabled, Qwen Code ignores ${join(dir, '.qwen', 'settings.json')} (its MCP servers and hooks) until you trust ${dir}.`);
