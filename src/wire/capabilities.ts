@@ -28,4 +28,4 @@ export const reportsOwnSession = (p: string | undefined): boolean => (SELF_REPOR
 
 /** The request header an extension names its conversation with (a token of at most 128 bytes). */
 export const AGENT_SESSION_HEADER = 'x-m4a-agent-session';
-export const AGENT_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const AGENT_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
