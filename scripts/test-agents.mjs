@@ -37,6 +37,7 @@ if (files.length === 0) {
 // only loopback up (the daemon, the model servers and the program share it), so every outside
 // attempt fails at once. That takes root (CAP_SYS_ADMIN).
 const OFFLINE = ['omp', 'gemini-live', 'qwen', 'opencode', 'copilot', 'mixed'];
+/** @param {string} p */
 const offline = (p) => OFFLINE.some((n) => p.slice(dir.length).includes(n));
 const plain = files.filter((p) => !offline(p));
 const isolated = files.filter(offline);
