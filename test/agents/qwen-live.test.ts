@@ -189,7 +189,7 @@ function hookProcesses(dataDir: string, name: string): number[] {
   return out;
 }
 
-it('Qwen Code in listen mode: the Stop hook waits for mail instead of ending the run, and mail wakes it', { timeout: 300_000 }, async (t: TestContext) => {
+it('Qwen Code in listen mode, with QWEN_HOME: the Stop hook waits for mail instead of ending the run, and mail wakes it', { timeout: 300_000 }, async (t: TestContext) => {
   const w = await makeWorld('m4a-qwen-listen-');
   let model: ScriptedChat | null = null;
   let abandoned = false;
@@ -198,10 +198,13 @@ it('Qwen Code in listen mode: the Stop hook waits for mail instead of ending the
     await model?.close();
     await w.close();
   });
-  mkdirSync(join(w.home, '.qwen'), { recursive: true });
-  writeFileSync(join(w.home, '.qwen', 'settings.json'), USER_SETTINGS);
+  // Qwen's global directory moved by QWEN_HOME: setup writes there, and Qwen reads it from there.
+  const qwenHome = join(w.root, 'qwen-home');
+  mkdirSync(qwenHome, { recursive: true });
+  writeFileSync(join(qwenHome, 'settings.json'), USER_SETTINGS);
   const peer = JSON.parse(await w.m4a(['admin', 'account', 'add', 'codex', '--json']));
-  await w.m4a(['setup', 'qwen']);
+  await w.m4a(['setup', 'qwen'], { env: { QWEN_HOME: qwenHome } });
+  assert.match(readFileSync(join(qwenHome, 'settings.json'), 'utf8'), /"m4a": \{/, 'the entry is in $QWEN_HOME/settings.json');
   // The operator's chain, so the receipt records how the mail reached the session.
   await w.m4a(['wake', 'set', 'qwen', '--step', 'hooks']);
   const shell = (command: string) => ({ tool: (names: string[]) => names.find((n) => n === 'run_shell_command' || n === 'shell'), input: { command, description: command } });
@@ -228,7 +231,7 @@ it('Qwen Code in listen mode: the Stop hook waits for mail instead of ending the
     if (!abandoned) sent = await peerCall(w, peer.secret, '/mail/send', { to: 'qwen', subject: 'while you listened', body: 'third' }).catch(() => null);
   })();
   // --yolo: the model turns listen mode on with Qwen's shell tool.
-  const r = await w.run('qwen', ['-p', 'Listen for mail.', '--yolo'], { env: { ...qwenEnv(model.url), M4A_LISTEN_SECS: '90' }, timeoutMs: RUN_MS });
+  const r = await w.run('qwen', ['-p', 'Listen for mail.', '--yolo'], { env: { ...qwenEnv(model.url), QWEN_HOME: qwenHome, M4A_LISTEN_SECS: '90' }, timeoutMs: RUN_MS });
   t.diagnostic(`qwen -p ran ${r.ms} ms`);
   assert.ok(r.code === 0 && !r.timedOut, `qwen -p did not succeed:\n${describeRun(r)}`);
   assert.deepEqual(model.problems, [], `offered: ${model.toolNames().join(', ')}`);
