@@ -18,7 +18,7 @@ export const NODE_BIN = join(AGENT_MODULES, '.bin');
 
 /** Variables of an agent session or of mail4agent that must not leak from whoever runs the tests
  *  (pi and omp read PI_CODING_AGENT_DIR, PI_CONFIG_DIR and the like). */
-const FOREIGN = /^(CLAUDE|CLAUDECODE|ANTHROPIC|CODEX|OPENAI|GEMINI|GOOGLE|CURSOR|PI|OMP|M4A|MCP|XDG)(_|$)/;
+const FOREIGN = /^(CLAUDE|CLAUDECODE|ANTHROPIC|CODEX|OPENAI|GEMINI|GOOGLE|CURSOR|PI|OMP|QWEN|OPENCODE|COPILOT|GH|GITHUB|M4A|MCP|XDG)(_|$)/;
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
