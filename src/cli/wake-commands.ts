@@ -37,8 +37,8 @@ export function parseDuration(text: string): number {
 
 type Step = WakeSetInput['steps'][number];
 
-/** `hooks`, `codex=<ws://…|unix://…|spawn>`, `command=<JSON argv>`, `webhook=<url>`, `a2a=<card url>`. */
-export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string; env?: string[]; tokenFile?: string }): Step {
+/** `hooks`, `codex=<ws://…|unix://…|spawn>`, `command=<JSON argv>`, `webhook=<url>`, `a2a=<card url>`, `opencode=<server url>`. */
+export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string; env?: string[]; tokenFile?: string; passwordEnv?: string }): Step {
   const env = o.env && o.env.length > 0 ? { env: o.env } : {};
   if (spec === 'hooks') return { kind: 'hooks' };
   const eq = spec.indexOf('=');
@@ -62,11 +62,14 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
     case 'webhook':
       if (!value) throw new UsageError('webhook needs a URL: webhook=http://127.0.0.1:PORT/path');
       return { kind: 'webhook', url: value, ...(o.allowRemote ? { allow_remote: true } : {}) };
+    case 'opencode':
+      if (!value) throw new UsageError("opencode needs its server's URL: opencode=http://127.0.0.1:PORT (opencode serve --port PORT, or the TUI with --port PORT)");
+      return { kind: 'opencode', url: value, ...(o.allowRemote ? { allow_remote: true } : {}), ...(o.passwordEnv ? { password_env: o.passwordEnv } : {}) };
     case 'a2a':
       if (!value) throw new UsageError("a2a needs the remote agent's card URL: a2a=http://127.0.0.1:PORT/.well-known/agent-card.json");
       return { kind: 'a2a', url: value, ...(o.allowRemote ? { allow_remote: true } : {}), ...(o.tokenFile ? { token_file: o.tokenFile } : {}) };
     default:
-      throw new UsageError(`unknown step ${kind}: use hooks, codex=…, command=…, webhook=… or a2a=…`);
+      throw new UsageError(`unknown step ${kind}: use hooks, codex=…, command=…, webhook=…, a2a=… or opencode=…`);
   }
 }
 
@@ -80,7 +83,9 @@ const describeStep = (s: WakeChainOut['steps'][number]): string =>
         ? `command=${JSON.stringify(s.argv)}${envOf(s)}`
         : s.kind === 'webhook'
           ? `webhook=${s.url}`
-          : `a2a=${s.url}${s.allow_remote ? ' allow_remote' : ''}${s.token_file ? ` token_file=${s.token_file}` : ''}`;
+          : s.kind === 'a2a'
+            ? `a2a=${s.url}${s.allow_remote ? ' allow_remote' : ''}${s.token_file ? ` token_file=${s.token_file}` : ''}`
+            : `opencode=${s.url}${s.allow_remote ? ' allow_remote' : ''}${s.password_env ? ` password_env=${s.password_env}` : ''}`;
 
 const collect = (v: string, acc: string[]): string[] => [...acc, v];
 
@@ -90,14 +95,20 @@ export function registerWake(program: Command): void {
     wake
       .command('set <account>')
       .description('set the ordered chain of an account (or of one session with --session); the first step that succeeds ends it')
-      .option('--step <spec>', 'hooks | codex=ws://127.0.0.1:PORT|unix:///PATH|spawn | command=<JSON argv> | webhook=<url> | a2a=<agent card url> (repeat, in order)', collect, [])
+      .option(
+        '--step <spec>',
+        'hooks | codex=ws://127.0.0.1:PORT|unix:///PATH|spawn | command=<JSON argv> | webhook=<url> | a2a=<agent card url> | opencode=http://127.0.0.1:PORT (repeat, in order)',
+        collect,
+        [],
+      )
       .option('--session <name>', 'only this session lineage (id, prefix, slug or alias)')
       .option('--rooms', 'room mail wakes this account too')
       .option('--debounce-ms <ms>', 'gather a burst into one wake (default 250)')
       .option('--timeout-secs <duration>', 'command steps: kill after this long (default 10m)')
       .option('--cwd <dir>', "command steps: working directory ({cwd} = the session's)")
       .option('--env <name>', "command and codex=spawn steps: a variable of the daemon's environment the program also gets (repeat)", collect, [])
-      .option('--allow-remote', 'webhook and a2a steps: allow a non-loopback URL (https only)')
+      .option('--allow-remote', 'webhook, a2a and opencode steps: allow a non-loopback URL (https only)')
+      .option('--password-env <name>', "opencode steps: the daemon's environment variable holding the server's OPENCODE_SERVER_PASSWORD (its value is never stored)")
       .option('--token-file <path>', 'a2a steps: an absolute path to a file holding the bearer secret the remote agent wants (read at each call)'),
   ).action(
     (
@@ -112,6 +123,7 @@ export function registerWake(program: Command): void {
         env: string[];
         allowRemote?: boolean;
         tokenFile?: string;
+        passwordEnv?: string;
       },
     ) =>
       asOperator(

@@ -20,6 +20,7 @@ import { checkWebhookStep } from './remote-url.js';
 import { A2aAdapter } from './a2a-adapter.js';
 import { A2aBridge } from './a2a-bridge.js';
 import { checkA2aStep } from './a2a-remote.js';
+import { checkOpencodeStep, createOpencodeAdapter } from './opencode-server.js';
 import type { WakeAdapter } from './types.js';
 
 export interface AdapterRegistryOptions {
@@ -69,6 +70,7 @@ export class AdapterRegistry {
       }
       if (s.kind === 'webhook') checkWebhookStep(s);
       if (s.kind === 'a2a') checkA2aStep(s);
+      if (s.kind === 'opencode') checkOpencodeStep(s);
     }
     if (!steps.some((s) => s.kind === 'webhook')) return {};
     const { key, created } = ensureSigningKey(this.o.dataDir);
@@ -95,6 +97,9 @@ export class AdapterRegistry {
         break;
       case 'a2a':
         a = new A2aAdapter(step, this.a2a);
+        break;
+      case 'opencode':
+        a = createOpencodeAdapter(step);
         break;
     }
     this.cache.set(id, a);

@@ -11,7 +11,7 @@ const n = z.number().int().nonnegative();
 /** Exactly these keys, each a count (a record over an enum would accept any subset). */
 const countsOf = <K extends string>(keys: readonly [K, ...K[]]) => z.strictObject(Object.fromEntries(keys.map((k) => [k, n])) as Record<K, typeof n>);
 
-export const WAKE_KINDS = ['hooks', 'codex-app-server', 'command', 'webhook', 'a2a'] as const;
+export const WAKE_KINDS = ['hooks', 'codex-app-server', 'command', 'webhook', 'a2a', 'opencode'] as const;
 
 export const SupportCountsResponse = z.strictObject({
   accounts: countsOf(['agent', 'human', 'service'] as const satisfies readonly AccountKind[]),

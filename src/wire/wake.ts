@@ -57,7 +57,20 @@ export const A2aStep = z.strictObject({
     .describe("absolute path of a file holding the bearer secret the remote agent wants; read at each call, sent only to the card's origin, never stored here"),
 });
 
-export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, CommandStep, WebhookStep, A2aStep]);
+/** An opencode server holding the session (`opencode serve --port N`, or the TUI with `--port N`):
+ *  the wake text goes to the session with its `prompt_async` (docs/wake.md, "opencode"). */
+export const OpencodeStep = z.strictObject({
+  kind: z.literal('opencode'),
+  url: url.describe("the opencode server's root, http://127.0.0.1:PORT; loopback only unless allow_remote (https only)"),
+  allow_remote: z.boolean().optional(),
+  password_env: text(128)
+    .optional()
+    .describe(
+      "the name of the daemon's environment variable holding the server's OPENCODE_SERVER_PASSWORD (sent as Basic auth, user opencode); the value is read at each call, never stored",
+    ),
+});
+
+export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, CommandStep, WebhookStep, A2aStep, OpencodeStep]);
 
 export const WakeSetRequest = z.strictObject({
   account: Selector,
@@ -141,6 +154,7 @@ export type CodexStep = z.infer<typeof CodexStep>;
 export type CommandStep = z.infer<typeof CommandStep>;
 export type WebhookStep = z.infer<typeof WebhookStep>;
 export type A2aStep = z.infer<typeof A2aStep>;
+export type OpencodeStep = z.infer<typeof OpencodeStep>;
 export type WakeSetRequest = z.output<typeof WakeSetRequest>;
 export type WakeChainOut = z.infer<typeof WakeChainOut>;
 export type ReceiptOut = z.infer<typeof ReceiptOut>;

@@ -139,7 +139,12 @@ export interface Account {
 }
 
 export type WakeStep =
-  { kind: 'hooks' } | { kind: 'codex-app-server'; listen: string } | { kind: 'command'; argv: string[] } | { kind: 'webhook'; url: string } | { kind: 'a2a'; url: string };
+  | { kind: 'hooks' }
+  | { kind: 'codex-app-server'; listen: string }
+  | { kind: 'command'; argv: string[] }
+  | { kind: 'webhook'; url: string }
+  | { kind: 'a2a'; url: string }
+  | { kind: 'opencode'; url: string };
 
 export type TeamCapability = 'timer.schedule_team' | 'team.manage_members';
 

@@ -134,7 +134,9 @@ function stepText(st: WakeStep): string {
         ? 'command ' + JSON.stringify(st.argv)
         : st.kind === 'webhook'
           ? 'webhook ' + st.url
-          : 'a2a ' + st.url;
+          : st.kind === 'a2a'
+            ? 'a2a ' + st.url
+            : 'opencode ' + st.url;
 }
 
 function refreshAdmin(note?: string): void {
