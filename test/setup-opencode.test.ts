@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
 import type { Bridge } from '../src/cli/setup/bridge-command.js';
+import { runDoctor } from '../src/cli/doctor.js';
 import { renderGuide } from '../src/cli/setup/guide.js';
 import { OPENCODE_PLUGIN_MODULE, opencodePluginStub } from '../src/cli/setup/program-opencode.js';
 import { setupFiles, unsetupFiles, type SetupOptions } from '../src/cli/setup/setup-files.js';
@@ -166,5 +167,23 @@ describe('setup writers: opencode', () => {
     assert.ok(existsSync(join(dir, 'plugin', 'mail4agent.js')));
     unsetupFiles({ program: 'opencode', scope: USER, env });
     assert.deepEqual(readdirSync(xdg), ['mail4agent']);
+  });
+
+  it('doctor: finds mcp.m4a and its account, and the plugin; names the start-time install when its guard is gone', async () => {
+    const { xdg, env } = world();
+    const project = tmp('m4a-opencode-doctor-');
+    run({ env });
+    const denv = { ...env, M4A_DATA_DIR: join(xdg, 'no-daemon'), M4A_PORT: '1' };
+    const checks = await runDoctor({ project }, denv);
+    const entry = checks.find((c) => c.name === 'opencode (user)');
+    assert.equal(entry?.status, 'ok', JSON.stringify(entry));
+    assert.match(entry.detail, /stdio bridge m4a mcp --account opencode in .*opencode\.json/);
+    const plugin = checks.find((c) => c.name === 'opencode plugin (user)');
+    assert.ok(plugin, JSON.stringify(checks.map((c) => c.name)));
+    assert.doesNotMatch(plugin.detail, /will install/);
+    rmSync(join(xdg, 'opencode', 'node_modules'), { recursive: true });
+    const again = (await runDoctor({ project }, denv)).find((c) => c.name === 'opencode plugin (user)');
+    assert.equal(again?.status, 'fail');
+    assert.match(again.detail, /will install @opencode-ai\/plugin into .* at every start/);
   });
 });

@@ -4,6 +4,7 @@ import { CLI_VERSION } from './connect.js';
 import { HTTP_PATHS, MCP_TOOL_NAMES } from '../wire/operation-facts.js';
 import { LIMITS } from '../wire/limits.js';
 import { EXTENSION_PROVIDERS, MCP_PROTOCOL_VERSIONS, STORE_KINDS } from '../wire/capabilities.js';
+import { WAKE_KINDS } from '../wire/support.js';
 import { hookEvents, PROGRAMS } from './setup/programs.js';
 
 export function capabilities(): Record<string, unknown> {
@@ -28,6 +29,10 @@ export function capabilities(): Record<string, unknown> {
     setup_user_settings: { gemini: ['security.auth.selectedType', 'GEMINI_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI', 'GOOGLE_GENAI_USE_GCA'] },
     // Programs that load the mail4agent extension: live delivery inside the agent, waiting mail on resume.
     extension_programs: EXTENSION_PROVIDERS,
+    // Programs whose plugin, set up beside the MCP entry, delivers mail into the running session.
+    plugin_programs: ['opencode'],
+    // The steps a delivery chain can hold (m4a wake set --step).
+    wake_kinds: WAKE_KINDS,
     limits: { wait_secs_http: LIMITS.waitSecsHttp, wait_secs_mcp: LIMITS.waitSecsMcp },
   };
 }

@@ -12,6 +12,8 @@ import { probe, readDaemonInfo } from './autostart.js';
 import { CLI_VERSION } from './connect.js';
 import { credentialsPath, readCredentials } from './credentials.js';
 import { extensionChecks } from './doctor-extensions.js';
+import { opencodeFiles } from './setup/program-opencode.js';
+import { opencodePluginChecks } from './doctor-opencode.js';
 import { relayLinkCheck } from './relay-link-commands.js';
 import { qwenDirs } from './setup/program-qwen.js';
 import { copilotFiles, workspaceEntries } from './setup/program-copilot.js';
@@ -67,6 +69,19 @@ async function findEntries(env: NodeJS.ProcessEnv, project: string): Promise<{ e
       problems.push({ name: `${program} config`, status: 'fail', detail: (err as Error).message });
     }
   }
+  // opencode keeps its servers under `mcp` (opencode.json, or the opencode.jsonc it writes itself).
+  for (const [scope, file] of [
+    ['user', opencodeFiles({ kind: 'user' }, env).config],
+    ['project', opencodeFiles({ kind: 'project', dir: project }, env).config],
+  ] as const) {
+    if (!existsSync(file)) continue;
+    try {
+      const e = ((await readJsonc(file)) as { mcp?: { m4a?: unknown } } | null)?.mcp?.m4a;
+      if (e && typeof e === 'object') entries.push({ program: 'opencode', scope, file, entry: e as Record<string, unknown> });
+    } catch (err) {
+      problems.push({ name: 'opencode config', status: 'fail', detail: (err as Error).message });
+    }
+  }
   for (const [scope, file] of [
     ['user', join(codexHome, 'config.toml')],
     ['project', join(project, '.codex', 'config.toml')],
@@ -83,8 +98,12 @@ async function findEntries(env: NodeJS.ProcessEnv, project: string): Promise<{ e
   return { entries, problems };
 }
 
+/** The command line of a stdio entry: command and args, or opencode's one command array. */
+const commandOf = (entry: Record<string, unknown>): string[] =>
+  [...(Array.isArray(entry.command) ? (entry.command as unknown[]) : [entry.command]), ...(Array.isArray(entry.args) ? (entry.args as unknown[]) : [])].map(String);
+
 function accountOf(entry: Record<string, unknown>): string | undefined {
-  const args = Array.isArray(entry.args) ? (entry.args as unknown[]).map(String) : [];
+  const args = commandOf(entry);
   const i = args.indexOf('--account');
   return i >= 0 ? args[i + 1] : undefined;
 }
@@ -218,6 +237,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
   checks.push(...problems);
   const extensions = extensionChecks(env, project, creds);
   checks.push(...extensions.checks);
+  checks.push(...opencodePluginChecks(env, project, creds).checks);
   if (entries.length === 0 && extensions.found === 0)
     checks.push({
       name: 'agents',
@@ -242,7 +262,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
       checks.push({
         name,
         status: has ? 'ok' : 'fail',
-        detail: `stdio bridge ${[e.entry.command, ...((e.entry.args as unknown[]) ?? [])].join(' ')} in ${e.file}`,
+        detail: `stdio bridge ${commandOf(e.entry).join(' ')} in ${e.file}`,
         ...(has ? {} : { todo: `no secret for account ${account ?? '(none)'}: run \`m4a setup ${e.program}\`` }),
       });
     }
