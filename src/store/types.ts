@@ -78,6 +78,15 @@ export type NewSession = Omit<SessionRecord, 'lineage' | 'declared' | 'endedAt' 
   slugBase: string | null;
 };
 
+/** Why joinLineage left a session in a lineage of its own: `unknown` (no such session or
+ *  predecessor), `taken` (the predecessor has a successor, or is the session), `not_alone` (the
+ *  session is not the only session of the lineage it started), or something already addressed to
+ *  that lineage: `mail` (messages, acks or counts under its key), `alias`, `task`, `lease`,
+ *  `record` (one the engine names). */
+export type LineageRefusal = 'unknown' | 'taken' | 'not_alone' | 'mail' | 'alias' | 'task' | 'lease' | 'record';
+
+export type LineageJoin = { joined: SessionRecord } | { refused: LineageRefusal };
+
 /** A friendly name of a lineage: its slug or one of its aliases. One namespace per account. */
 export interface NameRecord {
   account: string;
@@ -669,6 +678,13 @@ export interface Store extends TaskStore, LeaseStore {
   /** The agent's own conversation id, as a pi or omp session reports it after switching
    *  conversations within its process (null when there is no such session). */
   setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null>;
+  /** Makes session `id` the successor of `predecessor` (same account) in one transaction, as
+   *  registerSession does at first contact: the predecessor gets `id` as its successor (and an end,
+   *  `at`, if it had none) and the session takes its lineage, so mail kept under that lineage is
+   *  the session's. Only while nothing hangs off the lineage the session started: it is that
+   *  lineage's only session, and no mail, alias, task, lease or record of `records` (the engine's,
+   *  which the store does not know) is there yet; its slug is dropped. Else nothing changes. */
+  joinLineage(account: string, id: string, predecessor: string, at: number, records: RecordSweep['owned']): Promise<LineageJoin>;
   /** Deletes sessions ended before `before`; returns how many. Mail is never deleted. */
   /** Deletes sessions that ended before `before`; a pi or omp session (EXTENSION_PROVIDERS), whose
    *  conversation can resume and find its waiting mail, only once it ended before `resumableBefore`. */
@@ -782,6 +798,7 @@ export const STORE_METHODS = {
   endSession: 'write',
   setDeclared: 'write',
   setProviderSessionId: 'write',
+  joinLineage: 'write',
   pruneSessions: 'write',
   appendMessage: 'write',
   getMessage: 'read',

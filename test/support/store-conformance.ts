@@ -25,6 +25,7 @@ import { runTaskConformance } from './task-conformance.js';
 import { runTeamConformance } from './team-conformance.js';
 import { runRetentionConformance } from './retention-conformance.js';
 import { runSearchConformance } from './search-conformance.js';
+import { runLineageConformance } from './lineage-conformance.js';
 
 // ---- fixtures (exported for store-specific tests)
 
@@ -1468,6 +1469,7 @@ export function runStoreConformance(name: string, make: () => Promise<Store>): v
     runTeamConformance(() => store);
     runRetentionConformance(() => store);
     runSearchConformance(() => store);
+    runLineageConformance(() => store);
 
     it('matches a reference model over 500 random operations', async () => {
       await randomRun(store, 0x5eed);

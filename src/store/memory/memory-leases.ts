@@ -114,6 +114,13 @@ export class MemoryLeases {
     for (const l of this.leases.values()) if (l.holderAccount === account && l.endedAt === null) this.end(l, 'account_removed', at);
   }
 
+  /** Whether a lease row (live, or ended and not pruned yet) names this lineage of the account as
+   *  its holder's (joinLineage refuses then). */
+  heldByLineage(account: string, lineage: string): boolean {
+    for (const l of this.leases.values()) if (l.holderAccount === account && l.holderLineage === lineage) return true;
+    return false;
+  }
+
   /** The live lease `id` if its epoch is `epoch`. */
   private current(id: string, epoch: number, now: number): LeaseRecord | null {
     const l = this.leases.get(id);

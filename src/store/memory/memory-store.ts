@@ -7,6 +7,7 @@ import {
   ackKeyFor,
   isKeyOfAccount,
   keyOfAccount,
+  keyOfLineage,
   keyOfRoom,
   recordNamesRecipient,
   type AccountRecord,
@@ -31,6 +32,7 @@ import {
   type NewAccount,
   type NewMessage,
   type NewSession,
+  type LineageJoin,
   type PagedMessage,
   type PageQuery,
   type ReaderFacts,
@@ -642,6 +644,33 @@ class MemoryStore implements Store {
     if (!s) return null;
     s.corroborated = { ...s.corroborated, providerSessionId };
     return this.out(s);
+  }
+
+  async joinLineage(account: string, id: string, predecessor: string, at: number, records: RecordSweep['owned']): Promise<LineageJoin> {
+    const s = this.sessions.get(sessionKey(account, id));
+    const pred = this.sessions.get(sessionKey(account, predecessor));
+    if (!s || !pred) return { refused: 'unknown' };
+    if (pred.successor !== null || pred.lineage === s.lineage) return { refused: 'taken' };
+    const own = s.lineage;
+    if (own !== s.id || s.successor !== null || [...this.sessions.values()].some((o) => o !== s && o.account === account && o.lineage === own)) return { refused: 'not_alone' };
+    const key = keyOfLineage(account, own);
+    if (this.byKey.has(key) || this.mailboxCounts.has(key) || (this.acks.get(key)?.size ?? 0) > 0) return { refused: 'mail' };
+    const names = this.names.get(account);
+    if ([...(names?.values() ?? [])].some((n) => n.lineage === own && n.kind === 'alias')) return { refused: 'alias' };
+    if (this.tasks.assignedToLineage(account, own)) return { refused: 'task' };
+    if (this.leases.heldByLineage(account, own)) return { refused: 'lease' };
+    const held = (r: RecordSweep['owned'][number]): boolean => {
+      const m = this.records.get(r.kind);
+      return 'id' in r ? (m?.has(r.id) ?? false) : [...(m?.keys() ?? [])].some((k) => k.startsWith(r.prefix));
+    };
+    if (records.some(held)) return { refused: 'record' };
+    const slug = this.slugs.get(lineageKey(account, own));
+    if (slug !== undefined) names?.delete(slug);
+    this.slugs.delete(lineageKey(account, own));
+    pred.successor = id;
+    pred.endedAt ??= at;
+    s.lineage = pred.lineage;
+    return { joined: this.out(s) };
   }
 
   /** Also deletes the names of every lineage that this prune leaves without a session. */

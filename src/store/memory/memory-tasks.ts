@@ -128,6 +128,12 @@ export class MemoryTasks implements TaskStore {
     return copy(a);
   }
 
+  /** Whether a task is assigned to this lineage of the account (joinLineage refuses then). */
+  assignedToLineage(account: string, lineage: string): boolean {
+    for (const t of this.tasks.values()) if (t.toAccount === account && t.toLineage === lineage) return true;
+    return false;
+  }
+
   /** An account removed, or created under a name used before: the tasks assigned to it and the
    *  approvals it was to review go; the tasks it asked for stay, without their retry handles. */
   purgeAccount(account: string): void {

@@ -377,6 +377,9 @@ export class PostgresStore implements Store {
   setProviderSessionId(account: string, id: string, providerSessionId: string) {
     return this.op('setProviderSessionId', () => this.people.setProviderSessionId(account, id, providerSessionId));
   }
+  joinLineage(account: string, id: string, predecessor: string, at: number, records: RecordSweep['owned']) {
+    return this.op('joinLineage', () => this.people.joinLineage(account, id, predecessor, at, records));
+  }
   pruneSessions(before: number, resumableBefore?: number) {
     return this.op('pruneSessions', () => this.people.pruneSessions(before, resumableBefore));
   }

@@ -1,10 +1,10 @@
 // Sessions and the names of their lineages (slugs and aliases) in the PostgreSQL store. A session
 // of another host whose heartbeat expired reads as ended at that expiry (host-heartbeat.ts).
 import { EXTENSION_PROVIDERS } from '../../wire/capabilities.js';
-import type { Declared, NameRecord, NewSession, SessionRecord } from '../types.js';
+import { keyOfLineage, type Declared, type LineageJoin, type NameRecord, type NewSession, type RecordSweep, type SessionRecord } from '../types.js';
 import { newSessionParams, toName, toSession, type NameRow, type SessionOutRow } from '../sqlite/rows.js';
 import { prefixUpperBound } from '../sqlite/prefix.js';
-import { lockNames } from './locks.js';
+import { lockHead, lockNames } from './locks.js';
 import { NOW_MS, pgArray, type Q, type Sql, type Tx } from './pg-sql.js';
 import { withRetry } from './with-retry.js';
 
@@ -154,6 +154,47 @@ export class PgSessions {
   async setProviderSessionId(account: string, id: string, providerSessionId: string): Promise<SessionRecord | null> {
     const r = await this.sql`UPDATE sessions SET c_provider_session_id = ${providerSessionId} WHERE account = ${account} AND id = ${id}`;
     return r.count > 0 ? withRetry(() => this.getSession(account, id)) : null;
+  }
+
+  /** Under the head lock (lockHead: no mail lands under the lineage's key meanwhile) and the
+   *  account's names lock (which registerSession takes before it links a predecessor). */
+  async joinLineage(account: string, id: string, predecessor: string, at: number, records: RecordSweep['owned']): Promise<LineageJoin> {
+    return this.sql.begin(async (tx): Promise<LineageJoin> => {
+      await lockHead(tx);
+      await lockNames(tx, account);
+      type Row = { id: string; lineage: string; successor: string | null };
+      const [s] = await tx<Row[]>`SELECT id, lineage, successor FROM sessions WHERE account = ${account} AND id = ${id} FOR UPDATE`;
+      const [pred] = await tx<Row[]>`SELECT id, lineage, successor FROM sessions WHERE account = ${account} AND id = ${predecessor} FOR UPDATE`;
+      if (!s || !pred) return { refused: 'unknown' };
+      if (pred.successor !== null || pred.lineage === s.lineage) return { refused: 'taken' };
+      const own = s.lineage;
+      const others = await tx`SELECT 1 FROM sessions WHERE account = ${account} AND lineage = ${own} AND id <> ${id} LIMIT 1`;
+      if (own !== s.id || s.successor !== null || others.length > 0) return { refused: 'not_alone' };
+      const key = keyOfLineage(account, own);
+      const [mail] = await tx<{ any: boolean }[]>`SELECT EXISTS (SELECT 1 FROM messages WHERE to_key = ${key})
+        OR EXISTS (SELECT 1 FROM mailbox_counts WHERE to_key = ${key})
+        OR EXISTS (SELECT 1 FROM acks WHERE ack_key = ${key})
+        OR EXISTS (SELECT 1 FROM ack_floors WHERE ack_key = ${key}) AS any`;
+      if (mail?.any) return { refused: 'mail' };
+      if ((await tx`SELECT 1 FROM names WHERE account = ${account} AND lineage = ${own} AND kind = 'alias' LIMIT 1`).length > 0) return { refused: 'alias' };
+      if ((await tx`SELECT 1 FROM tasks WHERE to_account = ${account} AND to_lineage = ${own} LIMIT 1`).length > 0) return { refused: 'task' };
+      if ((await tx`SELECT 1 FROM leases WHERE holder_account = ${account} AND holder_lineage = ${own} LIMIT 1`).length > 0) return { refused: 'lease' };
+      for (const r of records) {
+        const upper = 'id' in r ? null : prefixUpperBound(r.prefix);
+        const hit =
+          'id' in r
+            ? await tx`SELECT 1 FROM records WHERE kind = ${r.kind} AND id = ${r.id}`
+            : upper === null
+              ? await tx`SELECT 1 FROM records WHERE kind = ${r.kind} AND id >= ${r.prefix} LIMIT 1`
+              : await tx`SELECT 1 FROM records WHERE kind = ${r.kind} AND id >= ${r.prefix} AND id < ${upper} LIMIT 1`;
+        if (hit.length > 0) return { refused: 'record' };
+      }
+      await tx`DELETE FROM names WHERE account = ${account} AND lineage = ${own} AND kind = 'slug'`;
+      await tx`UPDATE sessions SET successor = ${id}, ended_at = COALESCE(ended_at, ${at}) WHERE account = ${account} AND id = ${predecessor}`;
+      await tx`UPDATE sessions SET lineage = ${pred.lineage} WHERE account = ${account} AND id = ${id}`;
+      const [out] = await tx<SessionOutRow[]>`${this.sessions(tx)} WHERE s.account = ${account} AND s.id = ${id}`;
+      return { joined: toSession(out as SessionOutRow) };
+    });
   }
 
   /** Deletes sessions ended before `before` (a dead host's sessions by their host's expiry), and

@@ -28,6 +28,7 @@ import {
   type NewAccount,
   type NewMessage,
   type NewSession,
+  type LineageJoin,
   type PagedMessage,
   type PageQuery,
   type ReaderFacts,
@@ -71,6 +72,7 @@ import { prepareRetention, pruneMailIn, pruneRecordsIn, type RetentionStatements
 import { prepareTaskStatements, SqliteTasks } from './tasks.js';
 import { prepareLeaseStatements, SqliteLeases } from './leases.js';
 import { prepareTeamStatements, SqliteTeams } from './teams.js';
+import { joinLineageIn, prepareLineageJoin, type LineageStatements } from './lineage-join.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' (unit tests only: nothing survives close). */
@@ -126,6 +128,7 @@ export class SqliteStore implements Store {
   private purgeSt: PurgeStatements | null = null;
   private batchSt: BatchReads | null = null;
   private retentionSt: RetentionStatements | null = null;
+  private lineageSt: LineageStatements | null = null;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true, mode: 0o700 });
@@ -543,6 +546,11 @@ export class SqliteStore implements Store {
       const row = this.st.getSession.get(account, id);
       return row ? toSession(row) : null;
     });
+  }
+
+  async joinLineage(account: string, id: string, predecessor: string, at: number, records: RecordSweep['owned']): Promise<LineageJoin> {
+    const st = (this.lineageSt ??= prepareLineageJoin(this.db));
+    return this.tx(() => joinLineageIn(st, account, id, predecessor, at, records));
   }
 
   /** Also deletes the names of every lineage that this prune leaves without a session. */
