@@ -10,13 +10,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AGENT_SCRIPT, startAgent, type AgentProc } from './support/agent.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
+import { recordingLogger, type LogLine } from './support/recording-logger.js';
 
 const G1 = '53dddd9d-c249-453a-a7c7-83f005431f1d';
 const G2 = '6a0e7c41-7d6b-4c1e-9f55-2b8d3c4e5f60';
+const G3 = '0f4b9a7e-1c2d-4e5f-8a9b-c0d1e2f3a4b5';
+const G4 = '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b';
 
 interface Card {
   session: string;
   address: string;
+  slug: string | null;
   card: { corroborated: { provider?: string; provider_session_id?: string } };
 }
 
@@ -25,13 +29,14 @@ describe('a session adopts its program id later', () => {
   let tmp: string;
   const secrets: Record<string, string> = {};
   const procs: AgentProc[] = [];
+  const lines: LogLine[] = [];
 
   before(async () => {
-    d = await startTestDaemon();
+    d = await startTestDaemon({ log: recordingLogger(lines) });
     tmp = realpathSync(mkdtempSync(join(tmpdir(), 'm4a-adopt-')));
     writeFileSync(join(tmp, 'package.json'), '{"type":"module"}');
     for (const p of ['gemini', 'opencode', 'qwen', 'copilot']) copyFileSync(AGENT_SCRIPT, join(tmp, p));
-    for (const a of ['gm', 'oc', 'qw', 'cp']) secrets[a] = (await d.account(a)).secret;
+    for (const a of ['gm', 'oc', 'qw', 'cp', 'gp', 'gr', 'op']) secrets[a] = (await d.account(a)).secret;
     await d.account('alice');
   });
   after(async () => {
@@ -131,5 +136,83 @@ describe('a session adopts its program id later', () => {
       const other = await helperWhoami(p, account, { GEMINI_SESSION_ID: G1 });
       assert.equal(other.card.corroborated.provider_session_id, G2, program);
     }
+  });
+  /** The facts of the daemon's log line that starts so, without the request's id. */
+  const logged = (msg: string): object | undefined => {
+    const line = lines.find((l) => l.msg?.startsWith(msg));
+    if (!line) return undefined;
+    const { req_id: _, ...facts } = line.obj as Record<string, unknown>;
+    return facts;
+  };
+  const subjects = async (p: AgentProc): Promise<string[]> =>
+    ((await p.call('/mail/inbox', { wait_secs: 0 })).body as { messages: { subject: string }[] }).messages.map((m) => m.subject);
+
+  /** An ended Gemini session of `account` that its hook named `id`, with session mail it never read. */
+  const endedGemini = async (account: string, id: string, subject: string): Promise<Card> => {
+    const g = await agent('gemini', account);
+    await whoami(g);
+    const first = await helperWhoami(g, account, { GEMINI_SESSION_ID: id });
+    assert.equal(first.card.corroborated.provider_session_id, id);
+    await (await d.account(`${account}-peer`)).client.send({ to: first.address, subject, body: 'b' });
+    await g.exit();
+    return first;
+  };
+
+  it("Gemini resumed by a picker (`--resume latest`): the id its hook names late makes it the ended session's successor, reading the mail that waited", async () => {
+    const first = await endedGemini('gp', G3, 'while you were away');
+    const resumed = await agent('gemini', 'gp', ['--resume', 'latest']);
+    const met = await whoami(resumed);
+    assert.notEqual(met.session, first.session);
+    assert.equal(met.card.corroborated.provider_session_id, undefined, 'its argv names no conversation');
+    assert.notEqual(met.slug, first.slug, 'first met, it starts a lineage of its own');
+
+    const hook = await helperWhoami(resumed, 'gp', { GEMINI_SESSION_ID: G3 });
+    assert.equal(hook.session, met.session);
+    assert.equal(hook.card.corroborated.provider_session_id, G3);
+    assert.equal(hook.slug, first.slug, "it took the predecessor's lineage and its name");
+    assert.deepEqual(await subjects(resumed), ['while you were away']);
+    assert.deepEqual(logged('session joined its predecessor'), { account: 'gp', session: met.session, predecessor: first.session, lineage: first.session });
+
+    // Its own first name is free again, and mail to the old address reaches it.
+    const alice = (await d.account('alice-gp')).client;
+    await assert.rejects(alice.send({ to: `gp/${met.slug}`, subject: 's', body: 'b' }), { code: 'unknown_session' });
+    assert.equal((await alice.send({ to: met.address, subject: 'by its id', body: 'b' })).to, `gp/${first.slug}`);
+    const sent = await alice.send({ to: first.address, subject: 'later', body: 'b' });
+    assert.equal(sent.redirected, true, JSON.stringify(sent));
+    assert.deepEqual(await subjects(resumed), ['while you were away', 'by its id', 'later']);
+  });
+
+  it("opencode resumed by `--continue`: the session its plugin names late is an ended one's, so it joins that lineage", async () => {
+    const o = await agent('opencode', 'op');
+    await o.call('headers', { 'x-m4a-agent-session': 'ses_kept' });
+    const first = await whoami(o);
+    assert.equal(first.card.corroborated.provider_session_id, 'ses_kept');
+    await (await d.account('alice-op')).client.send({ to: first.address, subject: 'for ses_kept', body: 'b' });
+    await o.exit();
+
+    const next = await agent('opencode', 'op', ['--continue']);
+    const met = await whoami(next);
+    assert.equal(met.card.corroborated.provider_session_id, undefined);
+    await next.call('headers', { 'x-m4a-agent-session': 'ses_kept' });
+    const named = await whoami(next);
+    assert.equal(named.session, met.session);
+    assert.equal(named.slug, first.slug);
+    assert.deepEqual(await subjects(next), ['for ses_kept']);
+  });
+
+  it('refused when mail already came to the lineage it started: it keeps that lineage (and says why), and the predecessor keeps its mail', async () => {
+    const first = await endedGemini('gr', G4, 'kept for the predecessor');
+    const resumed = await agent('gemini', 'gr', ['--resume', 'latest']);
+    const met = await whoami(resumed);
+    const alice = (await d.account('alice-gr')).client;
+    await alice.send({ to: met.address, subject: 'to the new session', body: 'b' });
+
+    const hook = await helperWhoami(resumed, 'gr', { GEMINI_SESSION_ID: G4 });
+    assert.equal(hook.card.corroborated.provider_session_id, G4, 'the id is adopted all the same');
+    assert.equal(hook.slug, met.slug, 'its own lineage and name stay');
+    assert.deepEqual(await subjects(resumed), ['to the new session']);
+    assert.deepEqual(logged('session keeps its own lineage'), { account: 'gr', session: met.session, predecessor: first.session, reason: 'mail' });
+    // The predecessor has no successor: mail to it is refused as before, and its mail stays its own.
+    await assert.rejects(alice.send({ to: first.address, subject: 's', body: 'b' }), { code: 'session_ended' });
   });
 });

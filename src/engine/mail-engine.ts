@@ -139,7 +139,12 @@ export class MailEngine {
     this.ids = o.ids;
     this.credentials = new CredentialCheck(this.store, o.clock);
     this.incarnations = new IncarnationCheck(this.store);
-    this.sessions = new SessionBook(this.store, o.clock, { hostId: o.hostId, isAlive: (pid, startTime) => o.isAlive(pid, startTime), retentionMs: o.sessionRetentionMs ?? DAY_MS });
+    this.sessions = new SessionBook(this.store, o.clock, {
+      hostId: o.hostId,
+      isAlive: (pid, startTime) => o.isAlive(pid, startTime),
+      retentionMs: o.sessionRetentionMs ?? DAY_MS,
+      log: this.log,
+    });
     this.waits = new WaitRoom(o.clock, o.waitCaps ?? DEFAULT_WAIT_CAPS);
     const idempotencyWindowMs = o.idempotencyWindowMs ?? DAY_MS;
     this.wakes = new WakeBatcher(this.store);

@@ -1,11 +1,13 @@
 // Sessions: registered on first contact from the attested process, succeeded on restart, ended
 // when their process is gone, pruned from the directory after a retention time (mail stays).
 import { MailError } from '../wire/errors.js';
-import type { AccountRecord, SessionRecord, Store } from '../store/types.js';
+import { keyOfLineage, type AccountRecord, type RecordSweep, type SessionRecord, type Store } from '../store/types.js';
 import type { Attestation } from '../attest/types.js';
 import type { Clock } from './clock.js';
 import { slugFromCwd } from './names.js';
 import { reportsOwnSession } from '../wire/capabilities.js';
+import { chainId, heldId, recipientOf, REC } from './wake-records.js';
+import type { Logger } from './log.js';
 
 export interface SessionBookOptions {
   hostId: string;
@@ -14,7 +16,19 @@ export interface SessionBookOptions {
   retentionMs: number;
   /** How long an ended pi or omp session stays (its conversation may resume and read what waited). */
   resumableRetentionMs?: number;
+  /** Where a late link to a predecessor, made or refused, is told. */
+  log?: Logger;
 }
+
+/** The engine's records of a lineage that a session joining another must not leave behind: its
+ *  wake chain, hook notice state, quiet period (attention.ts keys it as recipientOf does) and the
+ *  wakes that period holds. */
+export const lineageRecords = (account: string, lineage: string): RecordSweep['owned'] => [
+  { kind: REC.chain, id: chainId(account, lineage) },
+  { kind: REC.notice, id: keyOfLineage(account, lineage) },
+  { kind: REC.attention, id: recipientOf(account, lineage) },
+  { kind: REC.held, prefix: heldId(recipientOf(account, lineage), '') },
+];
 
 /** A pi or omp conversation resumed within a month still finds the mail that waited for it. */
 export const RESUMABLE_RETENTION_MS = 30 * 24 * 3600_000;
@@ -46,10 +60,10 @@ export class SessionBook {
    *  agent switches conversations, and the first one finds a resumed conversation's predecessor.
    *  A session first met without its program's id (Gemini's and opencode's MCP bridge see none)
    *  adopts the one a later helper's environment carries (Gemini's hooks get GEMINI_SESSION_ID),
-   *  or its own process reports; a helper never replaces an id the card already has. An id adopted
-   *  late finds no predecessor: the session already has a lineage of its own, and joining another
-   *  would move its mail and names (no store operation does that yet). Resumed by id on its command
-   *  line (what `m4a open` prints), the program names it at first contact, which links it. */
+   *  or its own process reports; a helper never replaces an id the card already has. Resumed by id
+   *  on its command line (what `m4a open` prints), the program names it at first contact, which
+   *  links its predecessor; resumed by a picker (`gemini --resume latest`), the id adopted late
+   *  links it then, while nothing hangs off the lineage the session started (`linkLate`). */
   async sessionFor(account: AccountRecord, att: Attestation, reported?: string): Promise<SessionRecord> {
     if (account.bindProvider && att.corroborated.provider !== account.bindProvider) {
       throw new MailError('permission_denied', `account ${account.id} is bound to ${account.bindProvider} sessions`, { need: `provider:${account.bindProvider}` });
@@ -76,7 +90,9 @@ export class SessionBook {
       const cur = this.known.get(key) ?? rec;
       const had = cur.corroborated.providerSessionId;
       if (had === id || (had !== undefined && !switching)) return cur;
-      const next = (await this.store.setProviderSessionId(account, cur.id, id)) ?? cur;
+      let next = (await this.store.setProviderSessionId(account, cur.id, id)) ?? cur;
+      // A switch keeps the process's lineage: its earlier conversation's mail stays its mail.
+      if (had === undefined) next = await this.linkLate(account, next, id);
       this.known.set(key, next);
       return next;
     };
@@ -87,6 +103,33 @@ export class SessionBook {
     };
     p.then(done, done);
     return p;
+  }
+
+  /** The session becomes the successor of the ended session its adopted id names, as at first
+   *  contact, if the store finds nothing addressed to the lineage it started; else it keeps it. */
+  private async linkLate(account: string, rec: SessionRecord, id: string): Promise<SessionRecord> {
+    const pred = await this.predecessorOf(account, rec.corroborated.provider, id, rec.id);
+    if (pred === null) return rec;
+    const out = await this.store.joinLineage(account, rec.id, pred, this.clock.now(), lineageRecords(account, rec.lineage));
+    const facts = { account, session: rec.id, predecessor: pred };
+    if ('joined' in out) {
+      this.opts.log?.info({ ...facts, lineage: out.joined.lineage }, 'session joined its predecessor by a late id');
+      return out.joined;
+    }
+    this.opts.log?.info({ ...facts, reason: out.refused }, 'session keeps its own lineage: it cannot join its predecessor');
+    return rec;
+  }
+
+  /** The latest session of the account with this conversation that has no successor and is not
+   *  live: the one a new session with that id succeeds. */
+  private async predecessorOf(account: string, provider: string | undefined, providerSessionId: string | undefined, self: string): Promise<string | null> {
+    if (!provider || !providerSessionId) return null;
+    for (const cand of await this.store.findByProviderSession(account, provider, providerSessionId)) {
+      if (cand.id === self || cand.successor) continue;
+      if (cand.endedAt === null && this.isLive(cand)) continue; // a live session is nobody's predecessor
+      return cand.id;
+    }
+    return null;
   }
 
   private firstContact(key: string, account: AccountRecord, facts: Attestation, now: number): Promise<SessionRecord> {
@@ -112,15 +155,7 @@ export class SessionBook {
 
   private async register(account: AccountRecord, att: Attestation, now: number): Promise<SessionRecord> {
     const c = att.corroborated;
-    let predecessor: string | null = null;
-    if (c.provider && c.provider_session_id) {
-      for (const cand of await this.store.findByProviderSession(account.id, c.provider, c.provider_session_id)) {
-        if (cand.id === att.sessionId || cand.successor) continue;
-        if (cand.endedAt === null && this.isLive(cand)) continue; // a live session is nobody's predecessor
-        predecessor = cand.id;
-        break;
-      }
-    }
+    const predecessor = await this.predecessorOf(account.id, c.provider, c.provider_session_id, att.sessionId);
     return this.store.registerSession({
       account: account.id,
       id: att.sessionId,
