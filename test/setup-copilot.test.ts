@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { isCopilotExtensionHost } from '../src/attest/transparent.js';
 import { bridgeAccount } from '../src/cli/bridge-account.js';
 import type { Bridge } from '../src/cli/setup/bridge-command.js';
 import { copilotTodo } from '../src/cli/setup/copilot-todo.js';
+import { copilotExtensionSource } from '../src/cli/setup/copilot-extension.js';
 import { renderGuide } from '../src/cli/setup/guide.js';
 import { prepareSetup, setupFiles, unsetupFiles, type SetupOptions } from '../src/cli/setup/setup-files.js';
 import { Refusal } from '../src/cli/setup/refusal.js';
@@ -79,6 +81,7 @@ describe('m4a setup copilot: files', () => {
         ['mcp-config.json', 'updated'],
         [join('skills', 'mail4agent', 'SKILL.md'), 'created'],
         [join('hooks', 'mail4agent.json'), 'created'],
+        [join('extensions', 'mail4agent', 'extension.mjs'), 'created'],
       ],
     );
     const mcp = JSON.parse(read(join(ch, 'mcp-config.json'))) as { mcpServers: Record<string, unknown> };
@@ -87,6 +90,7 @@ describe('m4a setup copilot: files', () => {
     assert.ok(read(join(ch, 'mcp-config.json')).startsWith(USER_MCP.slice(0, USER_MCP.lastIndexOf('    }'))), 'the user bytes are kept in front of ours');
     assert.equal(read(join(ch, 'hooks', 'mail4agent.json')), HOOKS);
     assert.equal(read(join(ch, 'skills', 'mail4agent', 'SKILL.md')), renderGuide('copilot', 'file'));
+    assert.equal(read(join(ch, 'extensions', 'mail4agent', 'extension.mjs')), copilotExtensionSource(['m4a', 'hook', 'copilot-live', '--account', 'copilot']));
     assert.match(renderGuide('copilot', 'file'), /^---\nname: mail4agent\ndescription: /);
     for (const f of files) if (existsSync(f.path) && statSync(f.path).isFile()) assert.ok(!read(f.path).includes(SECRET), `no secret in ${f.path}`);
     assert.ok(!existsSync(join(h, '.copilot')), 'nothing under ~/.copilot when COPILOT_HOME is set');
@@ -94,7 +98,7 @@ describe('m4a setup copilot: files', () => {
     const again = snapshot(h);
     assert.deepEqual(
       run({ program: 'copilot', env }).map((f) => f.action),
-      ['unchanged', 'unchanged', 'unchanged'],
+      ['unchanged', 'unchanged', 'unchanged', 'unchanged'],
     );
     assert.deepEqual(snapshot(h), again, 'a second run leaves every byte');
 
@@ -126,6 +130,7 @@ describe('m4a setup copilot: files', () => {
     assert.deepEqual(JSON.parse(read(join(dir, '.github', 'mcp.json'))), { mcpServers: { m4a: ENTRY } });
     assert.equal(read(join(dir, '.github', 'hooks', 'mail4agent.json')), HOOKS);
     assert.ok(existsSync(join(dir, '.github', 'skills', 'mail4agent', 'SKILL.md')));
+    assert.ok(existsSync(join(dir, '.github', 'extensions', 'mail4agent', 'extension.mjs')));
     unsetupFiles({ program: 'copilot', scope: { kind: 'project', dir }, env });
     assert.deepEqual(snapshot(dir), before);
   });
@@ -133,12 +138,13 @@ describe('m4a setup copilot: files', () => {
   it('--no-hooks writes no hooks file, and turning hooks off later removes ours', () => {
     const { home: h, env } = home();
     const hooks = join(h, '.copilot', 'hooks', 'mail4agent.json');
+    const extension = join(h, '.copilot', 'extensions', 'mail4agent', 'extension.mjs');
     run({ program: 'copilot', env, hooks: false });
-    assert.ok(!existsSync(hooks));
+    assert.ok(!existsSync(hooks) && !existsSync(extension));
     run({ program: 'copilot', env });
-    assert.ok(existsSync(hooks));
+    assert.ok(existsSync(hooks) && existsSync(extension));
     run({ program: 'copilot', env, hooks: false });
-    assert.ok(!existsSync(hooks));
+    assert.ok(!existsSync(hooks) && !existsSync(join(h, '.copilot', 'extensions')));
     assert.ok(existsSync(join(h, '.copilot', 'mcp-config.json')));
   });
 
@@ -195,14 +201,25 @@ describe('m4a setup copilot: a workspace .mcp.json written for Claude Code', () 
     run({ program: 'claude', env, scope: { kind: 'project', dir } });
     const user = prepareSetup({ program: 'copilot', scope: USER, transport: 'stdio', account: 'copilot', env, bridge: BRIDGE });
     const todo = copilotTodo(null, user.changes, env);
-    assert.equal(todo.length, 1);
-    assert.ok(todo[0]!.includes(join(dir, '.mcp.json')) && todo[0]!.includes('wrong_program'), todo[0]);
+    assert.equal(todo.length, 2);
+    assert.match(todo[0]!, /extension\.mjs brings mail to an idle session; .*copilot --experimental/);
+    assert.ok(todo[1]!.includes(join(dir, '.mcp.json')) && todo[1]!.includes('wrong_program'), todo[1]);
 
     const proj = prepareSetup({ program: 'copilot', scope: { kind: 'project', dir }, transport: 'stdio', account: 'copilot', env, bridge: BRIDGE });
     const ptodo = copilotTodo(dir, proj.changes, env);
     assert.match(ptodo[0]!, /only in a trusted folder/);
     assert.equal(ptodo.filter((t) => t.includes(join(dir, '.mcp.json'))).length, 1, 'named once');
     unsetupFiles({ program: 'claude', scope: { kind: 'project', dir }, env });
-    assert.deepEqual(copilotTodo(null, user.changes, env), []);
+    assert.equal(copilotTodo(null, user.changes, env).length, 1, 'the workspace is no longer named');
+  });
+});
+
+describe('Copilot CLI extension host in attestation', () => {
+  it('is its own binary running the extension bootstrap, as Copilot 1.0.102 starts it; nothing else', () => {
+    const bin = '/x/node_modules/@github/copilot-linux-x64/copilot';
+    assert.equal(isCopilotExtensionHost([bin, '/home/u/.cache/copilot/pkg/linux-x64/1.0.102/preloads/extension_bootstrap.mjs']), true);
+    assert.equal(isCopilotExtensionHost([bin, '--experimental', '-i', 'hello']), false, 'the CLI itself');
+    assert.equal(isCopilotExtensionHost([bin, '-p', '/tmp/preloads/extension_bootstrap.mjs', 'x']), false);
+    assert.equal(isCopilotExtensionHost([bin, '/tmp/preloads/extension_bootstrap.mjs.bak']), false);
   });
 });

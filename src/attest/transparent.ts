@@ -1,6 +1,7 @@
 // The ancestor rule: the session is the first process, walking up from the socket's holder, that is
 // not transparent. Transparent processes are this package's own CLI, shells, and (only above an
-// already transparent process) a package runner launching this package, and git (running a hook). Judged from the kernel's
+// already transparent process) a package runner launching this package, git (running a hook) and
+// Copilot CLI's extension host. Judged from the kernel's
 // exe link and argv, never from a process title.
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -74,6 +75,9 @@ export function cliDirsOf(packageRoot: string): string[] {
   return [`${root}/dist/cli/`, `${root}/src/cli/`];
 }
 
+/** Copilot CLI's extension host: its own binary running its extension bootstrap. */
+export const isCopilotExtensionHost = (argv: readonly string[]): boolean => argv.length === 2 && /\/preloads\/extension_bootstrap\.mjs$/.test(argv[1] ?? '');
+
 /** Whether a process is transparent; `runnerAllowed` only while walking up from a transparent one. */
 export function isTransparent(p: ProcessFacts, ctx: WalkContext, runnerAllowed: boolean): boolean {
   const base = exeBase(p.exe);
@@ -82,6 +86,10 @@ export function isTransparent(p: ProcessFacts, ctx: WalkContext, runnerAllowed: 
   // transparent process it is as transparent as the shell that ran it. The walk then finds the
   // agent (or the terminal) that committed, the same session that reserved the files.
   if (runnerAllowed && base === 'git') return true;
+  // Copilot CLI runs each extension in a child of its own binary (`copilot
+  // <pkg>/preloads/extension_bootstrap.mjs`): above a transparent process (the m4a the mail4agent
+  // extension runs) it is part of the session, as git is.
+  if (runnerAllowed && base === 'copilot' && isCopilotExtensionHost(readCmdline(p.pid))) return true;
   if (!isScriptHost(base)) return false;
   const argv = readCmdline(p.pid);
   const script = nodeScriptPath(p.pid, argv);

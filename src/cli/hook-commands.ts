@@ -7,11 +7,11 @@ import type { NoticeResponse } from '../wire/hooks.js';
 import { withDaemon } from './connect.js';
 import { printJson, EXIT, fail } from './output.js';
 
-type Kind = 'stop' | 'context';
+type Kind = 'stop' | 'context' | 'live';
 
 interface HookSpec {
   kind: Kind;
-  event: 'stop' | 'prompt' | 'tool';
+  event: 'stop' | 'prompt' | 'tool' | 'live';
   /** What to print when there is news (stop: keep going; context: a line of context). */
   render(text: string, input: Record<string, unknown>): unknown;
   /** What to print when there is nothing (Codex expects JSON on exit 0). */
@@ -46,6 +46,8 @@ const HOOKS: Record<string, HookSpec> = {
   'copilot-stop': { kind: 'stop', event: 'stop', render: (reason) => ({ decision: 'block', reason }) },
   'copilot-prompt': { kind: 'context', event: 'prompt', render: (text) => ({ additionalContext: text }) },
   'copilot-tool': { kind: 'context', event: 'tool', render: (text) => ({ additionalContext: text }) },
+  // Not a Copilot hook: run by the extension setup installs, which prompts an idle session with the text.
+  'copilot-live': { kind: 'live', event: 'live', render: (text) => ({ text }), quiet: {} },
 };
 // Qwen Code's hooks are Claude Code's shape (§11): the same contract, named for the provider.
 HOOKS['qwen-stop'] = HOOKS['claude-stop']!;
@@ -65,6 +67,9 @@ async function readStdin(): Promise<Record<string, unknown>> {
   }
 }
 
+/** A live wait's length: the longest one notice call may park. */
+const LIVE_WAIT_SECS = 55;
+
 /** How long a Stop hook in listen mode may wait in all (the program's hook timeout must exceed it). */
 const listenBudgetMs = (): number => Math.max(0, Number(process.env.M4A_LISTEN_SECS ?? 540)) * 1000;
 
@@ -77,7 +82,8 @@ export async function runHook(name: string, o: { account?: string }): Promise<vo
   const input = await readStdin();
   try {
     const r = await withDaemon(o, async (c): Promise<NoticeResponse> => {
-      let n = await c.notice({ event: spec.event });
+      // Live: one parked wait for mail this session was not shown (the extension runs it again).
+      let n = await c.notice(spec.kind === 'live' ? { event: 'live', wait_secs: LIVE_WAIT_SECS } : { event: spec.event });
       // Listen mode: an idle session waits here for mail instead of going idle.
       const deadline = Date.now() + listenBudgetMs();
       while (spec.kind === 'stop' && n.listening && n.mail.length === 0 && Date.now() < deadline) {

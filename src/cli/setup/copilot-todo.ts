@@ -13,6 +13,11 @@ export function copilotTodo(dir: string | null, changes: Change[], env: NodeJS.P
     todo.push(
       `Copilot loads ${join(dir, '.github')} (mcp.json, hooks, skills) only in a trusted folder: trust ${dir} when Copilot asks (copilot -p needs --trust-folder or a folder trusted before).`,
     );
+  const extension = changes.find((c) => c.path.endsWith('extension.mjs') && c.after !== null)?.path;
+  if (extension)
+    todo.push(
+      `${extension} brings mail to an idle session; Copilot runs extensions only with experimental features on: start it once with \`copilot --experimental\` (it keeps the setting). Without it, mail reaches a session at the end of its turn (agentStop).`,
+    );
   // Workspaces that hold another m4a entry: this project, and the projects set up for other programs.
   const dirs = new Set<string>(dir ? [dir] : []);
   for (const r of Object.values(readState(env).setups)) if (r.project_dir && r.program !== 'copilot') dirs.add(r.project_dir);

@@ -13,16 +13,28 @@ export interface CopilotFiles {
   mcp: string;
   hooks: string;
   skill: string;
+  /** The extension that wakes an idle session (copilot-extension.ts). */
+  extension: string;
 }
 
 /** Where each file goes: the user's `$COPILOT_HOME`, or a project's `.github`. */
 export function copilotFiles(env: NodeJS.ProcessEnv, project: string | null): CopilotFiles {
   if (project) {
     const gh = join(project, '.github');
-    return { mcp: join(gh, 'mcp.json'), hooks: join(gh, 'hooks', 'mail4agent.json'), skill: join(gh, 'skills', 'mail4agent', 'SKILL.md') };
+    return {
+      mcp: join(gh, 'mcp.json'),
+      hooks: join(gh, 'hooks', 'mail4agent.json'),
+      skill: join(gh, 'skills', 'mail4agent', 'SKILL.md'),
+      extension: join(gh, 'extensions', 'mail4agent', 'extension.mjs'),
+    };
   }
   const home = copilotHome(env);
-  return { mcp: join(home, 'mcp-config.json'), hooks: join(home, 'hooks', 'mail4agent.json'), skill: join(home, 'skills', 'mail4agent', 'SKILL.md') };
+  return {
+    mcp: join(home, 'mcp-config.json'),
+    hooks: join(home, 'hooks', 'mail4agent.json'),
+    skill: join(home, 'skills', 'mail4agent', 'SKILL.md'),
+    extension: join(home, 'extensions', 'mail4agent', 'extension.mjs'),
+  };
 }
 
 /** The stdio entry: every tool allowed (`tools: ["*"]`), and a timeout (ms) that covers a 50 s

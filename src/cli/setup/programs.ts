@@ -9,6 +9,7 @@ import { isExtensionProvider, type ExtensionProvider } from '../../wire/capabili
 import { bridgeArgs, type Bridge } from './bridge-command.js';
 import { qwenDirs, qwenEntry } from './program-qwen.js';
 import { copilotEntry, copilotFiles, copilotHooksFile } from './program-copilot.js';
+import { copilotExtensionSource } from './copilot-extension.js';
 import { opencodeEntry, opencodeFiles, opencodePluginTargets } from './program-opencode.js';
 import { renderGuide } from './guide.js';
 
@@ -237,8 +238,8 @@ export function targets(s: Setting): Target[] {
     ];
   const base = mcpTargets(s);
   if (s.hooks === false) return base;
-  if (s.program === 'copilot') return [...base, copilotHooks(s)];
   if (s.program === 'opencode') return [...base, ...opencodePluginTargets(opencodeFiles(s.scope, s.env), s.account)];
+  if (s.program === 'copilot') return [...base, ...copilotHooks(s)];
   const file = hooksFile(s);
   // Cursor's hooks.json declares its format version.
   const version: Target[] = s.program === 'cursor' ? [{ kind: 'json-entry', path: file, keys: ['version'], value: 1, ensure: true }] : [];
@@ -295,8 +296,14 @@ function mcpTargets(s: Setting): Target[] {
   }
 }
 
-/** Copilot's hooks: one whole file (`hooks/mail4agent.json`), agentStop and the context hooks. */
-function copilotHooks(s: Setting): Target {
+/** Copilot's hooks: one whole file (`hooks/mail4agent.json`), agentStop and the context hooks;
+ *  and the extension that brings mail to an idle session (it runs `m4a hook copilot-live`). */
+function copilotHooks(s: Setting): Target[] {
   const hooks = HOOKS.copilot.map((h) => ({ event: h.event, command: hookCommand(s.bridge, h.hook, s.account), timeoutSec: h.timeout }));
-  return { kind: 'whole', path: hooksFile(s), content: copilotHooksFile(hooks) };
+  const live = [s.bridge.command, ...s.bridge.prefix, 'hook', 'copilot-live', '--account', s.account];
+  const extension = copilotFiles(s.env, s.scope.kind === 'project' ? s.scope.dir : null).extension;
+  return [
+    { kind: 'whole', path: hooksFile(s), content: copilotHooksFile(hooks) },
+    { kind: 'whole', path: extension, content: copilotExtensionSource(live) },
+  ];
 }
