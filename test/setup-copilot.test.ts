@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { isCopilotExtensionHost } from '../src/attest/transparent.js';
 import { bridgeAccount } from '../src/cli/bridge-account.js';
+import { runDoctor } from '../src/cli/doctor.js';
 import type { Bridge } from '../src/cli/setup/bridge-command.js';
 import { copilotTodo } from '../src/cli/setup/copilot-todo.js';
 import { copilotExtensionSource } from '../src/cli/setup/copilot-extension.js';
@@ -221,5 +222,25 @@ describe('Copilot CLI extension host in attestation', () => {
     assert.equal(isCopilotExtensionHost([bin, '--experimental', '-i', 'hello']), false, 'the CLI itself');
     assert.equal(isCopilotExtensionHost([bin, '-p', '/tmp/preloads/extension_bootstrap.mjs', 'x']), false);
     assert.equal(isCopilotExtensionHost([bin, '/tmp/preloads/extension_bootstrap.mjs.bak']), false);
+  });
+});
+
+describe('m4a doctor: copilot', () => {
+  it("finds the entry and its account, names the workspace .mcp.json, and says whether the extension can run (Copilot's experimental setting)", async () => {
+    const { home: h, env } = home({ claude: { secret: SECRET, provider: 'claude' }, copilot: { secret: 'c'.repeat(40), provider: 'copilot' } });
+    const project = tmp('m4a-copilot-doctor-');
+    run({ program: 'claude', env, scope: { kind: 'project', dir: project } });
+    run({ program: 'copilot', env });
+    const denv = { ...env, M4A_DATA_DIR: join(h, 'no-daemon'), M4A_PORT: '1' };
+    const checks = await runDoctor({ project }, denv);
+    const entry = checks.find((c) => c.name === 'copilot (user)');
+    assert.equal(entry?.status, 'ok', JSON.stringify(checks.map((c) => c.name)));
+    assert.match(entry.detail, /stdio bridge m4a mcp --account copilot in .*\.copilot\/mcp-config\.json/);
+    const ws = checks.find((c) => c.name === 'copilot workspace entry');
+    assert.equal(ws?.status, 'warn');
+    assert.ok(ws.detail.includes(join(project, '.mcp.json')), ws.detail);
+    assert.equal(checks.find((c) => c.name === 'copilot user idle wake')?.status, 'warn');
+    put(join(h, '.copilot', 'settings.json'), '{\n  "experimental": true\n}\n');
+    assert.equal((await runDoctor({ project }, denv)).find((c) => c.name === 'copilot user idle wake')?.status, 'ok');
   });
 });

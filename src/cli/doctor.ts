@@ -16,7 +16,7 @@ import { opencodeFiles } from './setup/program-opencode.js';
 import { opencodePluginChecks } from './doctor-opencode.js';
 import { relayLinkCheck } from './relay-link-commands.js';
 import { qwenDirs } from './setup/program-qwen.js';
-import { copilotFiles, workspaceEntries } from './setup/program-copilot.js';
+import { copilotFiles, copilotHome, workspaceEntries } from './setup/program-copilot.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 export interface Check {
@@ -316,6 +316,23 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
           detail: `in a trusted folder Copilot also loads ${other.join(' and ')}, whose m4a entry wins over ${e.file}; the bridge speaks as the account set up for Copilot there`,
           todo: 'keep an account set up for copilot (m4a setup copilot) so that entry works under Copilot',
         });
+    }
+    // The extension that wakes an idle session runs only with Copilot's experimental features on.
+    if (e.program === 'copilot' && existsSync(copilotFiles(env, e.scope === 'project' ? project : null).extension)) {
+      let on = false;
+      try {
+        on = ((await readJsonc(join(copilotHome(env), 'settings.json'))) as { experimental?: unknown } | null)?.experimental === true;
+      } catch {
+        /* no settings yet */
+      }
+      checks.push({
+        name: `copilot ${e.scope} idle wake`,
+        status: on ? 'ok' : 'warn',
+        detail: on
+          ? 'experimental features are on: the mail4agent extension wakes an idle session'
+          : 'experimental features are off: Copilot does not run the mail4agent extension, so mail reaches a session only at the end of its turn',
+        ...(on ? {} : { todo: 'start Copilot once with `copilot --experimental` (it keeps the setting)' }),
+      });
     }
     if (e.program === 'codex' && e.scope === 'project') {
       checks.push({
