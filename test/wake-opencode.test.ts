@@ -130,21 +130,27 @@ describe('opencode step: the adapter against opencode routes', () => {
     }
   });
 
-  it("password_env: Basic auth user opencode with the daemon's variable; unset or wrong: not delivered, and said why", async () => {
+  it('password_file: Basic auth user opencode with the password read from the file at each call; missing or wrong: not delivered, and said why', async () => {
     const srv = await opencodeRoutes([{ id: 'ses_abc', directory: '/work/proj', updated: 1 }], new Set(), 'pw-1234');
+    const dir = mkdtempSync(join(tmpdir(), 'm4a-oc-pw-'));
     try {
-      const step = { kind: 'opencode' as const, url: srv.url, password_env: 'OC_PW' };
-      const ok = await createOpencodeAdapter(step, { env: { OC_PW: 'pw-1234' } }).wake(wakeReq(session()), signal());
+      const file = join(dir, 'opencode-password');
+      writeFileSync(file, 'pw-1234\n', { mode: 0o600 });
+      const a = createOpencodeAdapter({ kind: 'opencode', url: srv.url, password_file: file });
+      const ok = await a.wake(wakeReq(session()), signal());
       assert.equal(ok.ok, true, ok.detail);
       assert.ok(!ok.detail.includes('pw-1234'));
-      const unset = await createOpencodeAdapter(step, { env: {} }).wake(wakeReq(session()), signal());
-      assert.deepEqual([unset.ok, /OC_PW is not set in the daemon's environment/.test(unset.detail)], [false, true]);
-      const wrong = await createOpencodeAdapter(step, { env: { OC_PW: 'nope' } }).wake(wakeReq(session()), signal());
-      assert.deepEqual([wrong.ok, /401/.test(wrong.detail)], [false, true]);
+      writeFileSync(file, 'nope\n');
+      const wrong = await a.wake(wakeReq(session()), signal());
+      assert.deepEqual([wrong.ok, /401/.test(wrong.detail)], [false, true], 'read again at each call');
+      rmSync(file);
+      const gone = await a.wake(wakeReq(session()), signal());
+      assert.deepEqual([gone.ok, /password_file .*: the daemon cannot read it/.test(gone.detail)], [false, true]);
       const none = await createOpencodeAdapter({ kind: 'opencode', url: srv.url }).wake(wakeReq(session()), signal());
-      assert.match(none.detail, /set password_env/);
+      assert.match(none.detail, /set password_file/);
     } finally {
       await srv.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
@@ -173,22 +179,22 @@ describe('opencode step: m4a wake set', () => {
     rmSync(home, { recursive: true, force: true });
   });
 
-  it('stores the step with the name of the password variable only; bad input is refused by name and stores nothing', async () => {
-    assert.deepEqual(parseStep('opencode=http://127.0.0.1:4096', { passwordEnv: 'OPENCODE_SERVER_PASSWORD' }), {
-      kind: 'opencode',
-      url: 'http://127.0.0.1:4096',
-      password_env: 'OPENCODE_SERVER_PASSWORD',
-    });
-    const set = await cli(['wake', 'set', 'oc', '--step', 'opencode=http://127.0.0.1:4096', '--password-env', 'OPENCODE_SERVER_PASSWORD', '--json']);
+  it('stores the step with the path of the password file only; bad input is refused by name and stores nothing', async () => {
+    const pw = join(home, 'opencode-password');
+    writeFileSync(pw, 'secret-pw\n', { mode: 0o600 });
+    const step = { kind: 'opencode', url: 'http://127.0.0.1:4096', password_file: pw };
+    assert.deepEqual(parseStep('opencode=http://127.0.0.1:4096', { passwordFile: pw }), step);
+    const set = await cli(['wake', 'set', 'oc', '--step', 'opencode=http://127.0.0.1:4096', '--password-file', pw, '--json']);
     assert.equal(set.status, 0, set.stderr);
-    assert.deepEqual(JSON.parse(set.stdout).chain.steps, [{ kind: 'opencode', url: 'http://127.0.0.1:4096', password_env: 'OPENCODE_SERVER_PASSWORD' }]);
-    assert.match((await cli(['wake', 'list'])).stdout, /opencode=http:\/\/127\.0\.0\.1:4096 password_env=OPENCODE_SERVER_PASSWORD/);
+    assert.deepEqual(JSON.parse(set.stdout).chain.steps, [step]);
+    assert.ok(!set.stdout.includes('secret-pw'));
+    assert.ok((await cli(['wake', 'list'])).stdout.includes(`opencode=http://127.0.0.1:4096 password_file=${pw}`));
     const refusals: [string[], string][] = [
       [['--step', 'opencode=http://example.com:4096'], 'url'],
       [['--step', 'opencode=http://127.0.0.1:4096/session'], 'url'],
       [['--step', 'opencode=http://opencode:pw@127.0.0.1:4096'], 'url'],
-      [['--step', 'opencode=http://127.0.0.1:4096', '--password-env', 'M4A_TOKEN'], 'password_env'],
-      [['--step', 'opencode=http://127.0.0.1:4096', '--password-env', 'not a name'], 'password_env'],
+      [['--step', 'opencode=http://127.0.0.1:4096', '--password-file', 'relative/pw'], 'password_file'],
+      [['--step', 'opencode=http://127.0.0.1:4096', '--password-file', join(home, 'no-such-file')], 'password_file'],
     ];
     for (const [args, field] of refusals) {
       const r = await cli(['wake', 'set', 'oc', ...args, '--json']);
@@ -197,7 +203,7 @@ describe('opencode step: m4a wake set', () => {
       assert.deepEqual([e.code, e.field], ['malformed', field], `${args.join(' ')}: ${r.stderr}`);
     }
     const after = JSON.parse((await cli(['wake', 'list', '--json'])).stdout);
-    assert.deepEqual(after.chains[0].steps, [{ kind: 'opencode', url: 'http://127.0.0.1:4096', password_env: 'OPENCODE_SERVER_PASSWORD' }], 'refusals changed nothing');
+    assert.deepEqual(after.chains[0].steps, [step], 'refusals changed nothing');
     const bare = await cli(['wake', 'set', 'oc', '--step', 'opencode', '--json']);
     assert.notEqual(bare.status, 0);
     assert.match(bare.stderr, /opencode needs its server's URL/);

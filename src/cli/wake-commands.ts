@@ -38,7 +38,7 @@ export function parseDuration(text: string): number {
 type Step = WakeSetInput['steps'][number];
 
 /** `hooks`, `codex=<ws://…|unix://…|spawn>`, `command=<JSON argv>`, `webhook=<url>`, `a2a=<card url>`, `opencode=<server url>`. */
-export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string; env?: string[]; tokenFile?: string; passwordEnv?: string }): Step {
+export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?: boolean; cwd?: string; env?: string[]; tokenFile?: string; passwordFile?: string }): Step {
   const env = o.env && o.env.length > 0 ? { env: o.env } : {};
   if (spec === 'hooks') return { kind: 'hooks' };
   const eq = spec.indexOf('=');
@@ -64,7 +64,7 @@ export function parseStep(spec: string, o: { timeoutSecs?: string; allowRemote?:
       return { kind: 'webhook', url: value, ...(o.allowRemote ? { allow_remote: true } : {}) };
     case 'opencode':
       if (!value) throw new UsageError("opencode needs its server's URL: opencode=http://127.0.0.1:PORT (opencode serve --port PORT, or the TUI with --port PORT)");
-      return { kind: 'opencode', url: value, ...(o.allowRemote ? { allow_remote: true } : {}), ...(o.passwordEnv ? { password_env: o.passwordEnv } : {}) };
+      return { kind: 'opencode', url: value, ...(o.allowRemote ? { allow_remote: true } : {}), ...(o.passwordFile ? { password_file: o.passwordFile } : {}) };
     case 'a2a':
       if (!value) throw new UsageError("a2a needs the remote agent's card URL: a2a=http://127.0.0.1:PORT/.well-known/agent-card.json");
       return { kind: 'a2a', url: value, ...(o.allowRemote ? { allow_remote: true } : {}), ...(o.tokenFile ? { token_file: o.tokenFile } : {}) };
@@ -85,7 +85,7 @@ const describeStep = (s: WakeChainOut['steps'][number]): string =>
           ? `webhook=${s.url}`
           : s.kind === 'a2a'
             ? `a2a=${s.url}${s.allow_remote ? ' allow_remote' : ''}${s.token_file ? ` token_file=${s.token_file}` : ''}`
-            : `opencode=${s.url}${s.allow_remote ? ' allow_remote' : ''}${s.password_env ? ` password_env=${s.password_env}` : ''}`;
+            : `opencode=${s.url}${s.allow_remote ? ' allow_remote' : ''}${s.password_file ? ` password_file=${s.password_file}` : ''}`;
 
 const collect = (v: string, acc: string[]): string[] => [...acc, v];
 
@@ -108,7 +108,7 @@ export function registerWake(program: Command): void {
       .option('--cwd <dir>', "command steps: working directory ({cwd} = the session's)")
       .option('--env <name>', "command and codex=spawn steps: a variable of the daemon's environment the program also gets (repeat)", collect, [])
       .option('--allow-remote', 'webhook, a2a and opencode steps: allow a non-loopback URL (https only)')
-      .option('--password-env <name>', "opencode steps: the daemon's environment variable holding the server's OPENCODE_SERVER_PASSWORD (its value is never stored)")
+      .option('--password-file <path>', "opencode steps: an absolute path to a file holding the server's OPENCODE_SERVER_PASSWORD (read at each call)")
       .option('--token-file <path>', 'a2a steps: an absolute path to a file holding the bearer secret the remote agent wants (read at each call)'),
   ).action(
     (
@@ -123,7 +123,7 @@ export function registerWake(program: Command): void {
         env: string[];
         allowRemote?: boolean;
         tokenFile?: string;
-        passwordEnv?: string;
+        passwordFile?: string;
       },
     ) =>
       asOperator(

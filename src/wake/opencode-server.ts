@@ -8,22 +8,26 @@
 //                                   after the running tool's result.
 //
 // The session id is the one opencode's mail4agent plugin reported; without one, the most recently
-// updated top-level session of the session's directory. With `password_env`, every request carries
+// updated top-level session of the session's directory. With `password_file`, every request carries
 // Basic auth (user `opencode`, as opencode's server expects when OPENCODE_SERVER_PASSWORD is set),
-// the password read from the daemon's environment at each call and never stored.
+// the password read from the user's file at each call and never stored (as a2a's token_file; a
+// variable of the daemon's environment would not do: an auto-started daemon gets an allow-listed
+// environment).
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { MailError } from '../wire/errors.js';
-import { envNameRefusal } from '../wire/inherited-env.js';
 import type { OpencodeStep } from '../wire/wake.js';
 import { checkWebhookUrl, type CheckedWebhookUrl } from './remote-url.js';
 import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
 
 export interface OpencodeAdapterOptions {
-  /** Where `password_env` is read (default the daemon's own environment). */
-  env?: NodeJS.ProcessEnv;
-  /** Every request (default 10 s). */
+  /** Every request, all of it (default 10 s). */
   timeoutMs?: number;
+  /** Who listens on a loopback port (the daemon's kernel check, client/port-owner.ts): a port
+   *  another OS user holds (opencode not running, the port taken) gets no request at all. */
+  listenerOwner?: (host: string, port: number) => { kind: 'same' | 'none' | 'unknown' } | { kind: 'other'; uid: number };
 }
 
 /** An answer is small (a session's info, a status map); more is not read. */
@@ -31,13 +35,21 @@ const MAX_BODY = 1 << 20;
 const SESSION_ID = /^ses[A-Za-z0-9_-]{1,125}$/;
 
 /** For `m4a wake set`: MailError('malformed', {field, reason}) for a step that could never run. */
-export function checkOpencodeStep(step: OpencodeStep): CheckedWebhookUrl {
+export function checkOpencodeStep(step: OpencodeStep): void {
+  checkOpencodeUrl(step);
+  const file = step.password_file;
+  if (file === undefined) return;
+  if (!isAbsolute(file)) throw new MailError('malformed', 'password_file: give an absolute path', { field: 'password_file', reason: 'must be an absolute path' });
+  try {
+    accessSync(file, constants.R_OK);
+  } catch {
+    throw new MailError('malformed', 'password_file: the daemon cannot read it', { field: 'password_file', reason: 'cannot be read' });
+  }
+}
+
+function checkOpencodeUrl(step: OpencodeStep): CheckedWebhookUrl {
   const u = checkWebhookUrl(step.url, step.allow_remote ?? false);
   if (u.path !== '/') throw new MailError('malformed', `url: the opencode server's root only (http://127.0.0.1:PORT), no path or query`, { field: 'url', reason: 'has a path' });
-  if (step.password_env !== undefined) {
-    const reason = envNameRefusal(step.password_env);
-    if (reason !== null) throw new MailError('malformed', `password_env: ${reason}`, { field: 'password_env', reason });
-  }
   return u;
 }
 
@@ -52,21 +64,26 @@ interface Answer {
 }
 
 export function createOpencodeAdapter(step: OpencodeStep, opts: OpencodeAdapterOptions = {}): WakeAdapter {
-  const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? 10_000;
   // Checked when the chain was set; a stored step that no longer passes wakes nobody.
   let u: CheckedWebhookUrl | null = null;
   let invalid = '';
   try {
-    u = checkOpencodeStep(step);
+    u = checkOpencodeUrl(step);
   } catch (err) {
     invalid = err instanceof Error ? err.message : String(err);
   }
 
+  /** Read at each call: a changed password takes effect at once. */
   function auth(): Record<string, string> {
-    if (step.password_env === undefined) return {};
-    const pw = env[step.password_env];
-    if (pw === undefined || pw === '') return fail(`${step.password_env} is not set in the daemon's environment: restart the daemon with it (the password of opencode's server)`);
+    if (step.password_file === undefined) return {};
+    let pw: string;
+    try {
+      pw = readFileSync(step.password_file, 'utf8').trim();
+    } catch {
+      return fail(`password_file ${step.password_file}: the daemon cannot read it`);
+    }
+    if (!pw || /[\r\n]/.test(pw)) return fail(`password_file ${step.password_file}: empty, or more than one line`);
     return { authorization: `Basic ${Buffer.from(`opencode:${pw}`).toString('base64')}` };
   }
 
@@ -77,36 +94,44 @@ export function createOpencodeAdapter(step: OpencodeStep, opts: OpencodeAdapterO
     if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) });
     const request = u.protocol === 'https:' ? httpsRequest : httpRequest;
     const target = u;
+    const owner = target.loopback === null ? null : opts.listenerOwner?.(target.loopback, target.port);
+    if (owner?.kind === 'other')
+      return Promise.reject(new NotReached(`port ${target.port} is held by uid ${owner.uid}, another user, not opencode: nothing was sent (no password, no wake text)`));
+    // The socket's timeout is per idle gap; a server trickling bytes would hold the wake forever.
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     return new Promise((resolve, reject) => {
-      const req = request({ host: target.loopback ?? u.hostname, servername: target.hostname, port: target.port, method, path, headers, signal, timeout: timeoutMs }, (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          size += c.length;
-          if (size > MAX_BODY) req.destroy(new Error(`answer over ${MAX_BODY} bytes`));
-          else chunks.push(c);
-        });
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown = text;
-          try {
-            parsed = text ? JSON.parse(text) : null;
-          } catch {
-            /* kept as text */
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-        res.on('error', reject);
-      });
+      const req = request(
+        { host: target.loopback ?? u.hostname, servername: target.hostname, port: target.port, method, path, headers, signal: bounded, timeout: timeoutMs },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_BODY) req.destroy(new Error(`answer over ${MAX_BODY} bytes`));
+            else chunks.push(c);
+          });
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown = text;
+            try {
+              parsed = text ? JSON.parse(text) : null;
+            } catch {
+              /* kept as text */
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+          res.on('error', reject);
+        },
+      );
       req.on('timeout', () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
-      req.on('error', reject);
+      req.on('error', (err) => reject(bounded.aborted && !signal.aborted ? new Error(`no whole answer in ${timeoutMs} ms`) : err));
       req.end(payload);
     });
   }
 
   const q = (dir: string | null): string => (dir ? `?directory=${encodeURIComponent(dir)}` : '');
   const refused = (a: Answer, what: string): never => {
-    if (a.status === 401) return fail(`opencode at ${step.url} refused ${what}: 401 (set password_env to the variable holding OPENCODE_SERVER_PASSWORD)`);
+    if (a.status === 401) return fail(`opencode at ${step.url} refused ${what}: 401 (set password_file to a file holding its OPENCODE_SERVER_PASSWORD)`);
     const msg = typeof a.body === 'object' && a.body !== null ? JSON.stringify(a.body).slice(0, 200) : String(a.body).slice(0, 200);
     return fail(`opencode at ${step.url} answered ${what} with ${a.status}: ${msg}`);
   };

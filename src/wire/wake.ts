@@ -63,11 +63,9 @@ export const OpencodeStep = z.strictObject({
   kind: z.literal('opencode'),
   url: url.describe("the opencode server's root, http://127.0.0.1:PORT; loopback only unless allow_remote (https only)"),
   allow_remote: z.boolean().optional(),
-  password_env: text(128)
+  password_file: text(LIMITS.urlBytes)
     .optional()
-    .describe(
-      "the name of the daemon's environment variable holding the server's OPENCODE_SERVER_PASSWORD (sent as Basic auth, user opencode); the value is read at each call, never stored",
-    ),
+    .describe("absolute path of a file holding the server's OPENCODE_SERVER_PASSWORD (sent as Basic auth, user opencode); read at each call, never stored here"),
 });
 
 export const WakeStep = z.discriminatedUnion('kind', [HooksStep, CodexStep, CommandStep, WebhookStep, A2aStep, OpencodeStep]);
