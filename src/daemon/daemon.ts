@@ -28,6 +28,7 @@ import { digestSecret } from '../engine/credentials.js';
 import { MailError } from '../wire/errors.js';
 import { WakeChains } from '../engine/wake-chains.js';
 import { AdapterRegistry } from '../wake/adapters.js';
+import { portOwner } from '../client/port-owner.js';
 import { WakeDispatcher } from '../wake/dispatcher.js';
 import { A2aPushSender } from '../doors/a2a/a2a-push-sender.js';
 import { PushConfigs } from '../doors/a2a/a2a-push.js';
@@ -170,6 +171,7 @@ export async function startDaemon(o: DaemonOptions = {}): Promise<RunningDaemon>
       hookState: (a, l) => engine.hookState(a, l),
       dataDir: cfg.dataDir,
       version: VERSION,
+      listenerOwner: portOwner,
       ...(o.commandCap ? { commandCap: o.commandCap } : {}),
     });
     const chains = new WakeChains(

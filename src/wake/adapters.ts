@@ -20,7 +20,7 @@ import { checkWebhookStep } from './remote-url.js';
 import { A2aAdapter } from './a2a-adapter.js';
 import { A2aBridge } from './a2a-bridge.js';
 import { checkA2aStep } from './a2a-remote.js';
-import { checkOpencodeStep, createOpencodeAdapter } from './opencode-server.js';
+import { checkOpencodeStep, createOpencodeAdapter, type OpencodeAdapterOptions } from './opencode-server.js';
 import type { WakeAdapter } from './types.js';
 
 export interface AdapterRegistryOptions {
@@ -36,6 +36,9 @@ export interface AdapterRegistryOptions {
   /** Command runs at once across every chain (default 4). */
   commandCap?: number;
   version?: string;
+  /** Who listens on a loopback port (client/port-owner.ts, which this layer does not import): an
+   *  opencode step never talks to another user's listener. */
+  listenerOwner: NonNullable<OpencodeAdapterOptions['listenerOwner']>;
 }
 
 export class AdapterRegistry {
@@ -99,7 +102,7 @@ export class AdapterRegistry {
         a = new A2aAdapter(step, this.a2a);
         break;
       case 'opencode':
-        a = createOpencodeAdapter(step);
+        a = createOpencodeAdapter(step, { listenerOwner: this.o.listenerOwner });
         break;
     }
     this.cache.set(id, a);
