@@ -80,6 +80,12 @@ export async function runHook(name: string, o: { account?: string }): Promise<vo
     process.exit(EXIT.usage);
   }
   const input = await readStdin();
+  // A live wait outlives nothing: when the extension that ran it is gone (reparented), it ends
+  // rather than take mail for a session that is over.
+  if (spec.kind === 'live') {
+    const parent = process.ppid;
+    setInterval(() => process.ppid !== parent && process.exit(EXIT.ok), 1000).unref();
+  }
   try {
     const r = await withDaemon(o, async (c): Promise<NoticeResponse> => {
       // Live: one parked wait for mail this session was not shown (the extension runs it again).
