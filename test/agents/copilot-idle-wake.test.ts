@@ -45,6 +45,7 @@ async function until<T>(what: string, ms: number, probe: () => T | undefined | P
 }
 
 it('mail to an idle interactive Copilot session starts a turn through its extension; the model reads the mail', { timeout: 240_000 }, async (t) => {
+  if (spawnSync('tmux', ['-V']).status !== 0) return t.skip('tmux is not installed: the interactive Copilot needs a terminal');
   const w = await makeWorld('m4a-copilot-idle-');
   const tmux = `m4a-copilot-${process.pid}-${w.port}`;
   /** tmux on the test's own server (-L), with the world's environment. */
