@@ -127,7 +127,16 @@ function planJsonEntry(t: Extract<Target, { kind: 'json-entry' }>, text: string,
     const ins = insertMember(doc, t.keys, t.value, t.path);
     return {
       after: check(ins.text),
-      edit: { kind: 'json-entry', keys: t.keys, value: t.value, lead: ins.lead, body: ins.body, trail: ins.trail, created: ins.created },
+      edit: {
+        kind: 'json-entry',
+        keys: t.keys,
+        value: t.value,
+        lead: ins.lead,
+        body: ins.body,
+        trail: ins.trail,
+        created: ins.created,
+        ...(t.ensure ? { shared: true as const } : {}),
+      },
       kept: false,
     };
   }
@@ -313,6 +322,8 @@ function undoJson(path: string, edit: JsonEntryEdit | JsonItemEdit | JsonAppendE
   };
   if (edit.kind === 'json-entry') {
     if (current === undefined) return before;
+    // A shared member holding another value now is whoever set it (npm's, in opencode's lock).
+    if (edit.shared && !isDeepStrictEqual(current, edit.value)) return before;
     const container = edit.keys.slice(0, -1);
     if (edit.replaced !== undefined) {
       // --force replaced someone's entry: put theirs back.

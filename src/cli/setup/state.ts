@@ -8,8 +8,10 @@ import type { JsonObject, Program, Scope, Transport } from './programs.js';
 import { Refusal } from './refusal.js';
 
 export type Edit =
-  /** lead + body + trail was inserted (body is our value); `created` parents were added with it. */
-  | { kind: 'json-entry'; keys: string[]; value: unknown; lead: string; body: string; trail: string; created: number; replaced?: string }
+  /** lead + body + trail was inserted (body is our value); `created` parents were added with it.
+   *  `shared`: a member the file needs but whose name is not ours (an `ensure` target): removed
+   *  only while it holds our value (another value is whoever set it since). */
+  | { kind: 'json-entry'; keys: string[]; value: unknown; lead: string; body: string; trail: string; created: number; replaced?: string; shared?: true }
   | { kind: 'json-item'; keys: string[]; item: string; lead: string; trail: string; created: number }
   /** lead + body + trail appended `value` to the array at `keys`; ours is the item holding `marker`. */
   | { kind: 'json-append'; keys: string[]; value: JsonObject; marker: string; lead: string; body: string; trail: string; created: number }
