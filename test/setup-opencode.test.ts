@@ -139,19 +139,39 @@ describe('setup writers: opencode', () => {
     assert.equal(read(join(dir, 'package-lock.json')), listed);
   });
 
-  it('project scope: DIR/opencode.json, DIR/.opencode/{plugin,skill,node_modules,package-lock.json}; unsetup leaves the project as it was', () => {
-    const { env } = world();
+  it("project scope: DIR/opencode.json, DIR/.opencode/{plugin,skill,node_modules,package-lock.json} and the guard in the user's folder; unsetup leaves both as they were", () => {
+    const { xdg, env } = world();
     const project = tmp('m4a-opencode-project-');
     put(join(project, 'README.md'), '# app\n');
-    const before = snapshot(project);
+    put(join(xdg, 'opencode', 'opencode.json'), USER_CONFIG);
+    const before = { project: snapshot(project), user: snapshot(xdg) };
     run({ env, scope: { kind: 'project', dir: project } });
     assert.deepEqual((JSON.parse(read(join(project, 'opencode.json'))) as { mcp: unknown }).mcp, { m4a: ENTRY });
     assert.ok(existsSync(join(project, '.opencode', 'plugin', 'mail4agent.js')));
     assert.ok(existsSync(join(project, '.opencode', 'skill', 'mail4agent', 'SKILL.md')));
-    assert.ok(statSync(join(project, '.opencode', 'node_modules')).isDirectory());
-    assert.ok(existsSync(join(project, '.opencode', 'package-lock.json')));
+    // opencode installs into every config folder once any has a plugin: both are guarded.
+    for (const folder of [join(project, '.opencode'), join(xdg, 'opencode')]) {
+      assert.ok(statSync(join(folder, 'node_modules')).isDirectory(), folder);
+      assert.ok(existsSync(join(folder, 'package-lock.json')), folder);
+    }
+    assert.equal(read(join(xdg, 'opencode', 'opencode.json')), USER_CONFIG, "the user's config is not touched");
     unsetupFiles({ program: 'opencode', scope: { kind: 'project', dir: project }, env });
-    assert.deepEqual(snapshot(project), before);
+    assert.deepEqual(snapshot(project), before.project);
+    assert.deepEqual(snapshot(xdg), before.user);
+  });
+
+  it("the user's folder guard serves the user and a project setup: it stays until the last of them is undone", () => {
+    const { xdg, env } = world();
+    const project = tmp('m4a-opencode-both-');
+    const guard = join(xdg, 'opencode', 'node_modules', '.mail4agent');
+    const lock = join(xdg, 'opencode', 'package-lock.json');
+    run({ env, scope: { kind: 'project', dir: project } });
+    run({ env });
+    unsetupFiles({ program: 'opencode', scope: USER, env });
+    assert.ok(existsSync(guard) && existsSync(lock), 'the project setup still needs the guard');
+    assert.ok(!existsSync(join(xdg, 'opencode', 'plugin')), "the user setup's own files are gone");
+    unsetupFiles({ program: 'opencode', scope: { kind: 'project', dir: project }, env });
+    assert.ok(!existsSync(join(xdg, 'opencode')), 'nothing of ours is left');
   });
 
   it('--no-hooks: the entry and the skill only, no plugin and no install guard; http: a remote entry naming the variable', () => {

@@ -70,14 +70,18 @@ const MARKER = [
   '',
 ].join('\n');
 
+const guard = (folder: string): Target[] => [
+  { kind: 'whole', path: join(folder, 'node_modules', '.mail4agent'), content: MARKER },
+  { kind: 'json-entry', path: join(folder, 'package-lock.json'), keys: ['packages', '', 'dependencies', OPENCODE_PLUGIN_PACKAGE], value: '*', ensure: 'present' },
+];
+
 /** The plugin and what keeps opencode from stalling on its install: the marker in node_modules/
- *  and the lock entry (kept as it is when the lock lists the package already). */
-export function opencodePluginTargets(f: OpencodeFiles, account: string): Target[] {
-  return [
-    { kind: 'whole', path: f.plugin, content: opencodePluginStub(account) },
-    { kind: 'whole', path: join(f.folder, 'node_modules', '.mail4agent'), content: MARKER },
-    { kind: 'json-entry', path: join(f.folder, 'package-lock.json'), keys: ['packages', '', 'dependencies', OPENCODE_PLUGIN_PACKAGE], value: '*', ensure: 'present' },
-  ];
+ *  and the lock entry (kept as it is when the lock lists the package already), in the plugin's
+ *  folder and, for a project, in the user's config folder too (opencode installs into every config
+ *  folder once any has a plugin: measured, a project plugin alone still waited 76 s). */
+export function opencodePluginTargets(f: OpencodeFiles, account: string, env: NodeJS.ProcessEnv): Target[] {
+  const user = opencodeConfigDir(env);
+  return [{ kind: 'whole', path: f.plugin, content: opencodePluginStub(account) }, ...guard(f.folder), ...(f.folder === user ? [] : guard(user))];
 }
 
 /** What `m4a setup opencode` tells the user about the plugin. */

@@ -238,7 +238,7 @@ export function targets(s: Setting): Target[] {
     ];
   const base = mcpTargets(s);
   if (s.hooks === false) return base;
-  if (s.program === 'opencode') return [...base, ...opencodePluginTargets(opencodeFiles(s.scope, s.env), s.account)];
+  if (s.program === 'opencode') return [...base, ...opencodePluginTargets(opencodeFiles(s.scope, s.env), s.account, s.env)];
   if (s.program === 'copilot') return [...base, ...copilotHooks(s)];
   const file = hooksFile(s);
   // Cursor's hooks.json declares its format version.

@@ -70,7 +70,14 @@ export function unsetupFiles(o: { program: Program; scope: Scope; env?: NodeJS.P
   const key = stateKey(o.program, o.scope);
   const record = state.setups[key];
   if (!record) return { record: null, files: [], notes: [] };
-  const changes = planUnsetup(record.files);
+  // An edit another setup also holds stays for it (opencode's install guard in the user's config
+  // folder serves its user and its project setups alike).
+  const others = Object.entries(state.setups).flatMap(([k, r]) => (k === key ? [] : r.files));
+  const mine = record.files.map((f) => {
+    const shared = others.filter((o) => o.path === f.path).flatMap((o) => o.edits);
+    return shared.length ? { ...f, edits: f.edits.filter((e) => !shared.some((s) => isDeepStrictEqual(s, e))) } : f;
+  });
+  const changes = planUnsetup(mine);
   const files = applyUnsetup(changes);
   delete state.setups[key];
   writeState(state, env);
