@@ -12,7 +12,7 @@ const SYSTEM_PREFIXES = ['LC_', 'XDG_'] as const;
 /** A name under an allowed prefix that still looks like a secret is never passed. */
 const SECRET_LOOKING = /TOKEN|SECRET|PASSW|_KEY|APIKEY|CREDENTIAL|AUTH|COOKIE/i;
 /** Where the agent programs keep their own configuration (directories, not secrets). */
-const AGENT_HOMES = ['CODEX_HOME', 'CLAUDE_CONFIG_DIR'] as const;
+const AGENT_HOMES = ['CODEX_HOME', 'CLAUDE_CONFIG_DIR', 'COPILOT_HOME', 'QWEN_HOME'] as const;
 /** The daemon's settings that a client also reads to find it (a directory, a port, a log level).
  *  Never M4A_TOKEN, M4A_ACCOUNT or M4A_CREDENTIALS: they say who the starter is (the last names
  *  the starter's secrets file, whose only account a woken `m4a` would take; the daemon never reads it). */
