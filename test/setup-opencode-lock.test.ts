@@ -53,3 +53,22 @@ describe('opencode setup: the lock entry once the package is installed', () => {
     });
   }
 });
+
+describe('setup: a container of the wrong type on the way to an entry', () => {
+  const cases: [string, string, string][] = [
+    ['opencode', 'opencode.json', '{"mcp": "x"}'],
+    ['opencode', 'package-lock.json', '{"packages": {"": "s"}}'],
+  ];
+  for (const [program, file, text] of cases) {
+    it(`${file} ${text}: refused by name, the file unchanged`, () => {
+      const { dir, env } = world();
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, file), text);
+      assert.throws(
+        () => setupFiles({ program: program as 'opencode', scope: USER, transport: 'stdio', account: 'opencode', bridge: BRIDGE, env }),
+        (err: Error) => err.name === 'Refusal' && /is a string, not an object/.test(err.message),
+      );
+      assert.equal(readFileSync(join(dir, file), 'utf8'), text);
+    });
+  }
+});

@@ -103,9 +103,10 @@ type JsonEntryEdit = Extract<Edit, { kind: 'json-entry' }>;
 type JsonItemEdit = Extract<Edit, { kind: 'json-item' }>;
 type JsonAppendEdit = Extract<Edit, { kind: 'json-append' }>;
 
-/** The refusal for a container of the wrong type on the way to `keys`. */
-function checkArrayAt(doc: JsonDoc, keys: string[], file: string): unknown[] {
-  for (let n = 1; n <= keys.length; n++) {
+/** The refusal for a container of the wrong type on the way to `keys` (the last one an array, or
+ *  with `leaf` false not checked: an entry's own value). */
+function checkArrayAt(doc: JsonDoc, keys: string[], file: string, leaf = true): unknown[] {
+  for (let n = 1; n <= keys.length - (leaf ? 0 : 1); n++) {
     const v = getAt(doc, keys.slice(0, n));
     if (v === undefined) return [];
     const want = n === keys.length ? 'array' : 'object';
@@ -117,6 +118,7 @@ function checkArrayAt(doc: JsonDoc, keys: string[], file: string): unknown[] {
 
 function planJsonEntry(t: Extract<Target, { kind: 'json-entry' }>, text: string, prior: JsonEntryEdit | undefined, force: boolean): Planned {
   const doc = parseJson(text, t.path);
+  checkArrayAt(doc, t.keys, t.path, false);
   const current = getAt(doc, t.keys);
   const expected = setAt(clone(valueOf(doc)), t.keys, t.value);
   const check = (out: string): string => {
