@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Check } from './doctor.js';
 import type { CredentialsFile } from './credentials.js';
-import { OPENCODE_PLUGIN_PACKAGE, opencodeFiles } from './setup/program-opencode.js';
+import { OPENCODE_PLUGIN_PACKAGE, opencodeConfigDir, opencodeFiles } from './setup/program-opencode.js';
 
 function lockLists(folder: string): boolean {
   try {
@@ -31,10 +31,12 @@ export function opencodePluginChecks(env: NodeJS.ProcessEnv, project: string, cr
     const problems = !module || !account ? [`${f.plugin} is not the file m4a setup writes`] : [];
     if (module && !existsSync(module)) problems.push(`${module} does not exist (build or reinstall mail4agent)`);
     if (account && !creds.accounts[account]) problems.push(`no secret for account ${account}`);
-    if (!existsSync(join(f.folder, 'node_modules')) || !lockLists(f.folder))
-      problems.push(
-        `opencode will install ${OPENCODE_PLUGIN_PACKAGE} into ${f.folder} at every start (about 78 s with no network): it needs node_modules/ and the package in package-lock.json there`,
-      );
+    // opencode installs into every config folder once any has a plugin: the user's too.
+    for (const folder of new Set([f.folder, opencodeConfigDir(env)]))
+      if (!existsSync(join(folder, 'node_modules')) || !lockLists(folder))
+        problems.push(
+          `opencode will install ${OPENCODE_PLUGIN_PACKAGE} into ${folder} at every start (about 78 s with no network): it needs node_modules/ and the package in package-lock.json there`,
+        );
     checks.push({
       name: `opencode plugin (${scope.kind})`,
       status: problems.length ? 'fail' : 'ok',
