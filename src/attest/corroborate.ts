@@ -92,7 +92,8 @@ export function argvFacts(provider: string | undefined, args: readonly string[])
 
 /** The agent id a helper's environment carries. A value the session itself already had was inherited
  *  from an outer agent, not set by this session, and is skipped; so is one naming a provider other
- *  than the one the session's executable shows. */
+ *  than the one the session's executable shows, and one that is no id token (a helper the model runs
+ *  can set anything, and `m4a open` puts the id on the resumed program's command line: `--yolo`). */
 export function envFacts(
   helperEnvs: ReadonlyArray<ReadonlyMap<string, string>>,
   sessionEnv: ReadonlyMap<string, string>,
@@ -101,7 +102,7 @@ export function envFacts(
   for (const env of helperEnvs) {
     for (const [name, implied] of ENV_IDS) {
       const v = env.get(name);
-      if (v === undefined || v === '' || sessionEnv.get(name) === v) continue;
+      if (v === undefined || !TOKEN.test(v) || sessionEnv.get(name) === v) continue;
       if (provider !== undefined && provider !== implied) continue;
       return { provider: implied, id: v };
     }

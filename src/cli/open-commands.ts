@@ -10,7 +10,7 @@ import { MailClient } from '../client/http-client.js';
 import { MailError } from '../wire/errors.js';
 import { pathOf } from '../wire/operation-facts.js';
 import type { SupportSessionsResponse } from '../wire/support.js';
-import type { AgentProgram } from '../wire/capabilities.js';
+import { AGENT_SESSION_ID, type AgentProgram } from '../wire/capabilities.js';
 import { AGENT_SESSION_VARS } from '../wire/inherited-env.js';
 import { ensureDaemon } from './autostart.js';
 import { UsageError } from './connect.js';
@@ -90,6 +90,9 @@ export function resumeOf(s: Session): Resume {
       field: 'provider',
       provider: provider ?? null,
     });
+  // A card stored before attestation checked the id's shape: an option would reach the program.
+  if (!AGENT_SESSION_ID.test(id))
+    throw new MailError('not_supported', `${s.address} names ${JSON.stringify(id)}, which is no session id m4a open puts on a command line`, { field: 'provider_session_id' });
   const argv = make(id);
   const line = argv.map(quote).join(' ');
   return { address: s.address, provider, provider_session_id: id, cwd: cwd ?? null, live: s.live, argv, command: cwd ? `cd ${quote(cwd)} && ${line}` : line };
