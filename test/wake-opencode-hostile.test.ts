@@ -27,30 +27,38 @@ const wakeReq: WakeRequest = {
 };
 
 describe('opencode step: a hostile server on the port', () => {
-  it("another user's listener on the port gets no request: no password, no wake text", { skip: asOther ? false : 'needs root and setpriv to listen as another user' }, async () => {
-    // Answers every request 204 (as opencode would) and prints each request's head and body.
-    const script = `const s = require('node:http').createServer((q, r) => { let b = ''; q.on('data', (c) => (b += c)); q.on('end', () => { process.stdout.write(JSON.stringify({ auth: q.headers.authorization ?? null, url: q.url, body: b }) + '\\n'); r.writeHead(q.method === 'GET' ? 200 : 204, { 'content-type': 'application/json' }); r.end(q.method === 'GET' ? JSON.stringify({ id: 'ses_abc', directory: '/work/proj' }) : undefined); }); }).listen(0, '127.0.0.1', () => process.stdout.write('port ' + s.address().port + '\\n'));`;
-    const child = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (d: string) => (out += d));
-    const dir = mkdtempSync(join(tmpdir(), 'm4a-oc-hostile-'));
-    try {
-      while (!/port \d+\n/.test(out)) await once(child.stdout, 'data');
-      const port = Number(/port (\d+)/.exec(out)![1]);
-      const file = join(dir, 'opencode-password');
-      writeFileSync(file, 'pw-of-the-real-server\n', { mode: 0o600 });
-      const a = createOpencodeAdapter({ kind: 'opencode', url: `http://127.0.0.1:${port}`, password_file: file }, { listenerOwner: portOwner });
-      const r = await a.wake(wakeReq, AbortSignal.timeout(5_000));
-      await new Promise((res) => setTimeout(res, 200));
-      assert.equal(r.ok, false, r.detail);
-      assert.match(r.detail, new RegExp(`uid ${NOBODY}`));
-      assert.doesNotMatch(out, /auth|secret plans/, `the other user's server got: ${out}`);
-    } finally {
-      child.kill('SIGTERM');
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  // `::` (node's listen(port) with no host): a dual-stack socket that takes 127.0.0.1's connections too.
+  for (const host of ['127.0.0.1', '::']) {
+    it(
+      `another user's listener on ${host} gets no request: no password, no wake text`,
+      { skip: asOther ? false : 'needs root and setpriv to listen as another user' },
+      async () => {
+        // Answers every request 204 (as opencode would) and prints each request's head and body.
+        const script = `const s = require('node:http').createServer((q, r) => { let b = ''; q.on('data', (c) => (b += c)); q.on('end', () => { process.stdout.write(JSON.stringify({ auth: q.headers.authorization ?? null, url: q.url, body: b }) + '\\n'); r.writeHead(q.method === 'GET' ? 200 : 204, { 'content-type': 'application/json' }); r.end(q.method === 'GET' ? JSON.stringify({ id: 'ses_abc', directory: '/work/proj' }) : undefined); }); }).listen(0, '${host}', () => process.stdout.write('port ' + s.address().port + '\\n'));`;
+        const child = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.setEncoding('utf8');
+        child.stdout.on('data', (d: string) => (out += d));
+        const dir = mkdtempSync(join(tmpdir(), 'm4a-oc-hostile-'));
+        try {
+          while (!/port \d+\n/.test(out)) await once(child.stdout, 'data');
+          const port = Number(/port (\d+)/.exec(out)![1]);
+          const file = join(dir, 'opencode-password');
+          writeFileSync(file, 'pw-of-the-real-server\n', { mode: 0o600 });
+          const a = createOpencodeAdapter({ kind: 'opencode', url: `http://127.0.0.1:${port}`, password_file: file }, { listenerOwner: portOwner });
+          const r = await a.wake(wakeReq, AbortSignal.timeout(5_000));
+          await new Promise((res) => setTimeout(res, 200));
+          assert.equal(r.ok, false, r.detail);
+          assert.match(r.detail, new RegExp(`uid ${NOBODY}`));
+          assert.doesNotMatch(out, /auth|secret plans/, `the other user's server got: ${out}`);
+          assert.deepEqual(portOwner('127.0.0.1', port), { kind: 'other', uid: NOBODY }, 'the client checks the daemon port the same way');
+        } finally {
+          child.kill('SIGTERM');
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
+  }
 
   it('a server that answers one byte at a time is given up at the timeout, not followed forever', async () => {
     const sockets = new Set<import('node:net').Socket>();

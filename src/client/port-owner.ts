@@ -15,6 +15,10 @@ function addrHex(host: string): { file: 'tcp' | 'tcp6'; hex: string }[] {
     return [
       { file: 'tcp', hex: v4 },
       { file: 'tcp', hex: '00000000' },
+      // An IPv6 socket takes IPv4 connections too (dual-stack, Linux's default): bound to
+      // ::ffff:127.0.0.1, or to `::`, which is what listen(port) with no host binds.
+      { file: 'tcp6', hex: `0000000000000000${LE ? 'FFFF0000' : '0000FFFF'}${v4}` },
+      { file: 'tcp6', hex: '0'.repeat(32) },
     ];
   }
   if (host === '::1' || host === '[::1]') {
