@@ -55,10 +55,19 @@ HOOKS['qwen-prompt'] = HOOKS['claude-prompt']!;
 
 export const HOOK_NAMES = Object.keys(HOOKS);
 
+/** The program's JSON kept from stdin: a tool hook's carries the tool's result, of any size, and
+ *  only small fields are read. Past this, the rest is drained (no broken pipe) and not parsed. */
+const STDIN_MAX = 1 << 20;
+
 async function readStdin(): Promise<Record<string, unknown>> {
   if (process.stdin.isTTY) return {};
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin as AsyncIterable<Buffer>) chunks.push(c);
+  let size = 0;
+  for await (const c of process.stdin as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size <= STDIN_MAX) chunks.push(c);
+  }
+  if (size > STDIN_MAX) return {};
   try {
     const v = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
     return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
