@@ -8,6 +8,9 @@
 //      promptAsync); send commit → the model request, printed.
 //   3. The delivery-chain step opencode=URL (no plugin, the server's password set, read from a file): the idle
 //      session gets the wake text through prompt_async; send commit → the model request, printed.
+//   4. A busy session (its bash tool running) gets the mail after the tool's result, in the same run.
+//   5. `m4a setup opencode --project`: a run in the project starts without the 76 s wait on opencode's
+//      @opencode-ai/plugin install (both config folders guarded).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -155,5 +158,45 @@ describe('opencode on the mailbox, live', () => {
     await until('the inbox read', () => model.requests.find((r) => r.turn === 2), 60_000, 50);
     assert.match(toolOutput(model.requests.find((r) => r.turn === 2)!.body, 'call_scripted_1'), /chain mail/);
     process.stdout.write(`# opencode chain step (idle, serve, password): send commit → model request ${woke.at - committed} ms\n`);
+  });
+
+  it("a busy session gets the mail after its running tool's result, in the same run", { timeout: 180_000 }, async (t) => {
+    const c = await opencodeWorld(t, 'm4a-opencode-busy-', [
+      { tool: 'bash', input: { command: 'sleep 4; echo slept', description: 'Wait four seconds' } },
+      { tool: tool('m4a_mail_inbox'), input: {} },
+      { text: 'Read it.' },
+    ]);
+    const { w, tester, model } = c;
+    const run = w.run(OPENCODE_EXE, ['run', 'Wait a little.'], { cwd: w.project, timeoutMs: 150_000 });
+    // The bash call has gone out: the tool runs for 4 s, and the mail comes meanwhile.
+    await until('the bash call', () => model.requests.some((r) => r.turn === 0), 90_000, 20);
+    await sleep(500);
+    const sent = await tester.send({ to: 'opencode', subject: 'mid-tool mail', body: 'Sent while bash ran.' });
+    const committed = Date.now();
+    const r = await run;
+    assert.ok(r.code === 0 && !r.timedOut, describeRun(r));
+    assert.deepEqual(model.problems, []);
+    const next = model.requests.find((q) => q.turn === 1)!;
+    const msgs = next.body.messages as any[];
+    const toolAt = msgs.findIndex((m) => m.role === 'tool' && m.tool_call_id === 'call_scripted_0');
+    const mailAt = msgs.findIndex((m) => m.role === 'user' && contentText(m.content).startsWith(MAIL) && contentText(m.content).includes(sent.message_id));
+    assert.ok(toolAt >= 0 && /slept/.test(contentText(msgs[toolAt].content)), `the tool result: ${JSON.stringify(msgs.slice(-3))}`);
+    assert.ok(mailAt > toolAt, `the 📬 turn comes after the tool's result: ${JSON.stringify(msgs.map((m) => m.role))}`);
+    assert.match(toolOutput(model.requests.find((q) => q.turn === 2)?.body, 'call_scripted_1'), /mid-tool mail/);
+    process.stdout.write(`# opencode plugin (busy, run): send commit → the model request after the tool ${next.at - committed} ms (the tool had ~3.5 s left)\n`);
+  });
+
+  it('--project: the plugin in DIR/.opencode; opencode run there starts without waiting on a package install', { timeout: 180_000 }, async (t) => {
+    const c = await opencodeWorld(t, 'm4a-opencode-project-', [{ tool: tool('m4a_mail_whoami'), input: {} }, { text: 'Done.' }], ['--no-hooks']);
+    const { w, model } = c;
+    await w.m4a(['setup', 'opencode', '--project', w.project]);
+    assert.ok(existsSync(join(w.project, '.opencode', 'plugin', 'mail4agent.js')));
+    const r = await w.run(OPENCODE_EXE, ['run', 'Who am I?'], { cwd: w.project, timeoutMs: 150_000 });
+    assert.ok(r.code === 0 && !r.timedOut, describeRun(r));
+    assert.equal(model.remaining(), 0, describeRun(r));
+    assert.match(model.exchanges()[0]!.output ?? '', /"account": ?"opencode"/);
+    // Without the guard in both config folders this run waited 76 s offline.
+    assert.ok(r.ms < 40_000, `opencode run took ${r.ms} ms: it waited on the @opencode-ai/plugin install`);
+    process.stdout.write(`# opencode run with a project plugin: ${r.ms} ms from start to exit (unguarded: 76 s)\n`);
   });
 });
