@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +60,36 @@ describe('opencode step: a hostile server on the port', () => {
       },
     );
   }
+
+  it('a server that answers without end (a body past 1 MiB) is cut off and the wake settles, not delivered', async () => {
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const more = (): void => {
+        while (res.write(Buffer.alloc(64 * 1024, 0x20)));
+      };
+      res.on('drain', more);
+      more();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const port = (server.address() as { port: number }).port;
+      const a = createOpencodeAdapter({ kind: 'opencode', url: `http://127.0.0.1:${port}` }, { timeoutMs: 4_000 });
+      const stop = new AbortController();
+      const t0 = Date.now();
+      const r = await Promise.race([
+        a.wake(wakeReq, stop.signal),
+        new Promise<{ ok: boolean; detail: string }>((res) => setTimeout(() => res({ ok: true, detail: 'still waiting after 6 s' }), 6_000)),
+      ]);
+      stop.abort();
+      assert.equal(r.ok, false, r.detail);
+      assert.ok(Date.now() - t0 < 3_000, `settled after ${Date.now() - t0} ms, not at the 4 s timeout`);
+      assert.match(r.detail, /over 1048576 bytes/);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
 
   it('a server that answers one byte at a time is given up at the timeout, not followed forever', async () => {
     const sockets = new Set<import('node:net').Socket>();

@@ -97,34 +97,32 @@ export function createOpencodeAdapter(step: OpencodeStep, opts: OpencodeAdapterO
     const owner = target.loopback === null ? null : opts.listenerOwner?.(target.loopback, target.port);
     if (owner?.kind === 'other')
       return Promise.reject(new NotReached(`port ${target.port} is held by uid ${owner.uid}, another user, not opencode: nothing was sent (no password, no wake text)`));
-    // The socket's timeout is per idle gap; a server trickling bytes would hold the wake forever.
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     return new Promise((resolve, reject) => {
-      const req = request(
-        { host: target.loopback ?? u.hostname, servername: target.hostname, port: target.port, method, path, headers, signal: bounded, timeout: timeoutMs },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > MAX_BODY) req.destroy(new Error(`answer over ${MAX_BODY} bytes`));
-            else chunks.push(c);
-          });
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown = text;
-            try {
-              parsed = text ? JSON.parse(text) : null;
-            } catch {
-              /* kept as text */
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
-          });
-          res.on('error', reject);
-        },
-      );
+      const req = request({ host: target.loopback ?? u.hostname, servername: target.hostname, port: target.port, method, path, headers, signal, timeout: timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > MAX_BODY) req.destroy(new Error(`answer over ${MAX_BODY} bytes`));
+          else chunks.push(c);
+        });
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : null;
+          } catch {
+            /* kept as text */
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+        res.on('error', reject);
+      });
       req.on('timeout', () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)));
-      req.on('error', (err) => reject(bounded.aborted && !signal.aborted ? new Error(`no whole answer in ${timeoutMs} ms`) : err));
+      // The socket's timeout is per idle gap; a server trickling bytes would hold the wake forever.
+      const whole = setTimeout(() => req.destroy(new Error(`no whole answer in ${timeoutMs} ms`)), timeoutMs);
+      req.on('close', () => clearTimeout(whole));
+      req.on('error', reject);
       req.end(payload);
     });
   }
