@@ -141,7 +141,7 @@ describe('m4a report', () => {
     assert.match(text, /^- tasks: 1 \(submitted 1, working 0/m);
     assert.match(text, /^- approvals: 3 \(pending 1, approved 1, rejected 0, expired 1\)$/m);
     assert.match(text, /^- leases live: 1$/m);
-    assert.match(text, /^- wake chains: 1 \(hooks 1, codex-app-server 0, command 0, webhook 0, a2a 0\)$/m);
+    assert.match(text, /^- wake chains: 1 \(hooks 1, codex-app-server 0, command 0, webhook 0, a2a 0, opencode 0\)$/m);
     assert.match(text, /^By level: info 3, warn 1, error 1, text 1\.$/m);
     assert.match(text, /^\| 3 \| info \| mail4agent listening \|$/m);
     // The placeholders keep it readable: the same account is the same placeholder throughout.
