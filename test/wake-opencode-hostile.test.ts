@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpencodeAdapter } from '../src/wake/opencode-server.js';
+import { createCodexAdapter } from '../src/wake/codex-app-server.js';
 import { portOwner } from '../src/client/port-owner.js';
 import type { WakeRequest } from '../src/wake/types.js';
 
@@ -60,6 +61,41 @@ describe('opencode step: a hostile server on the port', () => {
       },
     );
   }
+
+  it(
+    "codex ws://: another user's listener on the port gets no handshake, so no token_file bearer",
+    { skip: asOther ? false : 'needs root and setpriv to listen as another user' },
+    async () => {
+      // Prints the head of every connection it gets (a WebSocket upgrade carries the Authorization header).
+      const script = `const s = require('node:net').createServer((c) => c.on('data', (d) => process.stdout.write(d.toString('latin1')))).listen(0, '127.0.0.1', () => process.stdout.write('port ' + s.address().port + '\\n'));`;
+      const child = spawn('setpriv', [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (d: string) => (out += d));
+      const dir = mkdtempSync(join(tmpdir(), 'm4a-codex-hostile-'));
+      const adapter = await (async () => {
+        while (!/port \d+\n/.test(out)) await once(child.stdout, 'data');
+        const file = join(dir, 'codex-token');
+        writeFileSync(file, 'codex-capability-token\n', { mode: 0o600 });
+        const port = Number(/port (\d+)/.exec(out)![1]);
+        return createCodexAdapter({ kind: 'codex-app-server', listen: `ws://127.0.0.1:${port}`, token_file: file }, { connectTimeoutMs: 1_000, listenerOwner: portOwner });
+      })();
+      try {
+        const r = await adapter.wake(
+          { ...wakeReq, account: 'codex', session: { ...wakeReq.session!, provider: 'codex', providerSessionId: '0199a000-0000-7000-8000-000000000001' } },
+          AbortSignal.timeout(5_000),
+        );
+        await new Promise((res) => setTimeout(res, 200));
+        assert.equal(r.ok, false, r.detail);
+        assert.match(r.detail, new RegExp(`uid ${NOBODY}`));
+        assert.doesNotMatch(out, /capability-token|Authorization/i, `the other user's listener got: ${out}`);
+      } finally {
+        await adapter.close();
+        child.kill('SIGTERM');
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('a server that answers without end (a body past 1 MiB) is cut off and the wake settles, not delivered', async () => {
     const server = createHttpServer((_req, res) => {

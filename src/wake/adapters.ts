@@ -20,8 +20,8 @@ import { checkWebhookStep } from './remote-url.js';
 import { A2aAdapter } from './a2a-adapter.js';
 import { A2aBridge } from './a2a-bridge.js';
 import { checkA2aStep } from './a2a-remote.js';
-import { checkOpencodeStep, createOpencodeAdapter, type OpencodeAdapterOptions } from './opencode-server.js';
-import type { WakeAdapter } from './types.js';
+import { checkOpencodeStep, createOpencodeAdapter } from './opencode-server.js';
+import type { ListenerOwner, WakeAdapter } from './types.js';
 
 export interface AdapterRegistryOptions {
   store: Store;
@@ -36,9 +36,8 @@ export interface AdapterRegistryOptions {
   /** Command runs at once across every chain (default 4). */
   commandCap?: number;
   version?: string;
-  /** Who listens on a loopback port (client/port-owner.ts, which this layer does not import): an
-   *  opencode step never talks to another user's listener. */
-  listenerOwner: NonNullable<OpencodeAdapterOptions['listenerOwner']>;
+  /** Who listens on a loopback port: opencode and codex ws:// steps never talk to another user's. */
+  listenerOwner: ListenerOwner;
 }
 
 export class AdapterRegistry {
@@ -88,6 +87,7 @@ export class AdapterRegistry {
     switch (step.kind) {
       case 'codex-app-server':
         a = createCodexAdapter(step, {
+          listenerOwner: this.o.listenerOwner,
           ...(this.o.version ? { clientVersion: this.o.version } : {}),
           log: (event, fields) => this.o.log.info({ ...fields, event }, 'codex adapter'),
         });

@@ -38,7 +38,7 @@ import {
   type TurnSteerResponse,
 } from './codex-protocol.js';
 import { RpcConnection, RpcError, RpcTransportError, openTransport } from './codex-rpc.js';
-import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
+import type { ListenerOwner, WakeAdapter, WakeRequest, WakeResult } from './types.js';
 
 export interface CodexAdapterOptions {
   /** Every request (default 10 s). */
@@ -57,6 +57,8 @@ export interface CodexAdapterOptions {
   clientVersion?: string;
   /** Structured events: codex.connected, codex.closed, codex.refused, codex.deferred.started … */
   log?: (event: string, fields: Record<string, unknown>) => void;
+  /** ws://: a loopback port another OS user holds gets no handshake (no token_file bearer). */
+  listenerOwner?: ListenerOwner;
 }
 
 export interface DeferredWake {
@@ -149,6 +151,7 @@ export function createCodexAdapter(step: CodexStep, opts: CodexAdapterOptions = 
       ...(step.env ? { envNames: step.env } : {}),
       ...(opts.env ? { env: opts.env } : {}),
       ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      ...(opts.listenerOwner ? { listenerOwner: opts.listenerOwner } : {}),
       timeoutMs: connectTimeoutMs,
       signal: life.signal,
     });

@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { wakeProgramEnv } from '../wire/inherited-env.js';
 import { RPC, isRecord, type RequestId, type RpcErrorBody, type RpcMessage } from './codex-protocol.js';
+import type { ListenerOwner } from './types.js';
 
 /** A failure answered by the server (a JSON-RPC error object). */
 export class RpcError extends Error {
@@ -57,6 +58,8 @@ export interface ConnectOptions {
   cwd?: string;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** for ws://: who listens on the port (another user's listener gets no handshake) */
+  listenerOwner?: ListenerOwner;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]', 'localhost']);
@@ -72,6 +75,8 @@ export async function openTransport(listen: string, opts: ConnectOptions): Promi
       throw new RpcTransportError('connect', `not a URL: ${listen}`);
     }
     if (!LOOPBACK.has(url.hostname)) throw new RpcTransportError('connect', `ws:// listeners must be on loopback, not ${url.hostname}`);
+    const owner = opts.listenerOwner?.(url.hostname === 'localhost' ? '127.0.0.1' : url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80));
+    if (owner?.kind === 'other') throw new RpcTransportError('connect', `port ${url.port || 80} is held by uid ${owner.uid}, another user: nothing was sent`);
     const headers: Record<string, string> = {};
     if (opts.tokenFile !== undefined) {
       let token: string;

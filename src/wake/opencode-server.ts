@@ -20,14 +20,13 @@ import { isAbsolute } from 'node:path';
 import { MailError } from '../wire/errors.js';
 import type { OpencodeStep } from '../wire/wake.js';
 import { checkWebhookUrl, type CheckedWebhookUrl } from './remote-url.js';
-import type { WakeAdapter, WakeRequest, WakeResult } from './types.js';
+import type { ListenerOwner, WakeAdapter, WakeRequest, WakeResult } from './types.js';
 
 export interface OpencodeAdapterOptions {
   /** Every request, all of it (default 10 s). */
   timeoutMs?: number;
-  /** Who listens on a loopback port (the daemon's kernel check, client/port-owner.ts): a port
-   *  another OS user holds (opencode not running, the port taken) gets no request at all. */
-  listenerOwner?: (host: string, port: number) => { kind: 'same' | 'none' | 'unknown' } | { kind: 'other'; uid: number };
+  /** A loopback port another OS user holds (opencode not running, the port taken) gets no request. */
+  listenerOwner?: ListenerOwner;
 }
 
 /** An answer is small (a session's info, a status map); more is not read. */

@@ -58,3 +58,7 @@ export interface WakeAdapter {
   wake(req: WakeRequest, signal: AbortSignal): Promise<WakeResult>;
   close?(): Promise<void>;
 }
+
+/** Who listens on a loopback port (the daemon's kernel check, client/port-owner.ts, which this layer
+ *  does not import): a step sends nothing (no secret, no wake text) to a port another user holds. */
+export type ListenerOwner = (host: string, port: number) => { kind: 'same' | 'none' | 'unknown' } | { kind: 'other'; uid: number };
