@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { CLI } from './support/shell-agents.js';
 import { startTestDaemon, type TestDaemon } from './support/test-daemon.js';
 import { createOpencodeAdapter } from '../src/wake/opencode-server.js';
+import { expandArgs } from '../src/wake/command-adapter.js';
 import type { WakeRequest, WakeSession } from '../src/wake/types.js';
 import { parseStep } from '../src/cli/wake-commands.js';
 
@@ -207,5 +208,15 @@ describe('opencode step: m4a wake set', () => {
     const bare = await cli(['wake', 'set', 'oc', '--step', 'opencode', '--json']);
     assert.notEqual(bare.status, 0);
     assert.match(bare.stderr, /opencode needs its server's URL/);
+  });
+});
+
+describe('opencode in a command step', () => {
+  it('an opencode session id (ses_…) is a plain token: {provider_session_id} becomes it (opencode run --session ID)', () => {
+    const values = { provider_session_id: 'ses_dc151435dffekOtS47lBU65ZPQ', session: 's-1', account: 'opencode', lineage: 'l-1', wake_text: 'You have mail.', cwd: '/w' };
+    assert.deepEqual(expandArgs(['opencode', 'run', '--session', '{provider_session_id}', '{wake_text}'], values), {
+      ok: true,
+      args: ['opencode', 'run', '--session', 'ses_dc151435dffekOtS47lBU65ZPQ', 'You have mail.'],
+    });
   });
 });

@@ -31,7 +31,7 @@ export type Placeholder = keyof typeof PLACEHOLDERS;
 const PLACEHOLDER_RE = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const isPlaceholder = (name: string): name is Placeholder => Object.hasOwn(PLACEHOLDERS, name);
 /** Agents' session ids are plain tokens; anything else (an option, spaces) is not substituted. */
-const PLAIN_TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+const PLAIN_TOKEN = /^[A-Za-z0-9][A-Za-z0-9_.:-]*$/;
 
 export const DEFAULT_TIMEOUT_SECS = 600;
 
