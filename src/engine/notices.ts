@@ -29,6 +29,11 @@ export interface NoticeState {
   /** Mail a quiet period kept from a notice that moved `shown` past it (attention-notices.ts): told
    *  by the first notice after the period. */
   held: string[];
+  /** Waiting Stop notices of this lineage in flight (memory only): a live notice leaves mail to
+   *  them, so a listening Stop hook and the extension's live wait never both tell it. */
+  stops: number;
+  /** Called when one of those ends: a live notice that left mail to it reads again. */
+  stopEnded: (() => void)[];
 }
 
 /** One fewer than Claude Code's own cap of 8, so our guard always decides first. */
@@ -85,7 +90,7 @@ export class NoticeBook {
   /** The state in memory (fresh if none): for readers that must not wait on the store. */
   get(key: string): NoticeState {
     let s = this.states.get(key);
-    if (!s) this.states.set(key, (s = { shown: 0, blocks: 0, lastToolNotice: 0, listening: false, hooked: false, threads: new Map(), held: [] }));
+    if (!s) this.states.set(key, (s = { shown: 0, blocks: 0, lastToolNotice: 0, listening: false, hooked: false, threads: new Map(), held: [], stops: 0, stopEnded: [] }));
     return s;
   }
 
@@ -192,9 +197,15 @@ export class NoticeBook {
     const st = await this.state(key);
     st.hooked = true;
     const before = { shown: st.shown, listening: st.listening, held: st.held };
+    const stopWaits = req.event === 'stop' && (req.wait_secs ?? 0) > 0;
+    if (stopWaits) st.stops++;
     try {
       return await this.rules(st, req, deps);
     } finally {
+      if (stopWaits) {
+        st.stops--;
+        for (const f of st.stopEnded.splice(0)) f();
+      }
       if (st.shown !== before.shown || st.listening !== before.listening || st.held !== before.held) await this.save(key);
     }
   }
@@ -227,8 +238,11 @@ export class NoticeBook {
       // Consumed: what was released is told now; what this page held waits for the period's end.
       if (releasing || heldNow.length > 0) st.held = [...(releasing ? [] : st.held), ...heldNow].slice(-HELD_NOTICES_MAX);
     };
+    // Mail another notice of this lineage told meanwhile is not told again (untold: nothing consumed).
+    let untold = false;
     for (let round = 0; ; round++) {
-      page = await deps.page(st.shown, waitSecs);
+      const from = st.shown;
+      page = await deps.page(from, waitSecs);
       // Mail the loop guard quieted is in the inbox but wakes nobody.
       const quiet = await Promise.all(page.items.map((m) => deps.quiet(m.message_id)));
       const items = page.items.filter((_, i) => !quiet[i]);
@@ -238,13 +252,29 @@ export class NoticeBook {
       // Only held mail came: a waiting hook passes over it (kept in `held`) and waits on, so a
       // listening Stop hook neither blocks for it nor returns at once to ask again.
       const left = (deadline - this.clock.now()) / 1000;
+      // Two notices parked at once (a listening Stop hook and the live wait) wake for the same mail:
+      // one tells it. The mark moved while this page was read: read again from it (waiting on).
+      // A live notice leaves mail to a waiting Stop (which blocks with it, so the agent goes on):
+      // it waits for that to end, then reads again, taking the mail only if the Stop did not.
+      const moved = st.shown > from;
+      const yields = !moved && req.event === 'live' && st.stops > 0 && mail.length > 0;
+      if (moved || yields) {
+        if (round >= 8 || (yields && left <= 0)) {
+          untold = true;
+          mail = [];
+          break;
+        }
+        if (yields) await this.stopEnd(st, left);
+        waitSecs = Math.max(0, (deadline - this.clock.now()) / 1000);
+        continue;
+      }
       if (mail.length > 0 || heldNow.length === 0 || !waits || left <= 0 || round >= 8) break;
       showAll();
       waitSecs = left;
     }
     if (mail.length === 0) {
       // Only quieted mail (or none): pass over it silently, so a listening hook waits for real news.
-      if (req.event !== 'peek') showAll();
+      if (req.event !== 'peek' && !untold) showAll();
       if (req.event === 'stop') st.blocks = 0; // the agent stops: the chain of blocks is over
       return answer([], false);
     }
@@ -257,5 +287,17 @@ export class NoticeBook {
     // live: the extension injects the mail as a message of its own, so there is no stop to block
     // and no chain of blocks to count; the loop guard above is what stops two agents' ping-pong.
     return answer(mail, req.event === 'stop' || req.event === 'live');
+  }
+
+  /** Until a waiting Stop notice of the lineage ends, or `secs` pass. */
+  private stopEnd(st: NoticeState, secs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const cancel = this.clock.timer(secs * 1000, done);
+      st.stopEnded.push(done);
+      function done(): void {
+        cancel();
+        resolve();
+      }
+    });
   }
 }
