@@ -1,8 +1,8 @@
 // The opencode plugin's delivery against the real daemon (opencode itself runs only in test/agents:
 // opencode-live.test.ts). The plugin object is the one the stub exports; opencode's client is
 // replaced by a recorder of `session.promptAsync` calls, the one call of it the plugin makes.
-// Proven: nothing is parked before a session is seen; a sub-agent's session is never the target;
-// mail becomes one 📬 prompt to the session last prompted; a prompt that fails waits for that
+// Proven: mail before any session is seen waits and is given once one is prompted; a sub-agent's
+// session is never the target; mail becomes one 📬 prompt to the session last prompted; a prompt that fails waits for that
 // session's next `session.idle` and is given then, once.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,9 +54,12 @@ describe('the opencode plugin', () => {
       await hooks.event({ event: { type: 'session.created', properties: { info: { id: 'ses_child', parentID: 'ses_main' } } } });
       await hooks['chat.message']({ sessionID: 'ses_child' }, {});
       assert.equal(plugin.current(), null);
+      // Mail before any session: nothing to give it to yet; it is given once a session is prompted.
+      const first = await alice.send({ to: 'opencode', subject: 'the first', body: 'body text the prompt never carries' });
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(prompts.length, 0);
       await hooks['chat.message']({ sessionID: 'ses_main' }, {});
       assert.equal(plugin.current(), 'ses_main');
-      const first = await alice.send({ to: 'opencode', subject: 'the first', body: 'body text the prompt never carries' });
       await until('the first prompt', () => prompts.length === 1, 15_000);
       assert.equal(prompts[0]!.id, 'ses_main');
       assert.ok(prompts[0]!.text.startsWith('📬 You have new mail in mail4agent:'), prompts[0]!.text);
