@@ -4,6 +4,8 @@ export class Refusal extends Error {
   constructor(
     message: string,
     readonly file?: string,
+    /** The --json error code: `refused`, or a narrower one (symlink_refused, outside_project). */
+    readonly code = 'refused',
   ) {
     super(message);
     this.name = 'Refusal';

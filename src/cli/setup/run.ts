@@ -152,7 +152,7 @@ function print(r: SetupResult, json: boolean, head: string): void {
 
 function failWith(err: unknown, json: boolean): never {
   if (err instanceof Refusal) {
-    if (json) process.stderr.write(`${JSON.stringify({ error: { code: 'refused', message: err.message, file: err.file ?? null } })}\n`);
+    if (json) process.stderr.write(`${JSON.stringify({ error: { code: err.code, message: err.message, file: err.file ?? null } })}\n`);
     else process.stderr.write(`m4a: refused: ${err.message}\n`);
     process.exit(EXIT.failed);
   }

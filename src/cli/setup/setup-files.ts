@@ -1,11 +1,12 @@
 // The file side of setup and unsetup, without the daemon: plan every file (refusing before any
 // write), then write them and the state record. Tests drive this directly on a temporary HOME.
 import { isDeepStrictEqual } from 'node:util';
-import { applySetup, applyUnsetup, type Written } from './apply.js';
+import { applySetup, applyUnsetup, backupPath, type Written } from './apply.js';
 import { resolveBridge, type Bridge } from './bridge-command.js';
+import { guardPath } from './path-guard.js';
 import { planSetup, planUnsetup, type Change } from './plan.js';
 import { targets, type Program, type Scope, type Transport } from './programs.js';
-import { readState, recordFor, stateKey, writeState, type SetupRecord } from './state.js';
+import { readState, recordFor, stateKey, writeState, type FileRecord, type SetupRecord } from './state.js';
 
 export interface SetupOptions {
   program: Program;
@@ -19,6 +20,16 @@ export interface SetupOptions {
   bridge?: Bridge;
 }
 
+const hasWhole = (r: FileRecord): boolean => r.edits.some((e) => e.kind === 'whole');
+
+/** Every file a plan may write or delete, and its backup (a whole file of ours), before reading. */
+function guardFiles(scope: Scope, files: { path: string; whole: boolean }[]): void {
+  for (const f of files) {
+    guardPath(scope, f.path, f.whole);
+    guardPath(scope, backupPath(f.path), true);
+  }
+}
+
 export interface Prepared {
   bridge: Bridge;
   changes: Change[];
@@ -30,7 +41,10 @@ export function prepareSetup(o: SetupOptions): Prepared {
   const bridge = o.bridge ?? resolveBridge(env);
   const state = readState(env);
   const key = stateKey(o.program, o.scope);
-  const changes = planSetup(targets({ ...o, env, bridge }), (p) => recordFor(state, p, key), !!o.force, state.setups[key]?.files ?? []);
+  const ts = targets({ ...o, env, bridge });
+  const own = state.setups[key]?.files ?? [];
+  guardFiles(o.scope, [...ts.map((t) => ({ path: t.path, whole: t.kind === 'whole' })), ...own.map((r) => ({ path: r.path, whole: hasWhole(r) }))]);
+  const changes = planSetup(ts, (p) => recordFor(state, p, key), !!o.force, own);
   return {
     bridge,
     changes,
@@ -77,6 +91,10 @@ export function unsetupFiles(o: { program: Program; scope: Scope; env?: NodeJS.P
     const shared = others.filter((o) => o.path === f.path).flatMap((o) => o.edits);
     return shared.length ? { ...f, edits: f.edits.filter((e) => !shared.some((s) => isDeepStrictEqual(s, e))) } : f;
   });
+  guardFiles(
+    o.scope,
+    mine.map((r) => ({ path: r.path, whole: hasWhole(r) })),
+  );
   const changes = planUnsetup(mine);
   const files = applyUnsetup(changes);
   delete state.setups[key];
