@@ -5,7 +5,8 @@ import { HTTP_PATHS, MCP_TOOL_NAMES } from '../wire/operation-facts.js';
 import { LIMITS } from '../wire/limits.js';
 import { EXTENSION_PROVIDERS, MCP_PROTOCOL_VERSIONS, STORE_KINDS } from '../wire/capabilities.js';
 import { WAKE_KINDS } from '../wire/support.js';
-import { hookEvents, PROGRAMS } from './setup/programs.js';
+import { hookEvents, PROGRAMS, STDIO_ONLY } from './setup/programs.js';
+import { GEMINI_AUTH_SETTINGS } from './setup/gemini-auth.js';
 
 export function capabilities(): Record<string, unknown> {
   return {
@@ -21,12 +22,11 @@ export function capabilities(): Record<string, unknown> {
     http_routes: [...HTTP_PATHS, '/mcp', '/health'],
     setup_programs: PROGRAMS,
     setup_transports: ['stdio', 'http'],
-    // Programs whose entry is the stdio bridge only (Copilot's HTTP entry is not verified).
-    setup_stdio_only: ['copilot'],
+    setup_stdio_only: STDIO_ONLY,
     // The program events whose hooks setup installs to wake the agent (none: the extension delivers).
     setup_wake_hooks: Object.fromEntries(PROGRAMS.map((p) => [p, hookEvents(p)])),
     // What setup leaves to the user and doctor checks: Gemini CLI's auth method (headless runs exit 41 without one).
-    setup_user_settings: { gemini: ['security.auth.selectedType', 'GEMINI_API_KEY', 'GOOGLE_GENAI_USE_VERTEXAI', 'GOOGLE_GENAI_USE_GCA'] },
+    setup_user_settings: { gemini: GEMINI_AUTH_SETTINGS },
     // Programs that load the mail4agent extension: live delivery inside the agent, waiting mail on resume.
     extension_programs: EXTENSION_PROVIDERS,
     // Programs whose plugin, set up beside the MCP entry, delivers mail into the running session.

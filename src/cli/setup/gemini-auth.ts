@@ -14,6 +14,9 @@ const AUTH_ENV: [string, (env: NodeJS.ProcessEnv) => boolean][] = [
   ['GEMINI_API_KEY', (env) => !!env.GEMINI_API_KEY && !env.GOOGLE_GEMINI_BASE_URL],
 ];
 
+/** What a user sets to choose (capabilities lists them): the settings key, or one of the variables. */
+export const GEMINI_AUTH_SETTINGS: readonly string[] = ['security.auth.selectedType', ...AUTH_ENV.map(([name]) => name)];
+
 function selectedType(file: string): string | null {
   if (!existsSync(file)) return null;
   try {

@@ -1,7 +1,12 @@
 // m4a setup / m4a unsetup: connect an agent program to the mailbox, and undo exactly that.
-// Only commander's types load here; the work is imported when one of these commands runs.
+// Only commander's types (and the list of programs) load here; the work is imported when one of
+// these commands runs.
 import type { Command } from 'commander';
+import { AGENT_PROGRAMS } from '../../wire/capabilities.js';
 import type { ScopeFlags, SetupFlags } from './run.js';
+
+/** claude, codex, … or omp */
+const NAMED = `${AGENT_PROGRAMS.slice(0, -1).join(', ')} or ${AGENT_PROGRAMS.at(-1)}`;
 
 const scoped = (cmd: Command): Command =>
   cmd
@@ -14,7 +19,7 @@ export function registerSetup(program: Command): void {
     program
       .command('setup <program>')
       .description(
-        'connect claude, codex, gemini, qwen, cursor, copilot, opencode, pi or omp to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent; for pi and omp an extension, for opencode a plugin, that delivers mail live (safe to run again)',
+        `connect ${NAMED} to the mailbox: account, MCP server entry, agent guide, hooks that wake the agent; for pi and omp an extension, for opencode a plugin, that delivers mail live (safe to run again)`,
       ),
   )
     .option('--transport <transport>', 'stdio (the m4a mcp bridge, starts the daemon; the default) or http')
@@ -25,12 +30,10 @@ export function registerSetup(program: Command): void {
       const { runSetup } = await import('./run.js');
       await runSetup(name, o);
     });
-  scoped(
-    program
-      .command('unsetup <program>')
-      .description('remove what m4a setup added for claude, codex, gemini, qwen, cursor, copilot, opencode, pi or omp (the account and its secret stay)'),
-  ).action(async (name: string, o: ScopeFlags) => {
-    const { runUnsetup } = await import('./run.js');
-    await runUnsetup(name, o);
-  });
+  scoped(program.command('unsetup <program>').description(`remove what m4a setup added for ${NAMED} (the account and its secret stay)`)).action(
+    async (name: string, o: ScopeFlags) => {
+      const { runUnsetup } = await import('./run.js');
+      await runUnsetup(name, o);
+    },
+  );
 }

@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_PORT } from '../../wire/locations.js';
-import { isExtensionProvider, type ExtensionProvider } from '../../wire/capabilities.js';
+import { AGENT_PROGRAMS, isExtensionProvider, type ExtensionProvider } from '../../wire/capabilities.js';
 import { bridgeArgs, type Bridge } from './bridge-command.js';
 import { qwenDirs, qwenEntry } from './program-qwen.js';
 import { copilotEntry, copilotFiles, copilotHooksFile } from './program-copilot.js';
@@ -13,8 +13,11 @@ import { copilotExtensionSource } from './copilot-extension.js';
 import { opencodeEntry, opencodeFiles, opencodePluginTargets } from './program-opencode.js';
 import { renderGuide } from './guide.js';
 
-export const PROGRAMS = ['claude', 'codex', 'gemini', 'cursor', 'pi', 'omp', 'qwen', 'copilot', 'opencode'] as const;
+/** Setup takes each program attestation names (one list: wire/capabilities.ts). */
+export const PROGRAMS = AGENT_PROGRAMS;
 export type Program = (typeof PROGRAMS)[number];
+/** Programs whose entry is the stdio bridge only (Copilot's HTTP entry is not verified). */
+export const STDIO_ONLY: readonly Program[] = ['copilot'];
 /** Programs that load our extension into their own process instead of an MCP server and hooks. */
 export type ExtensionProgram = Program & ExtensionProvider;
 export const isExtensionProgram = (p: Program): p is ExtensionProgram => isExtensionProvider(p);

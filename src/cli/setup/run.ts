@@ -12,7 +12,7 @@ import { opencodeTodo } from './program-opencode.js';
 import { GEMINI_AUTH_TODO, geminiAuthSource } from './gemini-auth.js';
 import type { Bridge } from './bridge-command.js';
 import type { Change } from './plan.js';
-import { EXTENSION_MODULE, homeOf, isExtensionProgram, mcpUrl, PROGRAMS, SERVER, TOKEN_VAR, type Program, type Scope, type Transport } from './programs.js';
+import { EXTENSION_MODULE, homeOf, isExtensionProgram, mcpUrl, PROGRAMS, SERVER, STDIO_ONLY, TOKEN_VAR, type Program, type Scope, type Transport } from './programs.js';
 import { Refusal } from './refusal.js';
 import { SetupResult } from './result.js';
 import { prepareSetup, unsetupFiles } from './setup-files.js';
@@ -167,7 +167,7 @@ export async function runSetup(name: string, o: SetupFlags, env: NodeJS.ProcessE
     const { program, scope } = programAndScope(name, o, env, true);
     const transport = (o.transport ?? 'stdio') as Transport;
     if (transport !== 'stdio' && transport !== 'http') throw new UsageError(`--transport ${o.transport}: choose stdio or http`);
-    if (program === 'copilot' && transport === 'http') throw new UsageError('--transport http: copilot takes the stdio bridge only (m4a mcp)');
+    if (STDIO_ONLY.includes(program) && transport === 'http') throw new UsageError(`--transport http: ${program} takes the stdio bridge only (m4a mcp)`);
     if (isExtensionProgram(program) && o.transport !== undefined)
       throw new UsageError(`--transport does not apply to ${program}: its extension runs inside ${program} and speaks to the daemon itself`);
     const account = o.account ?? program;

@@ -1,0 +1,39 @@
+// The program facts setup, capabilities and the CLI's help share: each written once.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { capabilities } from '../src/cli/capabilities.js';
+import { PROGRAMS, STDIO_ONLY } from '../src/cli/setup/programs.js';
+import { AGENT_PROGRAMS } from '../src/wire/capabilities.js';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+test('setup takes exactly the programs attestation names, and capabilities says which are stdio only', () => {
+  assert.deepEqual([...PROGRAMS], [...AGENT_PROGRAMS]);
+  const c = capabilities();
+  assert.deepEqual(c.setup_programs, AGENT_PROGRAMS);
+  assert.deepEqual(c.setup_stdio_only, ['copilot']);
+  assert.deepEqual(c.setup_user_settings, { gemini: ['security.auth.selectedType', 'GOOGLE_GENAI_USE_GCA', 'GOOGLE_GENAI_USE_VERTEXAI', 'GEMINI_API_KEY'] });
+});
+
+test('a stdio-only program refuses --transport http by name and writes nothing; the help names every program', () => {
+  const home = mkdtempSync(join(tmpdir(), 'm4a-facts-'));
+  try {
+    const env = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_DATA_DIR: join(home, 'data') };
+    const run = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), ...args], { encoding: 'utf8', env, cwd: ROOT, timeout: 60_000 });
+    for (const p of STDIO_ONLY) {
+      const r = run(['setup', p, '--transport', 'http']);
+      assert.notEqual(r.status, 0, r.stdout);
+      assert.match(r.stderr, new RegExp(`--transport http: ${p} takes the stdio bridge only`));
+    }
+    assert.deepEqual(readdirSync(home), [], 'nothing written');
+    const help = run(['setup', '--help']);
+    assert.equal(help.status, 0, help.stderr);
+    for (const p of AGENT_PROGRAMS) assert.match(help.stdout, new RegExp(`\\b${p}\\b`));
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
