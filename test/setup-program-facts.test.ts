@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { capabilities } from '../src/cli/capabilities.js';
+import { runDoctor } from '../src/cli/doctor.js';
 import { PROGRAMS, STDIO_ONLY } from '../src/cli/setup/programs.js';
 import { AGENT_PROGRAMS } from '../src/wire/capabilities.js';
 
@@ -33,6 +34,20 @@ test('a stdio-only program refuses --transport http by name and writes nothing; 
     const help = run(['setup', '--help']);
     assert.equal(help.status, 0, help.stderr);
     for (const p of AGENT_PROGRAMS) assert.match(help.stdout, new RegExp(`\\b${p}\\b`));
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('doctor in an empty home tells to set up any program attestation names', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'm4a-facts-doctor-'));
+  try {
+    const env = { PATH: process.env.PATH ?? '', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), M4A_DATA_DIR: join(home, 'data'), M4A_PORT: '1' };
+    const checks = await runDoctor({ project: home }, env);
+    const creds = checks.find((c) => c.name === 'credentials');
+    assert.equal(creds?.todo, `run \`m4a setup ${AGENT_PROGRAMS.join('|')}\``);
+    const agents = checks.find((c) => c.name === 'agents');
+    for (const p of AGENT_PROGRAMS) assert.match(agents?.todo ?? '', new RegExp(`\\b${p}\\b`));
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

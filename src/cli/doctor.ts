@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MailClient } from '../client/http-client.js';
 import { MailError } from '../wire/errors.js';
+import { AGENT_PROGRAMS } from '../wire/capabilities.js';
 import { daemonUrl, dataDirFrom, operatorToken } from './daemon-target.js';
 import { fetchSummary, summaryText, type MetricsSummary } from './metrics-summary.js';
 import { probe, readDaemonInfo } from './autostart.js';
@@ -205,7 +206,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
     });
     creds = readCredentials(env);
   } else if (!env.M4A_TOKEN) {
-    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: 'run `m4a setup claude|codex|gemini|qwen|cursor|copilot|pi|omp`' });
+    checks.push({ name: 'credentials', status: 'warn', detail: `no ${credPath}`, todo: `run \`m4a setup ${AGENT_PROGRAMS.join('|')}\`` });
   }
 
   // Each account's secret, proven against the daemon (a whoami attests this very process).
@@ -243,7 +244,7 @@ export async function doctorReport(o: DoctorOptions, env: NodeJS.ProcessEnv = pr
       name: 'agents',
       status: 'warn',
       detail: 'no agent program is wired to mail4agent',
-      todo: 'run `m4a setup claude` (or codex, gemini, qwen, cursor, copilot, pi, omp)',
+      todo: `run \`m4a setup claude\` (or ${AGENT_PROGRAMS.filter((p) => p !== 'claude').join(', ')})`,
     });
   for (const e of entries) {
     const name = `${e.program} (${e.scope})`;
