@@ -1,12 +1,14 @@
 // The program facts setup, capabilities and the CLI's help share: each written once.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { capabilities } from '../src/cli/capabilities.js';
 import { runDoctor } from '../src/cli/doctor.js';
+import { bridgeAccount } from '../src/cli/bridge-account.js';
+import { setupFiles } from '../src/cli/setup/setup-files.js';
 import { PROGRAMS, STDIO_ONLY } from '../src/cli/setup/programs.js';
 import { AGENT_PROGRAMS } from '../src/wire/capabilities.js';
 
@@ -48,6 +50,26 @@ test('doctor in an empty home tells to set up any program attestation names', as
     assert.equal(creds?.todo, `run \`m4a setup ${AGENT_PROGRAMS.join('|')}\``);
     const agents = checks.find((c) => c.name === 'agents');
     for (const p of AGENT_PROGRAMS) assert.match(agents?.todo ?? '', new RegExp(`\\b${p}\\b`));
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test("the bridge under another program than its entry's, with an unreadable credentials file, returns the named account (connecting then says why) instead of throwing", () => {
+  const home = mkdtempSync(join(tmpdir(), 'm4a-facts-bridge-'));
+  try {
+    const env = { HOME: home, PATH: '', M4A_PORT: '7341' };
+    const dir = join(home, 'proj');
+    mkdirSync(dir);
+    setupFiles({ program: 'claude', scope: { kind: 'project', dir }, transport: 'stdio', account: 'claude', bridge: { command: 'm4a', prefix: [], portable: true }, env });
+    const creds = join(home, '.config', 'mail4agent', 'credentials.json');
+    mkdirSync(join(home, '.config', 'mail4agent'), { recursive: true });
+    writeFileSync(creds, JSON.stringify({ version: 1, accounts: { copilot: { secret: 'c'.repeat(40), provider: 'copilot' } } }), { mode: 0o600 });
+    setupFiles({ program: 'copilot', scope: { kind: 'user' }, transport: 'stdio', account: 'copilot', bridge: { command: 'm4a', prefix: [], portable: true }, env });
+    const copilotEnv = { ...env, COPILOT_AGENT_SESSION_ID: '7a0c2f4e-1111-4222-8333-944455556666' };
+    assert.equal((bridgeAccount('claude', copilotEnv, dir) as { account: string }).account, 'copilot');
+    writeFileSync(creds, '{ not json', { mode: 0o600 });
+    assert.deepEqual(bridgeAccount('claude', copilotEnv, dir), { account: 'claude' });
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

@@ -29,7 +29,13 @@ export function bridgeAccount(named: string | undefined, env: NodeJS.ProcessEnv 
   // The project setup for this folder (the innermost), else the user's.
   const project = own.filter((r) => r.project_dir && within(here, r.project_dir)).sort((a, b) => b.project_dir!.length - a.project_dir!.length)[0];
   const chosen = project ?? own.find((r) => r.scope === 'user');
-  const stored = chosen && readCredentials(env).accounts[chosen.account]?.secret;
+  let stored: string | undefined;
+  try {
+    stored = chosen && readCredentials(env).accounts[chosen.account]?.secret;
+  } catch {
+    // An unreadable credentials file: connecting says so, by name, as for any bridge.
+    return { account: named };
+  }
   if (chosen && stored)
     return { account: chosen.account, note: `the entry names ${named}, set up for ${programs.join(', ')}; running under ${under}, this bridge speaks as ${chosen.account}` };
   return {
