@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import { capabilities } from '../src/cli/capabilities.js';
 import { runDoctor } from '../src/cli/doctor.js';
 import { bridgeAccount } from '../src/cli/bridge-account.js';
-import { setupFiles } from '../src/cli/setup/setup-files.js';
+import { setupFiles, unsetupFiles } from '../src/cli/setup/setup-files.js';
+import { readState } from '../src/cli/setup/state.js';
 import { PROGRAMS, STDIO_ONLY } from '../src/cli/setup/programs.js';
 import { AGENT_PROGRAMS } from '../src/wire/capabilities.js';
 
@@ -70,6 +71,24 @@ test("the bridge under another program than its entry's, with an unreadable cred
     assert.equal((bridgeAccount('claude', copilotEnv, dir) as { account: string }).account, 'copilot');
     writeFileSync(creds, '{ not json', { mode: 0o600 });
     assert.deepEqual(bridgeAccount('claude', copilotEnv, dir), { account: 'claude' });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('unsetup of a project that was deleted since forgets its record instead of failing on the missing directory', () => {
+  const home = mkdtempSync(join(tmpdir(), 'm4a-facts-gone-'));
+  try {
+    const env = { HOME: home, PATH: '', M4A_PORT: '7341' };
+    const dir = join(home, 'proj');
+    mkdirSync(dir);
+    const scope = { kind: 'project' as const, dir };
+    setupFiles({ program: 'qwen', scope, transport: 'stdio', account: 'qwen', bridge: { command: 'm4a', prefix: [], portable: true }, env });
+    assert.equal(Object.keys(readState(env).setups).length, 1);
+    rmSync(dir, { recursive: true });
+    const undone = unsetupFiles({ program: 'qwen', scope, env });
+    assert.ok(undone.record);
+    assert.deepEqual(readState(env).setups, {});
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

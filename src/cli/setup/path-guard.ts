@@ -28,8 +28,14 @@ const refuse = (p: string, why: string): never => {
 /** Refuses (before anything is written) a path setup or unsetup would write or delete. */
 export function guardPath(scope: Scope, path: string, whole: boolean): void {
   if (scope.kind === 'project' && inside(scope.dir, path)) {
-    // The project directory itself may be a link: judge everything beneath its target.
-    const root = realpathSync(scope.dir);
+    // The project directory itself may be a link: judge everything beneath its target. A project
+    // gone (unsetup after it was deleted) holds nothing to follow, and nothing is written there.
+    let root: string;
+    try {
+      root = realpathSync(scope.dir);
+    } catch {
+      return;
+    }
     let at = root;
     let named = scope.dir;
     for (const part of relative(scope.dir, path).split(sep)) {
