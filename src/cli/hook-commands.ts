@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { wakeText } from '../wire/wake-text.js';
 import type { NoticeResponse } from '../wire/hooks.js';
+import { LIVE_WAIT_SECS } from '../wire/capabilities.js';
 import { withDaemon } from './connect.js';
 import { printJson, EXIT, fail } from './output.js';
 
@@ -75,9 +76,6 @@ async function readStdin(): Promise<Record<string, unknown>> {
     return {};
   }
 }
-
-/** A live wait's length: the longest one notice call may park. */
-const LIVE_WAIT_SECS = 55;
 
 /** How long a Stop hook in listen mode may wait in all (the program's hook timeout must exceed it). */
 const listenBudgetMs = (): number => Math.max(0, Number(process.env.M4A_LISTEN_SECS ?? 540)) * 1000;

@@ -26,6 +26,10 @@ export const isExtensionProvider = (p: string | undefined): p is ExtensionProvid
 export const SELF_REPORTING_PROVIDERS = [...EXTENSION_PROVIDERS, 'opencode'] as const;
 export const reportsOwnSession = (p: string | undefined): boolean => (SELF_REPORTING_PROVIDERS as readonly string[]).includes(p ?? '');
 
+/** How long a live notice parks (pi's and omp's extension, opencode's plugin, Copilot's
+ *  `m4a hook copilot-live`): under the 60 s a notice may wait, so the daemon answers first. */
+export const LIVE_WAIT_SECS = 55;
+
 /** The request header an extension names its conversation with (a token of at most 128 bytes). */
 export const AGENT_SESSION_HEADER = 'x-m4a-agent-session';
 export const AGENT_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

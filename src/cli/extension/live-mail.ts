@@ -7,7 +7,7 @@
 // Live delivery: one parked `notice {event: "live"}` at a time (it answers only for mail this
 // session has not been shown, after the loop guard), each answer injected as one short user
 // message: ids, senders, subjects; bodies are read with the tools.
-import { AGENT_SESSION_HEADER, AGENT_SESSION_ID } from '../../wire/capabilities.js';
+import { AGENT_SESSION_HEADER, AGENT_SESSION_ID, LIVE_WAIT_SECS } from '../../wire/capabilities.js';
 import type * as H from '../../wire/hooks.js';
 import { TOOLS } from '../../wire/tool-list.js';
 import { wakeText } from '../../wire/wake-text.js';
@@ -23,8 +23,6 @@ export interface ExtensionOptions {
   account?: string;
 }
 
-/** A parked wait lasts this long; the daemon answers earlier when mail comes. */
-const WAIT_SECS = 55;
 const RETRY_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
 /** A tool's inbox wait may last 60 s; the request gets that on top of the usual timeout. */
 const TOOL_EXTRA_MS = 70_000;
@@ -150,7 +148,7 @@ export class LiveMail {
     while (gen === this.generation) {
       try {
         const { waiter } = await this.connect(true);
-        const n = await waiter.notice({ event: 'live', wait_secs: WAIT_SECS });
+        const n = await waiter.notice({ event: 'live', wait_secs: LIVE_WAIT_SECS });
         failures = 0;
         if (gen !== this.generation || n.mail.length === 0) continue;
         this.inject(n);

@@ -11,7 +11,7 @@
 // one gets it after the running tool's result (opencode appends a prompt to a running loop).
 // Mail that could not be given yet (no session seen, or the prompt failed) is given at the next
 // `session.idle`.
-import { AGENT_SESSION_HEADER, AGENT_SESSION_ID } from '../../wire/capabilities.js';
+import { AGENT_SESSION_HEADER, AGENT_SESSION_ID, LIVE_WAIT_SECS } from '../../wire/capabilities.js';
 import type * as H from '../../wire/hooks.js';
 import { MailClient } from '../../client/http-client.js';
 import { ensureDaemon } from '../autostart.js';
@@ -44,7 +44,6 @@ export interface PluginOptions {
   account?: string;
 }
 
-const WAIT_SECS = 55;
 const RETRY_MS = [500, 1_000, 2_000, 5_000, 10_000, 30_000];
 /** Undelivered batches kept for the next idle; older ones go (the mail stays in the inbox). */
 const PENDING_MAX = 8;
@@ -121,7 +120,7 @@ export class OpencodeMail {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const n: H.NoticeResponse = await (await this.connect()).notice({ event: 'live', wait_secs: WAIT_SECS });
+        const n: H.NoticeResponse = await (await this.connect()).notice({ event: 'live', wait_secs: LIVE_WAIT_SECS });
         failures = 0;
         if (this.stopped || n.mail.length === 0) continue;
         this.pending = [...this.pending, liveText(n)].slice(-PENDING_MAX);
