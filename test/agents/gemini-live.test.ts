@@ -15,10 +15,23 @@
 // and send commit → the model request with AfterAgent's reason.
 import { it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { geminiUserTexts, geminiTool, startScriptedGemini, type ScriptedGemini } from './support/scripted-gemini.js';
-import { describeRun, makeWorld, type ProcInfo, type RunResult, type World } from './support/world.js';
+import {
+  assertBounded,
+  assertListenWake,
+  assertPeerGot,
+  assertRanClean,
+  assertTurnEndWake,
+  assertUnsetupGivesBack,
+  assertWhoami,
+  commitToRequest,
+  parseJson,
+  peerCall,
+  sendWhenHookParked,
+} from './support/hook-wake-checks.js';
+import { describeRun, makeWorld, type World } from './support/world.js';
 
 const RUN_MS = 150_000;
 const MODEL = 'gemini-2.5-flash';
@@ -34,49 +47,8 @@ const geminiEnv = (modelUrl: string): NodeJS.ProcessEnv => ({
   GEMINI_CLI_TRUST_WORKSPACE: 'true',
 });
 
-const parseJson = (text: string | null | undefined, what: string): any => {
-  assert.ok(typeof text === 'string', `${what}: no result came back`);
-  try {
-    // Gemini CLI wraps an MCP tool's text in <untrusted_context> tags.
-    return JSON.parse(text.slice(text.indexOf('{'), text.lastIndexOf('}') + 1));
-  } catch {
-    assert.fail(`${what}: not JSON: ${text}`);
-  }
-};
-
-/** The attested process of a card among those seen under a run. */
-function attestedProcess(card: any, r: RunResult): ProcInfo {
-  const a = card?.attested;
-  assert.ok(a && typeof a.pid === 'number', `the card has no attested process: ${JSON.stringify(card)}`);
-  const p = r.seen.find((s) => s.pid === a.pid && s.startTime === a.start_time);
-  assert.ok(p, `attested pid ${a.pid} is not a process of this run (spawned ${r.pid}); seen: ${r.seen.map((s) => `${s.pid}<-${s.ppid} ${s.exe}`).join('; ')}`);
-  return p;
-}
-
-async function peerSend(w: World, secret: string, subject: string, body: string): Promise<any> {
-  const res = await fetch(`${w.url}/mail/send`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ to: 'gemini', subject, body }),
-  });
-  const out = await res.json();
-  assert.equal(res.status, 200, `send: ${JSON.stringify(out)}`);
-  return out;
-}
-
-async function peerInbox(w: World, secret: string): Promise<any> {
-  const res = await fetch(`${w.url}/mail/inbox`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{}' });
-  assert.equal(res.status, 200);
-  return res.json();
-}
-
-/** When the daemon stored a message (its receipt to `recipient`), as the sender sees it. */
-async function storedAt(w: World, secret: string, id: string): Promise<number> {
-  const rc = JSON.parse(await w.m4a(['receipts', id, '--json'], { env: { M4A_TOKEN: secret } }));
-  const t = Date.parse(rc.receipts?.[0]?.stored_at);
-  assert.ok(Number.isFinite(t), `no stored_at in ${JSON.stringify(rc)}`);
-  return t;
-}
+/** The peer's mail to gemini. */
+const peerSend = (w: World, secret: string, subject: string, body: string): Promise<any> => peerCall(w, secret, '/mail/send', { to: 'gemini', subject, body });
 
 it('Gemini CLI: whoami and send through the trusted entry setup wrote, attested as Gemini; BeforeAgent and AfterAgent bring mail', { timeout: 300_000 }, async (t: TestContext) => {
   const w = await makeWorld('m4a-gemini-live-');
@@ -129,10 +101,7 @@ it('Gemini CLI: whoami and send through the trusted entry setup wrote, attested 
     { text: 'Read the new mail. Done.' },
   ]);
   const r = await w.run('gemini', ['-p', 'Check your mail identity and say hello to codex.', '-m', MODEL], { env: geminiEnv(model.url), timeoutMs: RUN_MS });
-  t.diagnostic(`gemini -p ran ${r.ms} ms`);
-  assert.ok(r.code === 0 && !r.timedOut, `gemini -p did not succeed:\n${describeRun(r)}`);
-  assert.deepEqual(model.problems, [], `offered: ${model.toolNames().join(', ')}`);
-  assert.equal(model.remaining(), 0, `every scripted turn was taken:\n${describeRun(r)}`);
+  assertRanClean(t, 'gemini -p', r, model);
   assert.match(r.stdout, /Read the new mail\. Done\./);
 
   // BeforeAgent: the mail waiting at the start is named in the first turn's user text.
@@ -144,55 +113,29 @@ it('Gemini CLI: whoami and send through the trusted entry setup wrote, attested 
   const [whoami, send, inbox] = model.exchanges();
   t.diagnostic(`Gemini's tool names: ${whoami?.name}, ${send?.name}, ${inbox?.name}`);
   const me = parseJson(whoami?.output, 'whoami');
-  assert.equal(me.account, 'gemini');
-  assert.match(me.address, /^gemini\/s-[0-9a-f]+$/);
-  const p = attestedProcess(me.card, r);
-  assert.equal(me.card.corroborated.provider, 'gemini', JSON.stringify(me.card));
-  assert.equal(me.card.corroborated.cwd, w.project);
-  assert.notEqual(p.pid, r.pid, "Gemini's relaunched child, not its launcher");
   t.diagnostic(`card: ${JSON.stringify(me.card)}`);
+  assertWhoami(me, r, w, 'gemini', "Gemini's relaunched child, not its launcher");
 
   // send: the peer has it, from that session.
-  const sent = parseJson(send?.output, 'send');
-  assert.equal(sent.from, `${me.account}/${me.slug}`);
-  const got = (await peerInbox(w, peer.secret)).messages.filter((m: any) => m.subject === 'hello from gemini');
-  assert.equal(got.length, 1);
-  assert.equal(got[0].from, sent.from);
-  assert.equal(got[0].body, 'sent by a real Gemini CLI session');
+  await assertPeerGot(w, peer.secret, me, send?.output, 'hello from gemini', 'sent by a real Gemini CLI session');
 
   // AfterAgent: the turn's end was rejected with the reason, which the next request carries.
   const reasonReq = model.requests.find((q) => q.turn === 3)!;
-  const lastUser = geminiUserTexts(reasonReq.body).at(-1) ?? '';
-  assert.ok(lastUser.includes(late.message_id) && lastUser.includes('You have new mail in mail4agent'), `AfterAgent's reason: ${lastUser}`);
-  assert.ok(!lastUser.includes(before.message_id), 'only mail new since the last notice');
-  assert.ok(inbox?.output?.includes(late.message_id), `the model read the new mail: ${inbox?.output}`);
+  assertTurnEndWake("AfterAgent's reason", geminiUserTexts(reasonReq.body).at(-1) ?? '', late, before, inbox);
 
   // ---- 3. unsetup ------------------------------------------------------------------------------
-  await w.m4a(['unsetup', 'gemini']);
-  assert.equal(readFileSync(settings, 'utf8'), userFile, "the user's settings, byte for byte");
+  await assertUnsetupGivesBack(w, 'gemini', settings, userFile, "the user's settings, byte for byte");
 
-  const fig = { beforeAgent: firstReq.at - (await storedAt(w, peer.secret, before.message_id)), afterAgent: reasonReq.at - (await storedAt(w, peer.secret, late.message_id)) };
-  for (const [k, v] of Object.entries(fig)) assert.ok(v >= 0 && v < RUN_MS, `${k}: ${v} ms`);
+  const fig = {
+    beforeAgent: await commitToRequest(w, peer.secret, before.message_id, firstReq),
+    afterAgent: await commitToRequest(w, peer.secret, late.message_id, reasonReq),
+  };
+  assertBounded(fig, RUN_MS);
   console.log(
     `gemini live: send commit → model request with BeforeAgent's context ${fig.beforeAgent} ms (the mail waited for Gemini to start); ` +
       `send commit (as the last answer streamed) → model request with AfterAgent's reason ${fig.afterAgent} ms (gemini -p ran ${r.ms} ms)`,
   );
 });
-
-/** This world's running `m4a hook <name>` processes (found by the daemon's data directory). */
-function hookProcesses(dataDir: string, name: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes(`hook ${name}`)) continue;
-      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(pid));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 it('Gemini CLI in listen mode: AfterAgent waits for mail instead of ending the run, and mail wakes it', { timeout: 300_000 }, async (t: TestContext) => {
   const w = await makeWorld('m4a-gemini-listen-');
@@ -218,42 +161,19 @@ it('Gemini CLI in listen mode: AfterAgent waits for mail instead of ending the r
     { text: 'Read it. Done.' },
   ]);
   // Mail is sent once AfterAgent has been waiting for a second.
-  let sent: any = null;
-  const m = model;
-  void (async () => {
-    const deadline = Date.now() + RUN_MS;
-    let since = 0;
-    while (!abandoned && Date.now() < deadline) {
-      if (m.requests.some((q) => q.turn === 1) && hookProcesses(w.dataDir, 'gemini-after-agent').length > 0) {
-        since ||= Date.now();
-        if (Date.now() - since >= 1_000) break;
-      } else since = 0;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    if (!abandoned) sent = await peerSend(w, peer.secret, 'while you listened', 'third').catch(() => null);
-  })();
+  const sentMail = sendWhenHookParked(
+    w,
+    model,
+    'gemini-after-agent',
+    1,
+    RUN_MS,
+    () => abandoned,
+    () => peerSend(w, peer.secret, 'while you listened', 'third'),
+  );
   // --yolo: the model turns listen mode on with Gemini's shell tool.
   const r = await w.run('gemini', ['-p', 'Listen for mail.', '-m', MODEL, '--yolo'], { env: { ...geminiEnv(model.url), M4A_LISTEN_SECS: '90' }, timeoutMs: RUN_MS });
-  t.diagnostic(`gemini -p ran ${r.ms} ms`);
-  assert.ok(r.code === 0 && !r.timedOut, `gemini -p did not succeed:\n${describeRun(r)}`);
-  assert.deepEqual(model.problems, [], `offered: ${model.toolNames().join(', ')}`);
-  assert.equal(model.remaining(), 0, `every scripted turn was taken:\n${describeRun(r)}`);
-  const [on, inbox, off] = model.exchanges();
-  assert.match(on?.output ?? '', /listen mode on for gemini\/s-/, `m4a listen on: ${on?.output}`);
-  assert.ok(sent, 'the mail was sent while AfterAgent listened');
+  assertRanClean(t, 'gemini -p', r, model);
   const reasonReq = model.requests.find((q) => q.turn === 2)!;
-  const reason = geminiUserTexts(reasonReq.body).at(-1) ?? '';
-  assert.ok(reason.includes(sent.message_id), `AfterAgent's reason names the mail: ${reason}`);
-  assert.ok(inbox?.output?.includes(sent.message_id), `the model read it: ${inbox?.output}`);
-  assert.match(off?.output ?? '', /listen mode off/, `m4a listen off: ${off?.output}`);
-  const rc = JSON.parse(await w.m4a(['receipts', sent.message_id, '--json'], { env: { M4A_TOKEN: peer.secret } }));
-  assert.deepEqual(
-    rc.receipts[0].signalled.map((s: any) => s.adapter),
-    ['wait'],
-    `the mail answered the parked hook: ${JSON.stringify(rc)}`,
-  );
-  const stored = Date.parse(rc.receipts[0].stored_at);
-  const fig = { surfaced: Date.parse(rc.receipts[0].surfaced_at) - stored, request: reasonReq.at - stored };
-  for (const [k, v] of Object.entries(fig)) assert.ok(v >= 0 && v < RUN_MS, `${k}: ${v} ms`);
+  const fig = await assertListenWake(w, peer.secret, 'gemini', 'AfterAgent', sentMail(), geminiUserTexts(reasonReq.body).at(-1) ?? '', reasonReq, model.exchanges(), RUN_MS);
   console.log(`gemini listen: send commit → the parked AfterAgent hook answered ${fig.surfaced} ms, → model request with its reason ${fig.request} ms (gemini -p ran ${r.ms} ms)`);
 });
