@@ -2,33 +2,24 @@
 // the user's servers (tools "*", a timeout past a 50 s wait), the hooks as a whole file of ours, the
 // guide as a skill; idempotent, unsetup byte-exact; a project's .github. And the pitfall of a
 // workspace .mcp.json written for Claude Code: the bridge's account choice and setup's warning.
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { isCopilotExtensionHost } from '../src/attest/transparent.js';
 import { bridgeAccount } from '../src/cli/bridge-account.js';
 import { runDoctor } from '../src/cli/doctor.js';
-import type { Bridge } from '../src/cli/setup/bridge-command.js';
 import { copilotTodo } from '../src/cli/setup/copilot-todo.js';
 import { copilotExtensionSource } from '../src/cli/setup/copilot-extension.js';
 import { renderGuide } from '../src/cli/setup/guide.js';
 import { prepareSetup, setupFiles, unsetupFiles, type SetupOptions } from '../src/cli/setup/setup-files.js';
 import { Refusal } from '../src/cli/setup/refusal.js';
-import type { Program, Scope } from '../src/cli/setup/programs.js';
+import type { Program } from '../src/cli/setup/programs.js';
+import { BRIDGE, tempDirs, USER } from './support/setup-fixture.js';
 
-const BRIDGE: Bridge = { command: 'm4a', prefix: [], portable: true };
 const SECRET = 'm4a_s3cr3t_never_in_agent_configs_0123456789';
-const USER: Scope = { kind: 'user' };
 
-const temps: string[] = [];
-after(() => temps.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const tmp = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(d);
-  return d;
-};
+const tmp = tempDirs();
 
 function home(accounts: Record<string, { secret: string; provider?: string }> = { claude: { secret: SECRET, provider: 'claude' } }): { home: string; env: NodeJS.ProcessEnv } {
   const h = tmp('m4a-copilot-');

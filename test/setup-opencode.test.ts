@@ -3,30 +3,20 @@
 // plugin stub, the guide as a skill, and the two facts that keep opencode from installing
 // @opencode-ai/plugin at every start (node_modules/ and the lock entry); idempotent, unsetup
 // byte-exact; a project's opencode.json and .opencode/; a user's own lock and node_modules kept.
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parse as parseJsonc } from 'jsonc-parser';
-import type { Bridge } from '../src/cli/setup/bridge-command.js';
 import { runDoctor } from '../src/cli/doctor.js';
 import { renderGuide } from '../src/cli/setup/guide.js';
 import { OPENCODE_PLUGIN_MODULE, opencodePluginStub } from '../src/cli/setup/program-opencode.js';
 import { setupFiles, unsetupFiles, type SetupOptions } from '../src/cli/setup/setup-files.js';
-import type { Scope } from '../src/cli/setup/programs.js';
+import { BRIDGE, tempDirs, USER } from './support/setup-fixture.js';
 
-const BRIDGE: Bridge = { command: 'm4a', prefix: [], portable: true };
 const SECRET = 'm4a_s3cr3t_never_in_agent_configs_0123456789';
-const USER: Scope = { kind: 'user' };
 
-const temps: string[] = [];
-after(() => temps.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const tmp = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(d);
-  return d;
-};
+const tmp = tempDirs();
 
 /** A HOME whose XDG_CONFIG_HOME is elsewhere (setup must follow it). */
 function world(): { home: string; xdg: string; env: NodeJS.ProcessEnv } {

@@ -3,31 +3,21 @@
 // other byte kept, and unsetup byte-exact, also after Qwen itself rewrote the file (it adds
 // "$version": 4 at every start: the fixture *-rewritten files are what Qwen Code 0.24.4 made of the
 // files beside them). Gemini: `trust` on the entry, the auth choice left to the user and named.
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parse as parseJsonc, type ParseError } from 'jsonc-parser';
 import { geminiAuthSource } from '../src/cli/setup/gemini-auth.js';
 import { qwenHome } from '../src/cli/setup/program-qwen.js';
-import type { Bridge } from '../src/cli/setup/bridge-command.js';
 import { setupFiles, unsetupFiles, type SetupOptions } from '../src/cli/setup/setup-files.js';
-import type { Scope } from '../src/cli/setup/programs.js';
+import { BRIDGE, tempDirs, USER } from './support/setup-fixture.js';
 
 const FIX = new URL('./fixtures/setup/', import.meta.url);
 const fixture = (name: string): string => readFileSync(new URL(name, FIX), 'utf8');
-const BRIDGE: Bridge = { command: 'm4a', prefix: [], portable: true };
 const SECRET = 'm4a_s3cr3t_never_in_agent_configs_qwen_0123456789';
-const USER: Scope = { kind: 'user' };
 
-const temps: string[] = [];
-after(() => temps.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const temp = (prefix: string): string => {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  temps.push(d);
-  return d;
-};
+const temp = tempDirs();
 
 function home(extra: NodeJS.ProcessEnv = {}): { home: string; env: NodeJS.ProcessEnv } {
   const h = temp('m4a-setup-qwen-');
