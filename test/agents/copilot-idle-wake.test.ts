@@ -10,84 +10,32 @@
 // inbox. Checked: the receipts, and the figure send commit → the model request carrying the text.
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startScriptedChat, userTexts } from './support/scripted-chat.js';
-import { AGENT_MODULES, makeWorld, NODE_BIN, processTree } from './support/world.js';
+import { until } from '../support/until.js';
+import { copilotInTmux, hasTmux, hookProcs } from './support/copilot-tmux.js';
+import { userTexts } from './support/scripted-chat.js';
+import { processTree } from './support/world.js';
 
-const PKG_CACHE = join(AGENT_MODULES, '.cache', 'copilot-pkg');
 const FLOW_MS = 60_000;
 
-/** The extension's `m4a hook copilot-live` processes of one world (found by its data directory). */
-function liveHooks(dataDir: string): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').includes('hook copilot-live')) continue;
-      if (readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(name));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
-
-async function until<T>(what: string, ms: number, probe: () => T | undefined | Promise<T | undefined>, every = 100): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) assert.fail(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-
 it('mail to an idle interactive Copilot session starts a turn through its extension; the model reads the mail', { timeout: 240_000 }, async (t) => {
-  if (spawnSync('tmux', ['-V']).status !== 0) return t.skip('tmux is not installed: the interactive Copilot needs a terminal');
-  const w = await makeWorld('m4a-copilot-idle-');
-  const tmux = `m4a-copilot-${process.pid}-${w.port}`;
-  /** tmux on the test's own server (-L), with the world's environment. */
-  const tm = (args: string[], env: NodeJS.ProcessEnv = w.env): string => {
-    const r = spawnSync('tmux', ['-L', tmux, ...args], { env, encoding: 'utf8', timeout: 20_000 });
-    assert.equal(r.status, 0, `tmux ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
-  t.after(async () => {
-    spawnSync('tmux', ['-L', tmux, 'kill-server'], { timeout: 10_000 });
-    await w.close();
+  if (!hasTmux()) return t.skip('tmux is not installed: the interactive Copilot needs a terminal');
+  const { w, codex, model, tm, screen } = await copilotInTmux(t, {
+    prefix: 'm4a-copilot-idle-',
+    script: [
+      { text: 'Ready for mail.' }, // the first prompt; then the session is idle
+      { tool: (names) => names.find((n) => n === 'm4a-m4a_mail_inbox'), input: {} }, // the woken turn
+      { text: 'Read the mail from codex.' },
+    ],
+    prompt: 'Hello; wait for mail.',
   });
-  const setup = await w.m4a(['setup', 'copilot']);
-  assert.match(setup, /extension\.mjs brings mail to an idle session/, setup);
-  const codex = JSON.parse(await w.m4a(['admin', 'account', 'add', 'codex', '--json']));
-  const model = await startScriptedChat([
-    { text: 'Ready for mail.' }, // the first prompt; then the session is idle
-    { tool: (names) => names.find((n) => n === 'm4a-m4a_mail_inbox'), input: {} }, // the woken turn
-    { text: 'Read the mail from codex.' },
-  ]);
-  t.after(() => model.close());
-
-  const env: NodeJS.ProcessEnv = {
-    COPILOT_OFFLINE: 'true',
-    COPILOT_PROVIDER_BASE_URL: `${model.url}/v1`,
-    COPILOT_PROVIDER_API_KEY: 'test-key',
-    COPILOT_MODEL: 'scripted',
-    COPILOT_PROVIDER_MAX_PROMPT_TOKENS: '128000',
-    COPILOT_PROVIDER_MAX_OUTPUT_TOKENS: '8000',
-    COPILOT_PKG_CACHE_HOME: PKG_CACHE,
-    COPILOT_ALLOW_ALL: 'true',
-  };
-  const vars = Object.entries({ ...w.env, ...env }).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
-  tm(['new-session', '-d', '-x', '200', '-y', '50', '-c', w.project, 'env', ...vars, join(NODE_BIN, 'copilot'), '--experimental', '-i', 'Hello; wait for mail.']);
-  const screen = (): string => tm(['capture-pane', '-p']);
   const panePid = Number(tm(['display', '-p', '#{pane_pid}']).trim());
 
-  await until('the first turn answered', FLOW_MS, () => (model.remaining() === 2 && screen().includes('Ready for mail.') ? true : undefined), 250);
+  await until('the first turn answered', () => (model.remaining() === 2 && screen().includes('Ready for mail.') ? true : undefined), FLOW_MS, 250);
   // The session is on record with Copilot's own session id once its bridge has spoken to the daemon.
   const session = await until(
     'the copilot session on record',
-    30_000,
     async () => {
       const res = await fetch(`${w.url}/mail/directory`, {
         method: 'POST',
@@ -97,15 +45,21 @@ it('mail to an idle interactive Copilot session starts a turn through its extens
       const peers = (await res.json()) as any;
       return (peers.accounts as any[]).find((a) => a.id === 'copilot')?.sessions?.find((s: any) => s.live && s.card?.corroborated?.provider_session_id);
     },
+    30_000,
     250,
   );
   // The extension's live wait, parked for a second (so the mail must wake it, not be found by its first look).
   let seenAt = 0;
-  await until('the live wait parked', 30_000, () => {
-    if (liveHooks(w.dataDir).length === 0) return void (seenAt = 0);
-    if (seenAt === 0) return void (seenAt = Date.now());
-    return Date.now() - seenAt >= 1_000 ? true : undefined;
-  });
+  await until(
+    'the live wait parked',
+    () => {
+      if (hookProcs(w.dataDir, 'copilot-live').length === 0) return void (seenAt = 0);
+      if (seenAt === 0) return void (seenAt = Date.now());
+      return Date.now() - seenAt >= 1_000 ? true : undefined;
+    },
+    30_000,
+    100,
+  );
   const tree = processTree(panePid);
   const attested = tree.find((p) => p.pid === session.card.attested.pid);
   assert.ok(attested && /@github\/copilot-linux-x64\/copilot$/.test(attested.exe), `the session is the copilot process in the pane: ${JSON.stringify(session.card.attested)}`);
@@ -132,7 +86,7 @@ it('mail to an idle interactive Copilot session starts a turn through its extens
     });
     return r.json();
   };
-  await until('the woken turn done', FLOW_MS, async () => (model.remaining() === 0 && screen().includes('Read the mail from codex.') ? true : undefined), 100).catch(
+  await until('the woken turn done', async () => (model.remaining() === 0 && screen().includes('Read the mail from codex.') ? true : undefined), FLOW_MS, 100).catch(
     async (err: Error) => {
       assert.fail(`${err.message}\nreceipts: ${JSON.stringify(await receipts(true))}\nscreen:\n${screen()}`);
     },
