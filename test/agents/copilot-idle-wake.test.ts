@@ -13,7 +13,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { until } from '../support/until.js';
-import { copilotInTmux, hasTmux, hookProcs } from './support/copilot-tmux.js';
+import { copilotInTmux, hasTmux } from './support/copilot-tmux.js';
+import { hookProcesses } from './support/stop-hooks.js';
 import { userTexts } from './support/scripted-chat.js';
 import { processTree } from './support/world.js';
 
@@ -53,7 +54,7 @@ it('mail to an idle interactive Copilot session starts a turn through its extens
   await until(
     'the live wait parked',
     () => {
-      if (hookProcs(w.dataDir, 'copilot-live').length === 0) return void (seenAt = 0);
+      if (hookProcesses(w.dataDir, 'copilot-live').length === 0) return void (seenAt = 0);
       if (seenAt === 0) return void (seenAt = Date.now());
       return Date.now() - seenAt >= 1_000 ? true : undefined;
     },

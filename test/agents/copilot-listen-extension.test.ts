@@ -10,7 +10,8 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from '../support/until.js';
-import { copilotInTmux, hasTmux, hookProcs } from './support/copilot-tmux.js';
+import { copilotInTmux, hasTmux } from './support/copilot-tmux.js';
+import { hookProcesses } from './support/stop-hooks.js';
 import { userTexts } from './support/scripted-chat.js';
 
 const FLOW_MS = 60_000;
@@ -36,7 +37,7 @@ it("listen mode and the extension: mail that wakes both parked waits reaches the
   await until(
     'the agentStop hook and the live wait parked',
     () => {
-      if (hookProcs(w.dataDir, 'copilot-stop').length === 0 || hookProcs(w.dataDir, 'copilot-live').length === 0) return void (seenAt = 0);
+      if (hookProcesses(w.dataDir, 'copilot-stop').length === 0 || hookProcesses(w.dataDir, 'copilot-live').length === 0) return void (seenAt = 0);
       if (seenAt === 0) return void (seenAt = Date.now());
       return Date.now() - seenAt >= 1_000 ? true : undefined;
     },

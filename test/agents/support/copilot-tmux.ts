@@ -6,7 +6,6 @@
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startScriptedChat, type ChatTurn, type ScriptedChat } from './scripted-chat.js';
 import { AGENT_MODULES, makeWorld, NODE_BIN, type World } from './world.js';
@@ -14,21 +13,6 @@ import { AGENT_MODULES, makeWorld, NODE_BIN, type World } from './world.js';
 const PKG_CACHE = join(AGENT_MODULES, '.cache', 'copilot-pkg');
 
 export const hasTmux = (): boolean => spawnSync('tmux', ['-V']).status === 0;
-
-/** The `m4a hook <hook>` processes of one world (found by its data directory). */
-export function hookProcs(dataDir: string, hook: string): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').includes(`hook ${hook}`)) continue;
-      if (readFileSync(`/proc/${name}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(name));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
-}
 
 export interface CopilotPane {
   w: World;

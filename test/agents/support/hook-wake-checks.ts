@@ -1,7 +1,8 @@
 // The steps the Gemini CLI and Qwen Code live tests share: agents whose turn-end hook (AfterAgent,
 // Stop) brings mail, or in listen mode parks until mail wakes it. Each check is written once here.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { hookProcesses } from './stop-hooks.js';
 import type { TestContext } from 'node:test';
 import type { CallExchange } from './scripted-openai.js';
 import { describeRun, type ProcInfo, type RunResult, type World } from './world.js';
@@ -48,21 +49,6 @@ export async function storedAt(w: World, secret: string, id: string): Promise<nu
   const t = Date.parse(rc.receipts?.[0]?.stored_at);
   assert.ok(Number.isFinite(t), `no stored_at in ${JSON.stringify(rc)}`);
   return t;
-}
-
-/** This world's running `m4a hook <name>` processes (found by the daemon's data directory). */
-export function hookProcesses(dataDir: string, name: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes(`hook ${name}`)) continue;
-      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`M4A_DATA_DIR=${dataDir}`)) out.push(Number(pid));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
 }
 
 /** Every figure is a real, bounded duration (not negative, within the run). */
