@@ -11,9 +11,10 @@ import { spawnSync } from 'node:child_process';
 const dir = new URL('../test/agents/', import.meta.url).pathname;
 
 // npm writes node_modules/.package-lock.json at the end of every install: older than the lockfile
-// means the lockfile changed since (a pull, a version bump). The lockfile lists omp's native addon
-// for every platform by hand (@oh-my-pi/pi-natives-*: the registry it was made against serves only
-// linux-x64's, and npm ci refuses a lockfile that lacks the others): keep them on an update.
+// means the lockfile changed since (a pull, a version bump). The lockfile lists some packages'
+// per-platform builds by hand (omp's @oh-my-pi/pi-natives-*, opencode-*, @teddyzhu/clipboard-*: the
+// registry it was made against serves only linux-x64's, and npm ci refuses a lockfile that lacks
+// the others): keep them on an update.
 const installed = join(dir, 'node_modules', '.package-lock.json');
 if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(join(dir, 'package-lock.json')).mtimeMs) {
   console.error('test:agents: installing the agent programs (npm ci in test/agents)');
