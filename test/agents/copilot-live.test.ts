@@ -13,24 +13,15 @@ import { it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
+import { copilotByok } from './support/copilot-tmux.js';
 import { startScriptedChat, userTexts, type ScriptedChat } from './support/scripted-chat.js';
 import { AGENT_MODULES, describeRun, makeWorld, type ProcInfo, type RunResult, type World } from './support/world.js';
 
 const RUN_MS = 120_000;
-/** Copilot unpacks 235 MB on its first start; one directory for every run (under node_modules, so
- *  never committed). */
-const PKG_CACHE = join(AGENT_MODULES, '.cache', 'copilot-pkg');
 const COPILOT_EXE = realpathSync(join(AGENT_MODULES, '@github', 'copilot-linux-x64', 'copilot'));
 
-/** BYOK, offline: the scripted server is the model provider. */
 const copilotEnv = (model: ScriptedChat): NodeJS.ProcessEnv => ({
-  COPILOT_OFFLINE: 'true',
-  COPILOT_PROVIDER_BASE_URL: `${model.url}/v1`,
-  COPILOT_PROVIDER_API_KEY: 'test-key',
-  COPILOT_MODEL: 'scripted',
-  COPILOT_PROVIDER_MAX_PROMPT_TOKENS: '128000',
-  COPILOT_PROVIDER_MAX_OUTPUT_TOKENS: '8000',
-  COPILOT_PKG_CACHE_HOME: PKG_CACHE,
+  ...copilotByok(model),
   // A listening agentStop hook gives up well inside the test's deadline if no mail comes.
   M4A_LISTEN_SECS: '100',
 });

@@ -10,7 +10,20 @@ import { join } from 'node:path';
 import { startScriptedChat, type ChatTurn, type ScriptedChat } from './scripted-chat.js';
 import { AGENT_MODULES, makeWorld, NODE_BIN, type World } from './world.js';
 
+/** Copilot unpacks 235 MB on its first start; one directory for every run (under node_modules, so
+ *  never committed). */
 const PKG_CACHE = join(AGENT_MODULES, '.cache', 'copilot-pkg');
+
+/** BYOK, offline: the scripted server is the model provider. */
+export const copilotByok = (model: ScriptedChat): NodeJS.ProcessEnv => ({
+  COPILOT_OFFLINE: 'true',
+  COPILOT_PROVIDER_BASE_URL: `${model.url}/v1`,
+  COPILOT_PROVIDER_API_KEY: 'test-key',
+  COPILOT_MODEL: 'scripted',
+  COPILOT_PROVIDER_MAX_PROMPT_TOKENS: '128000',
+  COPILOT_PROVIDER_MAX_OUTPUT_TOKENS: '8000',
+  COPILOT_PKG_CACHE_HOME: PKG_CACHE,
+});
 
 export const hasTmux = (): boolean => spawnSync('tmux', ['-V']).status === 0;
 
@@ -46,13 +59,7 @@ export async function copilotInTmux(t: TestContext, o: { prefix: string; script:
   t.after(() => model.close());
 
   const env: NodeJS.ProcessEnv = {
-    COPILOT_OFFLINE: 'true',
-    COPILOT_PROVIDER_BASE_URL: `${model.url}/v1`,
-    COPILOT_PROVIDER_API_KEY: 'test-key',
-    COPILOT_MODEL: 'scripted',
-    COPILOT_PROVIDER_MAX_PROMPT_TOKENS: '128000',
-    COPILOT_PROVIDER_MAX_OUTPUT_TOKENS: '8000',
-    COPILOT_PKG_CACHE_HOME: PKG_CACHE,
+    ...copilotByok(model),
     COPILOT_ALLOW_ALL: 'true',
     ...o.env,
   };
